@@ -1,0 +1,74 @@
+/**
+ * Domain errors. Each carries a stable `reason` (the google.rpc.ErrorInfo reason the server maps it
+ * to), structured fields, and whether retrying the same call can succeed. Messages say what to do.
+ * Stores translate driver errors into these; only `server/` turns them into gRPC codes.
+ */
+export abstract class WaymarkError extends Error {
+  abstract readonly reason: string;
+  /** True when the same call may succeed if repeated later (after a backoff). */
+  readonly retryable: boolean = false;
+  override get name(): string {
+    return this.constructor.name;
+  }
+}
+
+export class RunNotFoundError extends WaymarkError {
+  readonly reason = 'RUN_NOT_FOUND';
+  constructor(readonly runId: string) {
+    super(`run ${runId} was not found in this namespace; check the id and the namespace it was started in`);
+  }
+}
+
+export class WorkflowNotFoundError extends WaymarkError {
+  readonly reason = 'WORKFLOW_NOT_FOUND';
+  constructor(readonly workflowName: string) {
+    super(`workflow "${workflowName}" is not registered on this server; ListWorkflows shows the registered ones`);
+  }
+}
+
+/** A write by a process whose lease was taken over. The writer must stop touching the run; never retry. */
+export class LeaseLostError extends WaymarkError {
+  readonly reason = 'LEASE_LOST';
+  constructor(readonly runId: string, readonly epoch: number) {
+    super(`lease on run ${runId} at epoch ${epoch} was taken over by another worker; this worker stops executing it`);
+  }
+}
+
+export class PayloadTooLargeError extends WaymarkError {
+  readonly reason = 'PAYLOAD_TOO_LARGE';
+  constructor(readonly field: string, readonly sizeBytes: number, readonly limitBytes: number) {
+    super(`${field} is ${sizeBytes} bytes, over the limit of ${limitBytes} bytes; send a smaller payload or raise the limit`);
+  }
+}
+
+export class JournalFullError extends WaymarkError {
+  readonly reason = 'JOURNAL_FULL';
+  constructor(readonly runId: string, readonly limitEntries: number) {
+    super(`run ${runId} reached the limit of ${limitEntries} journal entries; split the work into child runs`);
+  }
+}
+
+/** The run is not in a state that allows the operation (e.g. resuming a finished run). */
+export class RunStateError extends WaymarkError {
+  readonly reason = 'WRONG_STATE';
+  constructor(readonly runId: string, readonly status: string, readonly wanted: string) {
+    super(`run ${runId} is ${status}; this operation needs a run that is ${wanted}`);
+  }
+}
+
+/** A start with an idempotency key already used with a different workflow or input. */
+export class IdempotencyConflictError extends WaymarkError {
+  readonly reason = 'IDEMPOTENCY_KEY_REUSED';
+  constructor(readonly idempotencyKey: string, readonly existingRunId: string) {
+    super(`idempotency key "${idempotencyKey}" already started run ${existingRunId} with a different workflow; use a new key`);
+  }
+}
+
+/** The database could not be reached or timed out; the call may succeed later. */
+export class StoreUnavailableError extends WaymarkError {
+  readonly reason = 'STORE_UNAVAILABLE';
+  override readonly retryable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`the journal store is unavailable: ${message}; retry with backoff`, options);
+  }
+}

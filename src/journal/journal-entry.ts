@@ -1,0 +1,75 @@
+import type { Json, RunError, RunStatus } from './run.js';
+
+/** What a journal entry records. `status` entries are the run's own status changes. */
+export const ENTRY_KINDS = [
+  'step', 'tool', 'model', 'agent', 'now', 'uuid', 'sleep', 'signal', 'approval', 'child', 'emit', 'status',
+] as const;
+export type EntryKind = (typeof ENTRY_KINDS)[number];
+
+/**
+ * running    intent: the effect was dispatched (written before it executes)
+ * ok|error   terminal outcome of an effect; `refSeq` points at its `running` entry when there was one
+ * cancelled  the effect was abandoned; replay runs it again
+ * suspended  a wait (approval, signal, sleep, child); closed by a resolution
+ * resolved   the winning resolution of a suspension (`refSeq` = the suspension)
+ * noop       a later resolution of an already-resolved suspension, kept for the audit trail
+ * info       an entry that records without being an effect (status changes, emitted events)
+ */
+export const ENTRY_STATUSES = ['running', 'ok', 'error', 'cancelled', 'suspended', 'resolved', 'noop', 'info'] as const;
+export type EntryStatus = (typeof ENTRY_STATUSES)[number];
+
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+}
+
+export interface JournalEntry {
+  runId: string;
+  seq: number;
+  scope: string;
+  kind: EntryKind;
+  name: string;
+  contentKey: string;
+  occurrence: number;
+  status: EntryStatus;
+  payload: Json | null;
+  error: RunError | null;
+  /** The entry this one completes or resolves. */
+  refSeq: number | null;
+  idempotencyKey: string | null;
+  /** Caller-chosen id that deduplicates a resolution (signal_id, request_id). */
+  dedupeKey: string | null;
+  usage: Usage | null;
+  costUsd: number | null;
+  createdAt: Date;
+}
+
+/** What a writer supplies; the store assigns seq and createdAt. */
+export type NewJournalEntry = Omit<JournalEntry, 'runId' | 'seq' | 'createdAt'>;
+
+/** Fills the optional columns of a new entry with nulls so callers name only what they mean. */
+export function newEntry(
+  fields: Pick<NewJournalEntry, 'kind' | 'name' | 'status'> & Partial<NewJournalEntry>,
+): NewJournalEntry {
+  return {
+    scope: '',
+    contentKey: '',
+    occurrence: 0,
+    payload: null,
+    error: null,
+    refSeq: null,
+    idempotencyKey: null,
+    dedupeKey: null,
+    usage: null,
+    costUsd: null,
+    ...fields,
+  };
+}
+
+/** The payload of a `status` entry: the event a stream shows for a status change. */
+export interface StatusPayload {
+  status: RunStatus;
+  output?: Json;
+  error?: RunError;
+}

@@ -1,0 +1,39 @@
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+
+export interface TestDatabase {
+  /** Connection URL of this file's own database. */
+  url: string;
+  name: string;
+  /** Drops the database (terminating leftover connections). */
+  drop(): Promise<void>;
+}
+
+/** Creates a fresh, empty database for one test file, so files run in parallel without interfering. */
+export async function createTestDatabase(prefix = 'waymark_test'): Promise<TestDatabase> {
+  const adminUrl = inject('databaseUrl');
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
