@@ -1,0 +1,121 @@
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { Logger } from 'pino';
+import { loggingInterceptor } from './logging-interceptor.js';
+import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
+
+export interface GrpcServerOptions {
+  /** Interface to bind, e.g. `127.0.0.1`, `0.0.0.0` or `::`. */
+  host: string;
+  /** 0 picks a free port (tests); `GrpcServer.port` tells which. */
+  port: number;
+  /** Registers the services, e.g. `(router) => { registerRunService(router); registerHealthService(router, health); }`. */
+  routes: (router: ConnectRouter) => void;
+  logger: Logger;
+  /** Largest request message accepted; larger ones fail with RESOURCE_EXHAUSTED before a handler runs. */
+  maxRequestBytes: number;
+  /** Run after the logging interceptor, innermost last (metrics, validation, error mapping). */
+  interceptors?: Interceptor[];
+}
+
+export interface GrpcServer {
+  port: number;
+  /** `host:port` as bound, IPv6 hosts in brackets. */
+  address: string;
+  /** `http://host:port`, the base URL for Connect and gRPC clients (h2c). */
+  url: string;
+  /**
+   * Drains and stops the server; idempotent. Long-lived streams end at once with UNAVAILABLE
+   * (clients resume elsewhere from their cursor), no new connections or calls are accepted, and
+   * calls in flight get `graceMs` to finish. After that every handler's `ctx.signal` aborts with
+   * UNAVAILABLE, and connections still open a moment later are destroyed.
+   */
+  close(graceMs: number): Promise<void>;
+}
+
+/** After the grace period, how long aborted handlers get to write their UNAVAILABLE status. */
+const ABORT_FLUSH_MS = 200;
+
+/**
+ * Serves gRPC, gRPC-Web and Connect on one h2c (HTTP/2 without TLS) port. TLS terminates in front
+ * of the server (ingress, mesh), as Kubernetes gRPC probes and in-cluster clients expect.
+ * HTTP/1.1 clients are not served: the Node http2 server without TLS speaks HTTP/2 only.
+ */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
+  const { logger } = options;
+  // Two stages of shutdown: `draining` ends long-lived streams at the start of close() (handlers
+  // read it through shutdownSignalKey); `stopping` is Connect's own shutdownSignal, which aborts
+  // every handler's ctx.signal once the grace period is over.
+  const draining = new AbortController();
+  const stopping = new AbortController();
+
+  const handler = connectNodeAdapter({
+    routes: options.routes,
+    grpc: true,
+    grpcWeb: true,
+    connect: true,
+    readMaxBytes: options.maxRequestBytes,
+    shutdownSignal: stopping.signal,
+    interceptors: [loggingInterceptor(logger), ...(options.interceptors ?? [])],
+    contextValues: () => createContextValues().set(shutdownSignalKey, draining.signal),
+  });
+  const server = http2.createServer({}, handler);
+
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  // A misbehaving client must not take the process down; its session is already being torn down.
+  server.on('sessionError', (err) => logger.debug({ err }, 'http2 session error'));
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(new Error(`cannot listen on ${options.host}:${options.port}: ${err.message}`, { cause: err }));
+    server.once('error', onError);
+    server.listen(options.port, options.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  server.on('error', (err) => logger.error({ err }, 'grpc server error'));
+
+  const bound = server.address() as AddressInfo;
+  const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+  const address = `${host}:${bound.port}`;
+  logger.info({ address }, 'grpc server listening');
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs: number): Promise<void> =>
+    (closing ??= (async () => {
+      logger.info({ graceMs, connections: sessions.size }, 'grpc server draining');
+      draining.abort(serverShutdownError());
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // GOAWAY: clients open no new streams here and reconnect elsewhere; open streams carry on.
+      for (const session of sessions) session.close();
+      if (!(await settlesWithin(closed, graceMs))) {
+        stopping.abort(serverShutdownError());
+        if (!(await settlesWithin(closed, ABORT_FLUSH_MS))) {
+          logger.warn({ connections: sessions.size }, 'grpc server destroying connections that outlived the grace period');
+          for (const session of sessions) session.destroy();
+          await closed;
+        }
+      }
+      logger.info('grpc server stopped');
+    })());
+
+  return { port: bound.port, address, url: `http://${address}`, close };
+}
+
+async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

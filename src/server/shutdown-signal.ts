@@ -1,0 +1,50 @@
+import { Code, ConnectError, createContextKey, type HandlerContext } from '@connectrpc/connect';
+
+/**
+ * Long-lived streams (StreamRunEvents following a run, Health/Watch, reflection) never end on their
+ * own, so a draining server would otherwise wait out its whole grace period for them. The server
+ * aborts this signal when it starts draining; stream handlers watch it through `streamSignal()` and
+ * end with UNAVAILABLE at once, so clients reconnect to another replica and resume from their
+ * cursor. Unary handlers ignore it and finish normally within the grace period.
+ *
+ * The default (no server, e.g. `createRouterTransport` in tests) is a signal that never aborts.
+ */
+export const shutdownSignalKey = createContextKey<AbortSignal>(new AbortController().signal, {
+  description: 'waymark server draining',
+});
+
+/** The reason streams end with when the server drains: clients treat UNAVAILABLE as "retry elsewhere". */
+export function serverShutdownError(): ConnectError {
+  return new ConnectError('the server is shutting down; reconnect, another replica will serve the call', Code.Unavailable);
+}
+
+/**
+ * Aborts when the call ends (client cancel, deadline) or the server starts draining. Its reason is
+ * always something `ConnectError.from` turns into the right status for the client.
+ */
+export function streamSignal(ctx: HandlerContext): AbortSignal {
+  return AbortSignal.any([ctx.signal, ctx.values.get(shutdownSignalKey)]);
+}
+
+/**
+ * Settles like `promise`, or rejects with the signal's reason as a ConnectError once it aborts.
+ * A stream handler that merely returned on abort would end its stream with OK, and clients would
+ * take that as "the run has no more events"; rethrowing gives them UNAVAILABLE instead.
+ */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(ConnectError.from(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(ConnectError.from(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}

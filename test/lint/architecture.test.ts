@@ -1,0 +1,39 @@
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+// The folder rules of STYLE.md are lint rules; these cases prove each rule bites, so a config
+// change that silently disables one fails here rather than in review.
+const eslint = new ESLint({ cwd: process.cwd() });
+
+async function ruleIds(filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return (result?.messages ?? []).map((m) => m.ruleId ?? m.message);
+}
+
+describe('architecture rules', () => {
+  it('journal/ imports nothing of ours', async () => {
+    const ids = await ruleIds('src/journal/probe.ts', "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n");
+    expect(ids).toContain('import-x/no-restricted-paths');
+  });
+
+  it('journal/ performs no I/O', async () => {
+    const ids = await ruleIds('src/journal/probe.ts', "import { readFileSync } from 'node:fs';\nexport const p = readFileSync;\n");
+    expect(ids).toContain('no-restricted-imports');
+  });
+
+  it('only server/ imports gen/', async () => {
+    const code = "import { RunService } from '../gen/waymark/v1/run_service_pb.js';\nexport const p = RunService;\n";
+    expect(await ruleIds('src/engine/probe.ts', code)).toContain('import-x/no-restricted-paths');
+    expect(await ruleIds('src/server/probe.ts', code)).not.toContain('import-x/no-restricted-paths');
+  });
+
+  it('the engine depends on the store interface, not on an implementation', async () => {
+    const ids = await ruleIds('src/engine/probe.ts', "import { MemoryStore } from '../store/memory/memory-store.js';\nexport const p = MemoryStore;\n");
+    expect(ids).toContain('import-x/no-restricted-paths');
+  });
+
+  it('a clean file in the right place passes', async () => {
+    const ids = await ruleIds('src/engine/probe.ts', "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n");
+    expect(ids).toEqual([]);
+  });
+});

@@ -1,0 +1,42 @@
+import type { ConnectRouter } from '@connectrpc/connect';
+import { pino } from 'pino';
+import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
+import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
+import { registerReflectionService } from '../../src/server/reflection-service.js';
+import { registerRunService } from '../../src/server/run-service.js';
+import { registerSignalService } from '../../src/server/signal-service.js';
+
+export type LogLine = { level: number; msg: string } & Record<string, unknown>;
+
+export interface TestServer {
+  server: GrpcServer;
+  health: HealthStatus;
+  /** Every line the server logged, parsed. */
+  logs: LogLine[];
+}
+
+/** Every service the server exposes today, as the composition root registers them. */
+export function allServices(router: ConnectRouter, health: HealthStatus): void {
+  registerRunService(router);
+  registerSignalService(router);
+  registerHealthService(router, health);
+  registerReflectionService(router);
+}
+
+/** A real HTTP/2 server on 127.0.0.1 and a free port. Close it with `server.close(graceMs)`. */
+export async function startTestServer(
+  options: { routes?: (router: ConnectRouter, health: HealthStatus) => void; maxRequestBytes?: number } = {},
+): Promise<TestServer> {
+  const logs: LogLine[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
+  const health = new HealthStatus({ '': 'SERVING', 'waymark.v1.RunService': 'SERVING' });
+  const routes = options.routes ?? allServices;
+  const server = await startGrpcServer({
+    host: '127.0.0.1',
+    port: 0,
+    logger,
+    maxRequestBytes: options.maxRequestBytes ?? 4 * 1024 * 1024,
+    routes: (router) => routes(router, health),
+  });
+  return { server, health, logs };
+}
