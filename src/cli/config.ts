@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
+
+/**
+ * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
+ * start. A bad value stops the process with one line naming the variable and what it expects.
+ */
+const hostPort = (example: string) =>
+  z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, `must be host:port, e.g. ${example}`)
+    .refine((v) => {
+      const port = Number(v.slice(v.lastIndexOf(':') + 1));
+      return port >= 0 && port <= 65535;
+    }, 'port must be 0-65535');
+
+const positiveInt = (what: string) =>
+  z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`);
+
+const schema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL, or unset for the embedded database')
+    .optional(),
+  WAYMARK_ADDR: hostPort('127.0.0.1:50051').default('127.0.0.1:50051'),
+  WAYMARK_METRICS_ADDR: hostPort('127.0.0.1:9464').default('127.0.0.1:9464'),
+  WAYMARK_LEASE_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(30_000),
+  WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
+  WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
+  WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
+  WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
+  WAYMARK_NAMESPACE: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a lowercase name like "default"').default('default'),
+  WAYMARK_LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
+    error: 'must be one of trace, debug, info, warn, error, fatal, silent',
+  }).default('info'),
+  WAYMARK_MAX_REQUEST_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.requestBytes),
+  WAYMARK_MAX_PAYLOAD_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadBytes),
+  WAYMARK_MAX_JOURNAL_ENTRIES: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.journalEntries),
+  WAYMARK_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.streamsPerReplica),
+});
+
+export type Env = z.infer<typeof schema>;
+
+export interface Config {
+  databaseUrl: string | undefined;
+  addr: { host: string; port: number };
+  metricsAddr: { host: string; port: number };
+  leaseTtlMs: number;
+  sweepIntervalMs: number;
+  shutdownGraceMs: number;
+  workflowsPath: string | undefined;
+  dataDir: string;
+  namespace: string;
+  logLevel: Env['WAYMARK_LOG_LEVEL'];
+  limits: Limits;
+}
+
+/** A setting that failed validation; `message` is the one line printed before exiting. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, readonly expected: string, got: string | undefined) {
+    // A database URL may carry a password: never echo it.
+    const shown = variable === 'DATABASE_URL' ? '' : `=${JSON.stringify(got ?? '')}`;
+    super(`invalid setting ${variable}${shown}: ${expected}`);
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty strings mean "unset", as shells and ConfigMaps produce them.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0]);
+    throw new ConfigError(variable, issue.message, env[variable]);
+  }
+  const e = parsed.data;
+  return {
+    databaseUrl: e.DATABASE_URL,
+    addr: splitHostPort(e.WAYMARK_ADDR),
+    metricsAddr: splitHostPort(e.WAYMARK_METRICS_ADDR),
+    leaseTtlMs: e.WAYMARK_LEASE_TTL_MS,
+    sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
+    shutdownGraceMs: e.WAYMARK_SHUTDOWN_GRACE_MS,
+    workflowsPath: e.WAYMARK_WORKFLOWS,
+    dataDir: e.WAYMARK_DATA_DIR,
+    namespace: e.WAYMARK_NAMESPACE,
+    logLevel: e.WAYMARK_LOG_LEVEL,
+    limits: {
+      requestBytes: e.WAYMARK_MAX_REQUEST_BYTES,
+      payloadBytes: e.WAYMARK_MAX_PAYLOAD_BYTES,
+      journalEntries: e.WAYMARK_MAX_JOURNAL_ENTRIES,
+      streamsPerReplica: e.WAYMARK_MAX_STREAMS,
+    },
+  };
+}
+
+function splitHostPort(v: string): { host: string; port: number } {
+  const i = v.lastIndexOf(':');
+  return { host: v.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(v.slice(i + 1)) };
+}

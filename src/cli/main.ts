@@ -1,0 +1,88 @@
+import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger } from './logger.js';
+
+const HELP = `waymark: durable execution for AI-agent runs
+
+Usage:
+  waymark dev      [--workflows FILE]   server + sweeper on an embedded PostgreSQL (./.waymark)
+  waymark server   [--workflows FILE]   gRPC server and executor (DATABASE_URL, or embedded if unset)
+  waymark migrate                       apply database migrations and exit
+  waymark help | --help | --version
+
+Options:
+  --workflows FILE   a .ts or .js module whose exported workflows and tools are registered
+                     (also WAYMARK_WORKFLOWS)
+  --addr HOST:PORT   where to serve gRPC, gRPC-Web and Connect (also WAYMARK_ADDR; 127.0.0.1:50051)
+
+Settings (environment): DATABASE_URL, WAYMARK_ADDR, WAYMARK_METRICS_ADDR, WAYMARK_LEASE_TTL_MS,
+WAYMARK_SWEEP_INTERVAL_MS, WAYMARK_SHUTDOWN_GRACE_MS, WAYMARK_WORKFLOWS, WAYMARK_DATA_DIR,
+WAYMARK_LOG_LEVEL, WAYMARK_MAX_PAYLOAD_BYTES, WAYMARK_MAX_REQUEST_BYTES. See docs/configuration.md.
+`;
+
+/** Exit status for a bad setting (sysexits EX_CONFIG), so supervisors can tell it from a crash. */
+const EXIT_CONFIG = 78;
+const EXIT_USAGE = 64;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: false,
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
+      workflows: { type: 'string' },
+      addr: { type: 'string' },
+    },
+  });
+  const command = positionals[0] ?? (values.version ? 'version' : 'help');
+  if (values.help || command === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (command === 'version') {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`waymark ${pkg.version}\n`);
+    return 0;
+  }
+  const env = { ...process.env };
+  if (typeof values.workflows === 'string') env.WAYMARK_WORKFLOWS = values.workflows;
+  if (typeof values.addr === 'string') env.WAYMARK_ADDR = values.addr;
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`waymark: ${err.message}\n`);
+      return EXIT_CONFIG;
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel, { command });
+  switch (command) {
+    case 'migrate': {
+      const { runMigrate } = await import('./migrate-command.js');
+      return runMigrate(config, logger);
+    }
+    case 'dev':
+    case 'server': {
+      const { runServe } = await import('./serve-command.js');
+      return runServe(config, logger, { dev: command === 'dev' });
+    }
+    default:
+      process.stderr.write(`waymark: unknown command "${command}"\n\n${HELP}`);
+      return EXIT_USAGE;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`waymark: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
