@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -39,13 +40,13 @@ const PASSWORD = 'waymark';
  * left by a killed process) is connected to rather than started twice.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresHandle> {
-  const dataDir = path.resolve(options.dataDir);
+  const owner = await postgresOwner();
+  const dataDir = reachableDataDir(path.resolve(options.dataDir), owner, options.onLog);
   const running = await runningServerPort(dataDir);
   if (running !== null) return handleFor(running, false, async () => {});
 
   const log = options.onLog ?? (() => {});
   const bin = await binaries();
-  const owner = await postgresOwner();
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) await initdb(bin.initdb, dataDir, owner, log);
   const port = options.port === 0 ? await freePort() : options.port;
   const child = await launch(bin.postgres, dataDir, port, owner, log);
@@ -90,6 +91,24 @@ async function postgresOwner(): Promise<Owner> {
   }
   const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
   return { uid: Number(found.stdout.trim()), gid: Number(gid) };
+}
+
+/**
+ * As root, PostgreSQL runs as `postgres`, which must be able to enter every folder above its data
+ * directory. Under a private folder (root's 0700 home, say) it cannot; rather than loosen the
+ * user's folder permissions, the data then lives under /var/lib/waymark, keyed by the requested
+ * path, and the log says so.
+ */
+function reachableDataDir(requested: string, owner: Owner, log?: (line: string) => void): string {
+  if (owner.uid === undefined) return requested;
+  let ancestor = path.dirname(requested);
+  while (!existsSync(ancestor)) ancestor = path.dirname(ancestor);
+  const probe = spawnSync('test', ['-x', ancestor], { uid: owner.uid, gid: owner.gid! });
+  if (probe.status === 0) return requested;
+  const key = createHash('sha256').update(requested).digest('hex').slice(0, 12);
+  const fallback = path.join('/var/lib/waymark', key, path.basename(requested));
+  log?.(`the postgres user cannot enter ${ancestor}; keeping the data for ${requested} in ${fallback}`);
+  return fallback;
 }
 
 async function initdb(initdbBin: string, dataDir: string, owner: Owner, log: (line: string) => void): Promise<void> {

@@ -1,0 +1,104 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HealthCheckResponse_ServingStatus, Health } from '../../src/gen/grpc/health/v1/health_pb.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { WaymarkProcess } from '../support/waymark-process.js';
+import { grpcJsClient, unaryCall } from '../server/grpc-js-client.js';
+
+describe('waymark command', () => {
+  it('prints help', async () => {
+    const p = WaymarkProcess.start(['--help']);
+    const { code } = await p.exited;
+    expect(code).toBe(0);
+    expect(p.logs.map((l) => l.msg).join('\n')).toContain('waymark dev');
+  });
+
+  it.each([
+    ['WAYMARK_ADDR', 'nonsense', 'must be host:port'],
+    ['WAYMARK_LEASE_TTL_MS', 'soon', 'whole number of milliseconds'],
+    ['DATABASE_URL', 'mysql://root:secret@db/x', 'postgres:// URL'],
+  ])('refuses %s=%s with one line naming the variable, exit 78', async (variable, value, expected) => {
+    const p = WaymarkProcess.start(['server'], { env: { [variable]: value } });
+    const { code } = await p.exited;
+    expect(code).toBe(78);
+    const lines = p.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(variable);
+    expect(lines[0]).toContain(expected);
+    expect(p.stderr).not.toContain('secret'); // a database URL's password is never echoed
+  });
+
+  it('rejects an unknown command with usage', async () => {
+    const p = WaymarkProcess.start(['frobnicate']);
+    const { code } = await p.exited;
+    expect(code).toBe(64);
+    expect(p.stderr).toContain('unknown command');
+  });
+});
+
+describe('waymark migrate and server against DATABASE_URL', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('migrates once, then reports the schema up to date', async () => {
+    const first = WaymarkProcess.start(['migrate'], { env: { DATABASE_URL: db.url } });
+    expect((await first.exited).code).toBe(0);
+    expect(first.logs.find((l) => l.msg === 'migrations applied')?.applied).toEqual(expect.arrayContaining(['0001_init.sql']));
+    const second = WaymarkProcess.start(['migrate'], { env: { DATABASE_URL: db.url } });
+    expect((await second.exited).code).toBe(0);
+    expect(second.logs.some((l) => l.msg === 'schema already up to date')).toBe(true);
+  });
+
+  it('serves health over real HTTP/2 and stops cleanly on SIGTERM', async () => {
+    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0' } });
+    const address = await p.listening();
+    const client = grpcJsClient(address);
+    try {
+      const res = await unaryCall(client, Health.method.check, { service: '' });
+      expect(res.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+    } finally {
+      client.close();
+    }
+    expect((await p.stop('SIGTERM')).code).toBe(0);
+    expect(p.logs.some((l) => l.msg === 'stopped')).toBe(true);
+  });
+});
+
+describe('waymark dev on the embedded database', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'waymark-dev-test-'));
+    await chmod(dir, 0o755); // as root, PostgreSQL runs as `postgres` and must enter the folder
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('starts PostgreSQL under .waymark, keeps data across restarts, and shares a running server', async () => {
+    const env = { DATABASE_URL: undefined, WAYMARK_ADDR: '127.0.0.1:0' };
+    const first = WaymarkProcess.start(['dev'], { cwd: dir, env });
+    await first.listening();
+    expect(existsSync(path.join(dir, '.waymark/pg/PG_VERSION'))).toBe(true);
+
+    // A second dev on the same data directory reuses the running server rather than starting another.
+    const second = WaymarkProcess.start(['dev'], { cwd: dir, env });
+    await second.listening();
+    expect(second.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('reusing the embedded PostgreSQL'))).toBe(true);
+    expect((await second.stop('SIGINT')).code).toBe(0);
+    expect((await first.stop('SIGINT')).code).toBe(0);
+
+    // Restarted: the data survived (migrations are not applied again).
+    const third = WaymarkProcess.start(['dev'], { cwd: dir, env });
+    await third.listening();
+    expect(third.logs.some((l) => l.msg === 'migrations applied')).toBe(false);
+    expect((await third.stop('SIGTERM')).code).toBe(0);
+  }, 120_000);
+});
