@@ -1,0 +1,89 @@
+import { WaymarkError } from '../journal/errors.js';
+import type { JournalEntry, StatusPayload } from '../journal/journal-entry.js';
+import { isTerminalStatus } from '../journal/run.js';
+import type { JournalStore } from './store.js';
+
+export interface JournalFollowParams {
+  store: JournalStore;
+  runId: string;
+  /** Yield entries with seq > afterSeq; -1 (the default) replays the whole journal. */
+  afterSeq?: number;
+  /** Ends the iteration (the iterator returns; it does not throw). */
+  signal: AbortSignal;
+  /** Fallback poll interval: wake-ups can be lost (DESIGN "Leases and fencing"), polling cannot. */
+  pollMs?: number;
+  /** Fail-closed addressing: passed to journalList. */
+  namespace?: string;
+  /** Stop after yielding a terminal `status` entry (StreamRunEvents ends after the terminal event). */
+  stopAfterTerminal?: boolean;
+  /** Entries read per journalList call while catching up. */
+  batchSize?: number;
+}
+
+/**
+ * Every journal entry of a run after `afterSeq`, in seq order, each exactly once: catch up with
+ * journalList from our own cursor, then wait for a wake-up or the poll interval, and repeat.
+ * It subscribes before the first read, so a write committed between a read and the wait still
+ * wakes it. Seq is dense and assigned under the run-row lock, so entries become visible in seq
+ * order; a gap (never seen, but cheap to guard) ends the batch and is read again after the wait.
+ * Retryable store errors (StoreUnavailableError) are waited out at the poll interval; others throw.
+ * Pinned by test/conformance (journal-follow) and test/store/listener.test.ts (LISTEN killed mid-run).
+ */
+export async function* journalFollow(params: JournalFollowParams): AsyncGenerator<JournalEntry, void, undefined> {
+  const { store, runId, signal } = params;
+  const pollMs = params.pollMs ?? 1000;
+  const batchSize = params.batchSize ?? 500;
+  let cursor = params.afterSeq ?? -1;
+  let woken: boolean; // set by a wake-up that lands while we are reading
+  let wake: (() => void) | null = null;
+  const onWake = () => {
+    woken = true;
+    wake?.();
+  };
+  const unsubscribe = await store.wakeupSubscribe({ runId, onRun: onWake, onResync: onWake });
+  try {
+    while (!signal.aborted) {
+      woken = false;
+      let more = true;
+      try {
+        while (more && !signal.aborted) {
+          const entries = await store.journalList({ runId, afterSeq: cursor, limit: batchSize, namespace: params.namespace });
+          let contiguous = true;
+          for (const entry of entries) {
+            if (entry.seq !== cursor + 1) {
+              contiguous = false; // a gap: read again after the wait rather than skip past it
+              break;
+            }
+            cursor = entry.seq;
+            yield entry;
+            if (signal.aborted) return;
+            if (params.stopAfterTerminal && isTerminalEntry(entry)) return;
+          }
+          more = contiguous && entries.length === batchSize;
+        }
+      } catch (err) {
+        if (!(err instanceof WaymarkError && err.retryable)) throw err;
+      }
+      if (woken || signal.aborted) continue;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          wake = null;
+          resolve();
+        };
+        const timer = setTimeout(done, pollMs);
+        signal.addEventListener('abort', done, { once: true });
+        wake = done;
+      });
+    }
+  } finally {
+    await unsubscribe();
+  }
+}
+
+function isTerminalEntry(entry: JournalEntry): boolean {
+  if (entry.kind !== 'status' || entry.payload === null || typeof entry.payload !== 'object') return false;
+  const status = (entry.payload as unknown as StatusPayload).status;
+  return typeof status === 'string' && isTerminalStatus(status);
+}

@@ -1,0 +1,193 @@
+import type pg from 'pg';
+import type { EntryKind, EntryStatus, JournalEntry, NewJournalEntry, Usage } from '../../journal/journal-entry.js';
+import type { Json, RunError } from '../../journal/run.js';
+
+/*
+ * Named statements on `journal` (STYLE habit 8). The fenced append is one statement: a data-modifying
+ * CTE whose UPDATE of the run row is the fence and whose INSERT uses the seqs that UPDATE returned.
+ * One statement is one transaction, with no client round trip between fence and insert, so a paused
+ * worker can never sit on the row lock mid-append (test/store/fencing.test.ts drives it step by step).
+ */
+
+export const JOURNAL_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+  ref_seq, idempotency_key, dedupe_key, usage, cost_usd, created_at`;
+
+/** A journal row as pg returns it, or as to_jsonb renders it (dates as strings, numerics as numbers). */
+export interface JournalRow {
+  run_id: string;
+  seq: number;
+  scope: string;
+  kind: string;
+  name: string;
+  content_key: string;
+  occurrence: number;
+  status: string;
+  payload: Json | null;
+  error: RunError | null;
+  ref_seq: number | null;
+  idempotency_key: string | null;
+  dedupe_key: string | null;
+  usage: Usage | null;
+  cost_usd: string | number | null;
+  created_at: Date | string;
+}
+
+export function toEntry(row: JournalRow): JournalEntry {
+  return {
+    runId: row.run_id,
+    seq: row.seq,
+    scope: row.scope,
+    kind: row.kind as EntryKind,
+    name: row.name,
+    contentKey: row.content_key,
+    occurrence: row.occurrence,
+    status: row.status as EntryStatus,
+    payload: row.payload ?? null,
+    error: row.error ?? null,
+    refSeq: row.ref_seq,
+    idempotencyKey: row.idempotency_key,
+    dedupeKey: row.dedupe_key,
+    usage: row.usage ?? null,
+    costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
+    createdAt: new Date(row.created_at),
+  };
+}
+
+/** The entries as one JSON array for jsonb_to_recordset: one parameter however large the batch. */
+function entriesJson(entries: readonly NewJournalEntry[], deadlines: readonly (Date | null)[]): string {
+  return JSON.stringify(entries.map((e, i) => ({
+    scope: e.scope, kind: e.kind, name: e.name, content_key: e.contentKey, occurrence: e.occurrence,
+    status: e.status, payload: e.payload, error: e.error, ref_seq: e.refSeq, idempotency_key: e.idempotencyKey,
+    dedupe_key: e.dedupeKey, usage: e.usage, cost_usd: e.costUsd, deadline_at: deadlines[i]?.toISOString() ?? null,
+  })));
+}
+
+const RECORD_COLUMNS: [string, string][] = [
+  ['scope', 'text'], ['kind', 'text'], ['name', 'text'], ['content_key', 'text'], ['occurrence', 'integer'],
+  ['status', 'text'], ['payload', 'jsonb'], ['error', 'jsonb'], ['ref_seq', 'integer'], ['idempotency_key', 'text'],
+  ['dedupe_key', 'text'], ['usage', 'jsonb'], ['cost_usd', 'numeric'], ['deadline_at', 'timestamptz'],
+];
+
+/** The rows of an entriesJson parameter, numbered from 1 in array order (`ord`). */
+function recordset(param: string): string {
+  const typed = RECORD_COLUMNS.map(([c, t]) => `${c} ${t}`).join(', ');
+  const names = RECORD_COLUMNS.map(([c]) => c).join(', ');
+  return `ROWS FROM (jsonb_to_recordset(${param}::jsonb) AS (${typed})) WITH ORDINALITY AS e(${names}, ord)`;
+}
+
+/**
+ * The fenced append. Zero rows back means the fence refused it (epoch moved on, lease released,
+ * journal full, or no such run); journalFenceState tells which. Suspensions with a deadline also
+ * get their suspension_deadlines row in the same statement.
+ */
+export function journalAppend(p: {
+  runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; maxEntries: number;
+}): pg.QueryConfig {
+  return {
+    name: 'journal_append',
+    text: `WITH fence AS (
+        UPDATE runs SET next_seq = next_seq + $3, updated_at = now()
+         WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4
+        RETURNING next_seq - $3 AS first_seq
+      ), rows AS (
+        SELECT fence.first_seq + e.ord::integer - 1 AS seq, e.* FROM fence, ${recordset('$5')}
+      ), deadlines AS (
+        INSERT INTO suspension_deadlines (run_id, seq, deadline_at)
+        SELECT $1, seq, deadline_at FROM rows WHERE status = 'suspended' AND deadline_at IS NOT NULL
+      )
+      INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+                           ref_seq, idempotency_key, dedupe_key, usage, cost_usd)
+      SELECT $1, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+             ref_seq, idempotency_key, dedupe_key, usage, cost_usd FROM rows
+      RETURNING ${JOURNAL_COLUMNS}`,
+    values: [p.runId, p.epoch, p.entries.length, p.maxEntries, entriesJson(p.entries, p.deadlines)],
+  };
+}
+
+/** Why a fenced statement matched no row: is there a run, is the epoch still ours, how full is it. */
+export function journalFenceState(runId: string): pg.QueryConfig {
+  return {
+    name: 'journal_fence_state',
+    text: 'SELECT lease_epoch, lease_holder IS NOT NULL AS held, next_seq FROM runs WHERE id = $1',
+    values: [runId],
+  };
+}
+
+/** Entries after a cursor. The EXISTS makes a namespace mismatch look exactly like an unknown run. */
+export function journalList(p: { runId: string; afterSeq: number; limit: number | null; namespace: string | null }): pg.QueryConfig {
+  return {
+    name: 'journal_list',
+    text: `SELECT ${JOURNAL_COLUMNS} FROM journal
+      WHERE run_id = $1 AND seq > $2
+        AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($4::text IS NULL OR namespace = $4))
+      ORDER BY seq LIMIT $3`,
+    values: [p.runId, p.afterSeq, p.limit, p.namespace],
+  };
+}
+
+/**
+ * What journalResolve decides on, read after the run row is locked (a separate statement, so READ
+ * COMMITTED gives it a snapshot that includes every resolution committed before the lock was ours).
+ */
+export function journalResolveFacts(p: { runId: string; suspensionSeq: number; dedupeKey: string | null }): pg.QueryConfig {
+  return {
+    name: 'journal_resolve_facts',
+    text: `SELECT
+        (SELECT to_jsonb(d) FROM journal d WHERE d.run_id = $1 AND d.dedupe_key = $3) AS duplicate,
+        (SELECT s.status FROM journal s WHERE s.run_id = $1 AND s.seq = $2) AS target_status,
+        (SELECT to_jsonb(w) FROM journal w WHERE w.run_id = $1 AND w.ref_seq = $2 AND w.status = 'resolved') AS winner`,
+    values: [p.runId, p.suspensionSeq, p.dedupeKey],
+  };
+}
+
+/** The winning resolution of a suspension, if any. */
+export function journalWinner(p: { runId: string; suspensionSeq: number }): pg.QueryConfig {
+  return {
+    name: 'journal_winner',
+    text: `SELECT ${JOURNAL_COLUMNS} FROM journal WHERE run_id = $1 AND ref_seq = $2 AND status = 'resolved'`,
+    values: [p.runId, p.suspensionSeq],
+  };
+}
+
+/**
+ * Appends a resolution under the run-row lock the caller holds. An applied one wakes a SUSPENDED
+ * run (PENDING), flags a RUNNING one (resume_requested), and retires the suspension's deadline.
+ */
+export function journalResolveInsert(p: {
+  runId: string; suspensionSeq: number; applied: boolean; entry: NewJournalEntry;
+}): pg.QueryConfig {
+  return {
+    name: 'journal_resolve_insert',
+    text: `WITH bump AS (
+        UPDATE runs SET next_seq = next_seq + 1, updated_at = now(),
+               status = CASE WHEN $3 AND status = 'SUSPENDED' THEN 'PENDING' ELSE status END,
+               resume_requested = resume_requested OR ($3 AND status = 'RUNNING')
+         WHERE id = $1
+        RETURNING next_seq - 1 AS seq
+      ), retired AS (
+        DELETE FROM suspension_deadlines WHERE $3 AND run_id = $1 AND seq = $2
+      ), rows AS (
+        SELECT bump.seq, e.* FROM bump, ${recordset('$4')}
+      )
+      INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+                           ref_seq, idempotency_key, dedupe_key, usage, cost_usd)
+      SELECT $1, seq, scope, kind, name, content_key, occurrence,
+             CASE WHEN $3 THEN 'resolved' ELSE 'noop' END, payload, error,
+             $2, idempotency_key, dedupe_key, usage, cost_usd FROM rows
+      RETURNING ${JOURNAL_COLUMNS}`,
+    values: [p.runId, p.suspensionSeq, p.applied, entriesJson([p.entry], [null])],
+  };
+}
+
+/**
+ * The `status` entry a status change appends, selected from a CTE `src` holding the updated run
+ * row (whose next_seq already counts it). Kept here so runs-queries writes journal rows one way.
+ */
+export function statusEntryInsert(src: string): string {
+  return `INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload)
+    SELECT s.id, s.next_seq - 1, '', 'status', s.status, '', 0, 'info',
+           jsonb_build_object('status', s.status)
+           || CASE WHEN s.output IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('output', s.output) END
+           || CASE WHEN s.error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', s.error) END
+      FROM ${src} s`;
+}

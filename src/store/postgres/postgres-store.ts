@@ -1,0 +1,350 @@
+import pg from 'pg';
+import { IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError } from '../../journal/errors.js';
+import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
+import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
+import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
+import { isRunId, newRunId } from '../run-id.js';
+import type { JournalStore, RunCreateParams, RunListParams } from '../store.js';
+import { notASuspension } from '../store-errors.js';
+import { assertEntriesFit, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
+import { suspensionListDue } from './deadlines-queries.js';
+import * as jq from './journal-queries.js';
+import { translatePgError, type ErrorContext } from './pg-errors.js';
+import * as rq from './runs-queries.js';
+import { WakeupListener, type WakeupSubscriber } from './wakeup-listener.js';
+
+/** The subset of a pino logger the store uses. */
+export interface StoreLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface PostgresStoreOptions {
+  url: string;
+  limits?: Partial<Limits>;
+  /** Connections in the main pool (appends, reads, claims, sweeps). Default 10. */
+  poolSize?: number;
+  applicationName?: string;
+  logger?: StoreLogger;
+  /** Waiting for a pooled connection longer than this is StoreUnavailableError. Default 5000. */
+  connectionTimeoutMs?: number;
+  /** Per-session statement_timeout. Default 10000. */
+  statementTimeoutMs?: number;
+  /** Per-session idle_in_transaction_session_timeout: a stalled transaction frees its row locks. Default 5000. */
+  idleInTransactionTimeoutMs?: number;
+  /** lock_timeout for sweeper statements: skip a contended run rather than queue behind it. Default 500. */
+  sweeperLockTimeoutMs?: number;
+  /** Reconnect backoff of the LISTEN connection (doubling, jittered). Default 50 to 5000 ms. */
+  listenerBackoffMs?: { min: number; max: number };
+}
+
+/**
+ * JournalStore on PostgreSQL. Three connection groups: the main pool; a 2-connection lease pool for
+ * renewals and releases, so a busy main pool cannot starve a renewal into a spurious takeover
+ * (reliability.md §2.10); and one LISTEN client for wake-ups. The fence is the run row's
+ * lease_epoch compared in the same statement that takes the row lock (see journal-queries.ts).
+ */
+export class PostgresStore implements JournalStore {
+  readonly limits: Limits;
+  /** Wake-up connection; emits 'connected' and 'lost'. */
+  readonly listener: WakeupListener;
+  private closing: Promise<void> | null = null;
+
+  private constructor(
+    readonly pool: pg.Pool,
+    readonly leasePool: pg.Pool,
+    listenConfig: pg.ClientConfig,
+    private readonly options: PostgresStoreOptions,
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    const onError = (err: unknown, message: string) => options.logger?.warn({ err }, message);
+    this.listener = new WakeupListener({
+      client: listenConfig, onError,
+      minBackoffMs: options.listenerBackoffMs?.min, maxBackoffMs: options.listenerBackoffMs?.max,
+    });
+  }
+
+  /** Opens the pools and checks the database answers (StoreUnavailableError if not). */
+  static async connect(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const app = options.applicationName ?? 'waymark';
+    const session = (name: string): pg.PoolConfig => ({
+      connectionString: options.url,
+      application_name: name,
+      connectionTimeoutMillis: options.connectionTimeoutMs ?? 5_000,
+      keepAlive: true,
+      // Set per session at connect time, so no pooled connection runs without them.
+      options: `-c statement_timeout=${options.statementTimeoutMs ?? 10_000} ` +
+        `-c idle_in_transaction_session_timeout=${options.idleInTransactionTimeoutMs ?? 5_000}`,
+    });
+    const pool = new pg.Pool({ ...session(app), max: options.poolSize ?? 10 });
+    const leasePool = new pg.Pool({ ...session(`${app}:lease`), max: 2 });
+    for (const p of [pool, leasePool]) {
+      // An idle client's backend can die at any time (pg_terminate_backend, restart); without a
+      // listener that 'error' event would crash the process.
+      p.on('error', (err) => options.logger?.warn({ err }, 'idle database connection failed; the pool replaces it'));
+    }
+    const store = new PostgresStore(pool, leasePool, session(`${app}:listen`), options);
+    try {
+      await pool.query({ name: 'store_ping', text: 'SELECT 1' });
+    } catch (err) {
+      await store.close();
+      throw translatePgError(err);
+    }
+    return store;
+  }
+
+  async runCreate(params: RunCreateParams): Promise<{ run: Run; created: boolean; lease: Lease | null }> {
+    assertRunCreateFits(params, this.limits);
+    if (params.parentRunId && !isRunId(params.parentRunId)) throw new RunNotFoundError(params.parentRunId);
+    const ctx = { parentRunId: params.parentRunId };
+    const inserted = await this.query<rq.RunRow & rq.LeaseRow>(rq.runInsert({ ...params, id: newRunId() }), ctx);
+    const row = inserted.rows[0];
+    if (row) return { run: rq.toRun(row), created: true, lease: params.leaseFor ? rq.toLease(row) : null };
+    // ON CONFLICT waited for any in-flight insert of this key, so the first run is committed now.
+    const existing = (await this.query<rq.RunRow>(rq.runByIdempotencyKey(params.namespace, params.idempotencyKey!))).rows[0];
+    if (!existing) throw new Error(`run for idempotency key "${params.idempotencyKey}" vanished during runCreate`);
+    const run = rq.toRun(existing);
+    if (run.workflowName !== params.workflowName) throw new IdempotencyConflictError(params.idempotencyKey!, run.id);
+    return { run, created: false, lease: null };
+  }
+
+  async runGet(params: { runId: string; namespace: string }): Promise<Run> {
+    return this.findRun(params.runId, params.namespace);
+  }
+
+  async runList(params: RunListParams): Promise<{ runs: Run[]; nextCursor: string | null }> {
+    assertPageSize(params.pageSize);
+    const after = params.cursor ? decodeRunCursor(params.cursor) : null;
+    if (params.parentRunId !== undefined && !isRunId(params.parentRunId)) return { runs: [], nextCursor: null };
+    const labels = params.labels && Object.keys(params.labels).length ? JSON.stringify(params.labels) : null;
+    const { rows } = await this.query<rq.RunRow>(rq.runList({
+      namespace: params.namespace, statuses: params.statuses?.length ? params.statuses : null,
+      workflowName: params.workflowName ?? null, labels, parentRunId: params.parentRunId ?? null,
+      after, limit: params.pageSize + 1,
+    }));
+    const runs = rows.slice(0, params.pageSize).map(rq.toRun);
+    const last = runs[runs.length - 1];
+    return { runs, nextCursor: rows.length > params.pageSize && last ? encodeRunCursor(last) : null };
+  }
+
+  async runLeaseAcquire(params: {
+    runId: string; holder: string; ttlMs: number; statuses?: RunStatus[]; namespace?: string;
+  }): Promise<Lease | null> {
+    if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
+    const { rows } = await this.query<rq.LeaseRow>(rq.runLeaseAcquire({
+      runId: params.runId, holder: params.holder, ttlMs: params.ttlMs,
+      statuses: params.statuses ?? ['PENDING', 'RUNNING'], namespace: params.namespace ?? null,
+    }));
+    if (rows[0]) return rq.toLease(rows[0]);
+    await this.findRun(params.runId, params.namespace ?? null); // throws RunNotFoundError
+    return null;
+  }
+
+  async runLeaseRenew(params: { lease: Lease; ttlMs: number }): Promise<Lease> {
+    if (!isRunId(params.lease.runId)) throw new RunNotFoundError(params.lease.runId);
+    const { rows } = await this.query<rq.LeaseRow>(rq.runLeaseRenew(params.lease, params.ttlMs), {}, this.leasePool);
+    if (rows[0]) return rq.toLease(rows[0]);
+    throw await this.fenceFailure(params.lease, 0, this.leasePool) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);
+  }
+
+  async runLeaseRelease(params: { lease: Lease }): Promise<void> {
+    if (!isRunId(params.lease.runId)) return;
+    await this.query(rq.runLeaseRelease(params.lease), {}, this.leasePool);
+  }
+
+  async runClaim(params: { holder: string; ttlMs: number; limit: number; namespace?: string }): Promise<Lease[]> {
+    if (params.limit <= 0) return [];
+    const { rows } = await this.query<rq.LeaseRow & { created_at: Date }>(rq.runClaim({
+      holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null,
+    }));
+    // UPDATE ... RETURNING has no order; hand runs out oldest first as the memory store does.
+    rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1));
+    return rows.map(rq.toLease);
+  }
+
+  async runStatusSet(params: {
+    lease: Lease; status: RunStatus; output?: Json; error?: RunError;
+  }): Promise<{ run: Run; entry: JournalEntry }> {
+    assertStatusFits(params, this.limits);
+    if (!isRunId(params.lease.runId)) throw new RunNotFoundError(params.lease.runId);
+    const terminal = isTerminalStatus(params.status);
+    const { rows } = await this.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runStatusSet({
+      lease: params.lease, status: params.status,
+      output: terminal ? rq.jsonParam(params.output) : null, error: terminal ? rq.jsonParam(params.error) : null,
+    }), { runId: params.lease.runId });
+    if (rows[0]) return { run: rq.toRun(rows[0].run), entry: jq.toEntry(rows[0].entry) };
+    throw await this.fenceFailure(params.lease, 0) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);
+  }
+
+  async runStatusForce(params: {
+    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError;
+  }): Promise<{ run: Run; entry: JournalEntry } | null> {
+    if (params.status === 'RUNNING') {
+      throw new TypeError('runStatusForce cannot set RUNNING: only a lease holder runs a run (runLeaseAcquire)');
+    }
+    assertStatusFits(params, this.limits);
+    if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
+    const terminal = isTerminalStatus(params.status);
+    const { rows } = await this.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runStatusForce({
+      runId: params.runId, namespace: params.namespace ?? null, status: params.status,
+      output: terminal ? rq.jsonParam(params.output) : null, error: terminal ? rq.jsonParam(params.error) : null,
+    }));
+    if (rows[0]) return { run: rq.toRun(rows[0].run), entry: jq.toEntry(rows[0].entry) };
+    await this.findRun(params.runId, params.namespace ?? null); // not found, or terminal already
+    return null;
+  }
+
+  async journalAppend(params: { lease: Lease; entries: NewJournalEntry[] }): Promise<JournalEntry[]> {
+    assertEntriesFit(params.entries, this.limits);
+    const deadlines = params.entries.map(suspensionDeadline);
+    const { lease, entries } = params;
+    if (!isRunId(lease.runId)) throw new RunNotFoundError(lease.runId);
+    const { rows } = await this.query<jq.JournalRow>(jq.journalAppend({
+      runId: lease.runId, epoch: lease.epoch, entries, deadlines, maxEntries: this.limits.journalEntries,
+    }), { runId: lease.runId });
+    if (rows.length === entries.length && entries.length > 0) return rows.map(jq.toEntry).sort((a, b) => a.seq - b.seq);
+    const failure = await this.fenceFailure(lease, entries.length);
+    if (failure) throw failure;
+    return [];
+  }
+
+  async journalList(params: { runId: string; afterSeq?: number; limit?: number; namespace?: string }): Promise<JournalEntry[]> {
+    if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
+    const { rows } = await this.query<jq.JournalRow>(jq.journalList({
+      runId: params.runId, afterSeq: params.afterSeq ?? -1, limit: params.limit ?? null, namespace: params.namespace ?? null,
+    }));
+    if (rows.length === 0) await this.findRun(params.runId, params.namespace ?? null);
+    return rows.map(jq.toEntry);
+  }
+
+  /**
+   * Under the run-row lock (FOR NO KEY UPDATE, the lock fenced writes take), in three statements:
+   * lock, read the facts (a fresh READ COMMITTED snapshot that includes every resolution committed
+   * before the lock was granted), write. test/conformance "applies one of many concurrent resolutions".
+   */
+  async journalResolve(params: {
+    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry;
+  }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }> {
+    const { runId, suspensionSeq } = params;
+    if (!isRunId(runId)) throw new RunNotFoundError(runId);
+    assertEntriesFit([params.entry], this.limits, 'entry');
+    return this.transaction(async (client) => {
+      const locked = (await client.query<{ status: RunStatus; next_seq: number }>(rq.runLockForResolve(runId, params.namespace ?? null))).rows[0];
+      if (!locked) throw new RunNotFoundError(runId);
+      const facts = (await client.query<{ duplicate: jq.JournalRow | null; target_status: string | null; winner: jq.JournalRow | null }>(
+        jq.journalResolveFacts({ runId, suspensionSeq, dedupeKey: params.entry.dedupeKey }))).rows[0]!;
+      if (facts.duplicate) {
+        const first = jq.toEntry(facts.duplicate);
+        const winnerRow = first.refSeq === suspensionSeq ? facts.winner
+          : first.refSeq === null ? null : (await client.query<jq.JournalRow>(jq.journalWinner({ runId, suspensionSeq: first.refSeq }))).rows[0];
+        const winner = winnerRow ? jq.toEntry(winnerRow) : first;
+        return { entry: first, applied: first.status === 'resolved', duplicate: true, winner };
+      }
+      if (isTerminalStatus(locked.status)) throw new RunStateError(runId, locked.status, 'not finished');
+      if (facts.target_status !== 'suspended') throw notASuspension(runId, suspensionSeq);
+      if (locked.next_seq + 1 > this.limits.journalEntries) throw new JournalFullError(runId, this.limits.journalEntries);
+      const applied = facts.winner === null;
+      const [row] = (await client.query<jq.JournalRow>(jq.journalResolveInsert({ runId, suspensionSeq, applied, entry: params.entry }))).rows;
+      const entry = jq.toEntry(row!);
+      return { entry, applied, duplicate: false, winner: applied ? entry : jq.toEntry(facts.winner!) };
+    }, { runId });
+  }
+
+  async runRecoverExpired(params: {
+    limit: number; maxRecoveries: number; graceMs: number; failError: RunError;
+  }): Promise<{ recovered: string[]; failed: string[] }> {
+    if (params.limit <= 0) return { recovered: [], failed: [] };
+    const rows = await this.transaction(async (client) => {
+      await client.query(`SET LOCAL lock_timeout = ${Math.trunc(this.options.sweeperLockTimeoutMs ?? 500)}`);
+      return (await client.query<{ id: string; status: RunStatus }>(rq.runRecoverExpired(params))).rows;
+    });
+    return {
+      recovered: rows.filter((r) => r.status === 'PENDING').map((r) => r.id),
+      failed: rows.filter((r) => r.status === 'FAILED').map((r) => r.id),
+    };
+  }
+
+  async suspensionListDue(params: { limit: number; kinds?: string[] }): Promise<JournalEntry[]> {
+    if (params.limit <= 0) return [];
+    const { rows } = await this.query<jq.JournalRow>(suspensionListDue({ limit: params.limit, kinds: params.kinds?.length ? params.kinds : null }));
+    return rows.map(jq.toEntry);
+  }
+
+  async wakeupSubscribe(params: WakeupSubscriber): Promise<() => Promise<void>> {
+    return this.listener.subscribe(params);
+  }
+
+  async clockNow(): Promise<Date> {
+    const { rows } = await this.query<{ now: Date }>({ name: 'store_clock_now', text: 'SELECT clock_timestamp() AS now' });
+    return rows[0]!.now;
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.listener.close();
+      await Promise.all([this.pool.end(), this.leasePool.end()]);
+    })();
+    return this.closing;
+  }
+
+  private async query<R extends pg.QueryResultRow>(
+    query: pg.QueryConfig, context: ErrorContext = {}, pool: pg.Pool = this.pool,
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await pool.query<R>(query);
+    } catch (err) {
+      throw translatePgError(err, context);
+    }
+  }
+
+  private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, context: ErrorContext = {}): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw translatePgError(err, context);
+    }
+    let broken: Error | undefined;
+    // pg-pool stops listening for errors on a checked-out client; a backend killed between our
+    // statements would otherwise be an uncaught 'error' event. Note it and discard the client.
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on('error', onError);
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((e: unknown) => {
+        broken = e instanceof Error ? e : new Error(String(e)); // the connection is unusable: discard it
+      });
+      throw translatePgError(err, context);
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  }
+
+  private async findRun(runId: string, namespace: string | null): Promise<Run> {
+    if (!isRunId(runId)) throw new RunNotFoundError(runId);
+    const row = (await this.query<rq.RunRow>(rq.runGet(runId, namespace))).rows[0];
+    if (!row) throw new RunNotFoundError(runId);
+    return rq.toRun(row);
+  }
+
+  /**
+   * Why a fenced statement matched nothing: no run, a lost lease, or (for an append of `adding`
+   * entries) a full journal. Null when none applies (an empty append on a live lease).
+   */
+  private async fenceFailure(lease: Lease, adding: number, pool: pg.Pool = this.pool): Promise<Error | null> {
+    const state = (await this.query<{ lease_epoch: string; held: boolean; next_seq: number }>(jq.journalFenceState(lease.runId), {}, pool)).rows[0];
+    if (!state) return new RunNotFoundError(lease.runId);
+    if (Number(state.lease_epoch) !== lease.epoch || !state.held) return new LeaseLostError(lease.runId, lease.epoch);
+    if (adding > 0 && state.next_seq + adding > this.limits.journalEntries) {
+      return new JournalFullError(lease.runId, this.limits.journalEntries);
+    }
+    return null;
+  }
+}

@@ -1,0 +1,49 @@
+import { afterEach, beforeEach, describe } from 'vitest';
+import type { ConformanceHarness, HarnessFactory } from './harness.js';
+import { journalSection } from './journal.conformance.js';
+import { leasesSection } from './leases.conformance.js';
+import { limitsSection } from './limits.conformance.js';
+import { resolutionsSection } from './resolutions.conformance.js';
+import { runsSection } from './runs.conformance.js';
+import { sweeperSection } from './sweeper.conformance.js';
+import { wakeupsSection } from './wakeups.conformance.js';
+
+export type { ConformanceHarness, HarnessFactory } from './harness.js';
+
+/** What each section gets: the current test's harness, and the factory for tests that need their own limits. */
+export interface SuiteContext {
+  h(): ConformanceHarness;
+  factory: HarnessFactory;
+}
+
+/**
+ * The one suite every JournalStore passes (STYLE habit 3; River's riverdrivertest). Each test gets
+ * a fresh, empty store from `factory`. The interface in src/store/store.ts and this suite change
+ * together.
+ */
+export function runConformanceSuite(name: string, factory: HarnessFactory): void {
+  describe(`JournalStore conformance: ${name}`, () => {
+    let current: ConformanceHarness | undefined;
+    beforeEach(async () => {
+      current = await factory();
+    });
+    afterEach(async () => {
+      await current?.close();
+      current = undefined;
+    });
+    const ctx: SuiteContext = {
+      h: () => {
+        if (!current) throw new Error('no harness: called outside a test');
+        return current;
+      },
+      factory,
+    };
+    describe('runs', () => runsSection(ctx));
+    describe('journal', () => journalSection(ctx));
+    describe('leases and fencing', () => leasesSection(ctx));
+    describe('resolutions', () => resolutionsSection(ctx));
+    describe('sweeper queries', () => sweeperSection(ctx));
+    describe('limits', () => limitsSection(ctx));
+    describe('wake-ups and following', () => wakeupsSection(ctx));
+  });
+}
