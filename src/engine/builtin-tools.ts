@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { Json } from '../journal/run.js';
+import { defineTool, type Tool } from './tool.js';
+
+/*
+ * Tools every server has, so users of the Go and Python clients can do useful work without
+ * writing TypeScript (DESIGN "Users' own workflows and tools").
+ */
+
+const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Response headers worth journaling; the rest (cookies, dates, server banners) are noise or secrets. */
+const KEPT_HEADERS = ['content-type', 'content-length', 'etag', 'last-modified', 'location', 'retry-after', 'idempotency-key'];
+
+export const httpTool = defineTool({
+  name: 'http',
+  description: 'Makes an HTTP request and returns { status, headers, body }. The effect\'s idempotency key is sent as the Idempotency-Key header. GET and HEAD are read-only; other methods are mutating.',
+  input: z.object({
+    url: z.url(),
+    method: z.enum(['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
+    headers: z.record(z.string(), z.string()).default({}),
+    /** Sent as JSON (with content-type application/json unless given), or as is when a string. */
+    body: z.json().optional(),
+    timeoutMs: z.number().int().positive().max(300_000).default(30_000),
+  }),
+  mutating: (args) => !READ_ONLY_METHODS.has(args.method),
+  async execute(args, { idempotencyKey, signal }) {
+    const headers = new Headers(args.headers);
+    headers.set('Idempotency-Key', idempotencyKey);
+    let body: string | undefined;
+    if (args.body !== undefined && args.method !== 'GET' && args.method !== 'HEAD') {
+      if (typeof args.body === 'string') body = args.body;
+      else {
+        body = JSON.stringify(args.body);
+        if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+      }
+    }
+    const timeout = AbortSignal.timeout(args.timeoutMs);
+    const response = await fetch(args.url, { method: args.method, headers, body, signal: AbortSignal.any([signal, timeout]) });
+    const text = await response.text();
+    const kept: Record<string, string> = {};
+    for (const name of KEPT_HEADERS) {
+      const value = response.headers.get(name);
+      if (value !== null) kept[name] = value;
+    }
+    let parsed: Json = text;
+    if ((response.headers.get('content-type') ?? '').includes('json') && text.length > 0) {
+      try {
+        parsed = JSON.parse(text) as Json;
+      } catch {
+        parsed = text;
+      }
+    }
+    return { status: response.status, ok: response.ok, headers: kept, body: parsed };
+  },
+});
+
+export const echoTool = defineTool({
+  name: 'echo',
+  description: 'Returns its input unchanged. Useful to test a client or mark a point in a run.',
+  input: z.json(),
+  mutating: false,
+  execute: (args) => args as Json,
+});
+
+export function builtinTools(): Tool[] {
+  return [httpTool as Tool, echoTool as Tool];
+}

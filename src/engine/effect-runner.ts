@@ -1,0 +1,125 @@
+import { LeaseLostError, PayloadTooLargeError } from '../journal/errors.js';
+import { newEntry, type JournalEntry, type NewJournalEntry } from '../journal/journal-entry.js';
+import type { Json } from '../journal/run.js';
+import { errorFromRecord, errorRecord } from './error-codec.js';
+import { NonDeterminismError } from './errors.js';
+import type { Call, Execution } from './execution.js';
+import type { SuspensionPayload } from './suspension.js';
+
+/*
+ * The two protocols every journaled call follows, over an Execution: a dispatched effect
+ * (`perform`: intent, execute, outcome) and a wait (`suspend`: suspended entry, then park or the
+ * winning resolution). Each first asks the replay decision what the journal already knows.
+ */
+
+const NEVER = new Promise<never>(() => {});
+
+/**
+ * Runs a dispatched effect: the intent first when `twoPhase` (committed before `execute` starts),
+ * then the terminal entry. Returns the recorded value; a failure is recorded and re-thrown as the
+ * error rebuilt from its record, so the first run and every replay see the same thing.
+ */
+export async function perform(
+  exec: Execution,
+  call: Call,
+  options: { twoPhase: boolean; intent?: Json; status?: 'ok' | 'info'; execute: () => Promise<Json> },
+): Promise<Json> {
+  const { decision } = call;
+  if (exec.over) return NEVER;
+  if (decision.action === 'return') {
+    exec.hit();
+    return decision.value;
+  }
+  if (decision.action === 'throw') {
+    exec.hit();
+    throw errorFromRecord(decision.error, call);
+  }
+  if (decision.action !== 'live' && decision.action !== 'rerun' && decision.action !== 'redispatch') {
+    throw new NonDeterminismError(exec.run.id, call.identity.scope, `${call.kind} "${call.name}"`, `a ${decision.action} suspension`, 'an effect matched a wait');
+  }
+  if (!exec.goLive(call)) return NEVER;
+  const fields = entryFields(call);
+  let head: JournalEntry | null = decision.action === 'redispatch' ? decision.head : null;
+  if (!head && options.twoPhase) {
+    head = (await exec.append(() => [newEntry({ ...fields, status: 'running', payload: options.intent ?? null })]))[0]!;
+  }
+  let outcome: { value: Json } | { error: unknown };
+  try {
+    outcome = { value: await exec.track(options.execute) };
+  } catch (error) {
+    outcome = { error };
+  }
+  if (exec.over) return NEVER;
+  const refSeq = head ? head.seq : null;
+  if ('value' in outcome) {
+    const { value } = outcome;
+    try {
+      await exec.append(() => [newEntry({ ...fields, status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value })]);
+      return value;
+    } catch (error) {
+      // The result cannot be journaled (too large): the effect is recorded as failed with why.
+      if (!(error instanceof PayloadTooLargeError)) throw error;
+      outcome = { error };
+    }
+  }
+  const record = errorRecord(outcome.error);
+  await exec.append(() => [newEntry({ ...fields, status: 'error', refSeq, error: record })]);
+  throw errorFromRecord(record, call);
+}
+
+/**
+ * Waits on a suspension: returns the winning resolution from the journal, or journals a new
+ * suspended entry (`payload` built when its turn in the queue comes) and parks. `beforePark`
+ * may settle the wait at once (a child that already ended) by returning a resolution entry.
+ */
+export async function suspend(
+  exec: Execution,
+  call: Call,
+  options: {
+    payload: () => Promise<SuspensionPayload>;
+    beforePark?: (suspension: JournalEntry) => Promise<JournalEntry | null>;
+  },
+): Promise<JournalEntry> {
+  const { decision } = call;
+  if (exec.over) return NEVER;
+  let suspension: JournalEntry;
+  if (decision.action === 'resolved') {
+    exec.hit(decision.invalidResolutions);
+    return decision.resolution;
+  } else if (decision.action === 'park') {
+    exec.hit(decision.invalidResolutions);
+    suspension = decision.suspension;
+  } else if (decision.action === 'live' || decision.action === 'rerun') {
+    if (!exec.goLive(call)) return NEVER;
+    const fields = entryFields(call);
+    suspension = (await exec.append(async () => [
+      newEntry({ ...fields, status: 'suspended', payload: (await options.payload()) as unknown as Json }),
+    ]))[0]!;
+  } else {
+    throw new NonDeterminismError(exec.run.id, call.identity.scope, `a ${call.kind} wait "${call.name}"`, `an effect (${decision.action})`, 'a wait matched an effect');
+  }
+  if (exec.mode === 'live' && options.beforePark) {
+    const hook = options.beforePark;
+    let settledNow: JournalEntry | null;
+    try {
+      settledNow = await exec.track(() => hook(suspension));
+    } catch (error) {
+      exec.stop(error instanceof LeaseLostError ? 'lease_lost' : 'store_error', error);
+      return NEVER;
+    }
+    if (settledNow) return settledNow;
+  }
+  exec.park(suspension);
+  return NEVER;
+}
+
+function entryFields(call: Call): Pick<NewJournalEntry, 'kind' | 'name' | 'scope' | 'contentKey' | 'occurrence' | 'idempotencyKey'> {
+  return {
+    kind: call.kind,
+    name: call.name,
+    scope: call.identity.scope,
+    contentKey: call.identity.contentKey,
+    occurrence: call.identity.occurrence,
+    idempotencyKey: call.idempotencyKey,
+  };
+}

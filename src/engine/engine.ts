@@ -1,0 +1,393 @@
+import { EventEmitter } from 'node:events';
+import { pino, type Logger } from 'pino';
+import { LeaseLostError, PayloadTooLargeError, RunStateError, WorkflowNotFoundError } from '../journal/errors.js';
+import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
+import type { JournalStore } from '../store/store.js';
+import { toJson } from './content-key.js';
+import { errorRecord } from './error-codec.js';
+import { FlowDriftError, InvalidInputError, InvalidOutputError } from './errors.js';
+import { Execution, type ExecutionEnd } from './execution.js';
+import { zodViolations } from './payload-schema.js';
+import type { Registry } from './registry.js';
+import { invalidationEntries, JournalIndex, openSuspensions } from './replay.js';
+import * as resolutions from './resolutions.js';
+import { replayHistory, type ReplayPreview } from './resume-preview.js';
+import { resolutionIsValid, waitingOf, type Waiting } from './suspension.js';
+import type { Workflow } from './workflow.js';
+import { WorkflowContextImpl, type ChildStarter } from './workflow-context.js';
+
+export interface EngineOptions {
+  store: JournalStore;
+  registry: Registry;
+  /** This worker's id, recorded as the lease holder. */
+  holder: string;
+  leaseTtlMs: number;
+  logger?: Logger;
+  /** The clock ctx.now() and deadlines read; default the store's (database) clock. */
+  clock?: () => Date | Promise<Date>;
+  /** Default a third of leaseTtlMs. */
+  renewEveryMs?: number;
+}
+
+export interface RunStartParams {
+  namespace: string;
+  workflowName: string;
+  input: unknown;
+  idempotencyKey?: string | null;
+  labels?: Record<string, string>;
+  budgetUsd?: number | null;
+  dryRun?: boolean;
+  parentRunId?: string | null;
+  parentSeq?: number | null;
+  /** Execute it here until it ends or parks (StartRun with wait). Default false: PENDING for an executor. */
+  execute?: boolean;
+}
+
+export type ExecuteOutcome = 'succeeded' | 'failed' | 'suspended' | 'pending' | 'lease_lost' | 'aborted';
+
+export interface ExecuteResult {
+  runId: string;
+  /** `pending`: a resolution arrived while parking, so the run is claimable again. `aborted`: a store failure stopped it (the lease expires and the sweeper recovers it). */
+  outcome: ExecuteOutcome;
+  /** The run after this execution; null when it was stopped before it could write. */
+  run: Run | null;
+  waitingOn: Waiting[];
+  error: unknown;
+}
+
+/** What `engine.events` emits; the server turns them into metrics, tests await them. */
+export interface EngineEvents {
+  'lease-renewed': [{ runId: string; lease: Lease }];
+  'execution-ended': [ExecuteResult];
+}
+
+/** Statuses a resume may take a run from (a RUNNING one only once its lease expired). */
+const RESUMABLE: RunStatus[] = ['PENDING', 'RUNNING', 'SUSPENDED', 'FAILED', 'CANCELLED', 'SUCCEEDED'];
+/** A resolution arriving while a run parks makes it PENDING; continuing here saves a queue hop, a few times at most. */
+const MAX_ROUNDS = 8;
+
+/**
+ * Runs workflows over a JournalStore (docs/journal.md): starts, executes, previews, resumes and
+ * cancels runs, and applies signals, approval decisions and deadlines. Stateless between calls;
+ * any number of engines on any number of replicas may share one store.
+ */
+export class Engine {
+  readonly store: JournalStore;
+  readonly registry: Registry;
+  readonly holder: string;
+  readonly leaseTtlMs: number;
+  readonly events = new EventEmitter<EngineEvents>();
+  private readonly logger: Logger;
+  private readonly clock: () => Promise<Date>;
+  private readonly renewEveryMs: number;
+
+  constructor(options: EngineOptions) {
+    if (!(options.leaseTtlMs > 0)) throw new RangeError(`leaseTtlMs must be > 0, got ${options.leaseTtlMs}`);
+    this.store = options.store;
+    this.registry = options.registry;
+    this.holder = options.holder;
+    this.leaseTtlMs = options.leaseTtlMs;
+    this.logger = options.logger ?? pino({ enabled: false });
+    const clock = options.clock;
+    this.clock = clock ? async () => clock() : () => this.store.clockNow();
+    this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(options.leaseTtlMs / 3));
+  }
+
+  /**
+   * Validates the input (InvalidInputError with field violations, nothing written), creates the
+   * run (a repeated idempotency key returns the first run), and with `execute` drives it here until
+   * it ends or parks.
+   */
+  async runStart(params: RunStartParams): Promise<{ run: Run; created: boolean; execution: ExecuteResult | null; waitingOn: Waiting[] }> {
+    const workflow = this.registry.workflow(params.workflowName);
+    const parsed = workflow.input.safeParse(params.input);
+    if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
+    const { run, created, lease } = await this.store.runCreate({
+      namespace: params.namespace,
+      workflowName: workflow.name,
+      workflowVersion: workflow.version,
+      workflowDigest: workflow.digest,
+      input: toJson(params.input, `the input of workflow "${workflow.name}"`),
+      labels: params.labels ?? {},
+      idempotencyKey: params.idempotencyKey ?? null,
+      parentRunId: params.parentRunId ?? null,
+      parentSeq: params.parentSeq ?? null,
+      budgetUsd: params.budgetUsd ?? null,
+      dryRun: params.dryRun ?? false,
+      ...(params.execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs } } : {}),
+    });
+    if (!lease) return { run, created, execution: null, waitingOn: await this.runWaits({ runId: run.id, namespace: run.namespace }) };
+    const execution = await this.executeLeased(lease);
+    return { run: execution.run ?? run, created, execution, waitingOn: execution.waitingOn };
+  }
+
+  /**
+   * Executes a run under `lease` (from runClaim), or takes the lease of `runId` first (null when
+   * someone else holds it). Reads the journal only after the lease is committed.
+   */
+  async runExecute(params: { lease: Lease } | { runId: string; namespace?: string }): Promise<ExecuteResult | null> {
+    let lease: Lease | null;
+    if ('lease' in params) lease = params.lease;
+    else {
+      lease = await this.store.runLeaseAcquire({
+        runId: params.runId, holder: this.holder, ttlMs: this.leaseTtlMs, ...(params.namespace ? { namespace: params.namespace } : {}),
+      });
+    }
+    return lease ? this.executeLeased(lease) : null;
+  }
+
+  /**
+   * Claims and executes PENDING runs until none is left (or `maxRuns` executions): what an executor
+   * loop does on each wake-up, and how tests drive children and resolved runs.
+   */
+  async runExecutePending(params: { limit?: number; namespace?: string; maxRuns?: number } = {}): Promise<ExecuteResult[]> {
+    const results: ExecuteResult[] = [];
+    const maxRuns = params.maxRuns ?? 1000;
+    while (results.length < maxRuns) {
+      const leases = await this.store.runClaim({
+        holder: this.holder, ttlMs: this.leaseTtlMs, limit: Math.min(params.limit ?? 10, maxRuns - results.length),
+        ...(params.namespace ? { namespace: params.namespace } : {}),
+      });
+      if (leases.length === 0) break;
+      for (const lease of leases) results.push(await this.executeLeased(lease));
+    }
+    return results;
+  }
+
+  signalSend(params: resolutions.SignalSendParams): Promise<resolutions.ResolveResult> {
+    return resolutions.signalSend(this.store, params);
+  }
+
+  approvalDecide(params: resolutions.ApprovalDecideParams): Promise<resolutions.ResolveResult> {
+    return resolutions.approvalDecide(this.store, params);
+  }
+
+  /** For the sweeper: resolves due deadlines with their default decisions. */
+  suspensionsResolveDue(params: { limit: number }): ReturnType<typeof resolutions.suspensionsResolveDue> {
+    return resolutions.suspensionsResolveDue(this.store, { limit: params.limit, logger: this.logger });
+  }
+
+  /** For whoever ends a child run (and the sweeper): closes the parent's `child` wait. */
+  childResolveParent(params: { child: Run }): Promise<resolutions.ResolveResult | null> {
+    return resolutions.childResolveParent(this.store, params.child, this.logger);
+  }
+
+  /** What a run waits on now: its open suspensions. */
+  async runWaits(params: { runId: string; namespace: string }): Promise<Waiting[]> {
+    const entries = await this.store.journalList({ runId: params.runId, namespace: params.namespace });
+    return openSuspensions(JournalIndex.build(params.runId, entries), resolutionIsValid).map(waitingOf);
+  }
+
+  /** ResumeRun with dry_run: a replay-strict pass with zero live calls and zero writes. */
+  async runPreview(params: { runId: string; namespace: string; invalidate?: number[] }): Promise<ReplayPreview> {
+    const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
+    const entries = await this.store.journalList({ runId: run.id, namespace: params.namespace });
+    return replayHistory({
+      run, entries, workflow: this.registry.workflow(run.workflowName), registry: this.registry, logger: this.logger,
+      ...(params.invalidate ? { invalidate: params.invalidate } : {}),
+    });
+  }
+
+  /**
+   * ResumeRun: unpins the `invalidate` entries (a `cancelled` entry for each, docs/journal.md), then
+   * executes the run here (default) or leaves it PENDING for an executor. A definition that
+   * drifted follows the workflow's policy, or `drift` when the caller chose a recovery.
+   */
+  async runResume(params: {
+    runId: string; namespace: string; invalidate?: number[]; execute?: boolean; drift?: 'restart' | 'abandon';
+  }): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null }> {
+    const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
+    const workflow = this.registry.workflow(run.workflowName);
+    if (run.workflowDigest !== workflow.digest) {
+      if (params.drift) return this.recoverDrift(run, params.drift);
+      if (workflow.drift === 'strict') throw new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
+      this.logger.warn({ runId: run.id, workflow: workflow.name }, 'resuming against a changed definition (drift policy warn)');
+    }
+    const invalidate = params.invalidate ?? [];
+    const before = await this.store.journalList({ runId: run.id, namespace: params.namespace });
+    invalidationEntries(JournalIndex.build(run.id, before), before, invalidate); // refuse bad targets before any write
+    const lease = await this.store.runLeaseAcquire({
+      runId: run.id, namespace: params.namespace, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: RESUMABLE,
+    });
+    if (!lease) throw new RunStateError(run.id, run.status, 'not executing on another worker');
+    try {
+      const entries = await this.store.journalList({ runId: run.id });
+      const cancelled = invalidationEntries(JournalIndex.build(run.id, entries), entries, invalidate);
+      if (cancelled.length > 0) await this.store.journalAppend({ lease, entries: cancelled });
+    } catch (err) {
+      await this.store.runLeaseRelease({ lease }).catch(() => undefined);
+      throw err;
+    }
+    if (params.execute === false) {
+      await this.store.runLeaseRelease({ lease });
+      return { run: await this.store.runGet({ runId: run.id, namespace: params.namespace }), execution: null, restartedAs: null };
+    }
+    const execution = await this.executeLeased(lease);
+    return { run: execution.run ?? run, execution, restartedAs: null };
+  }
+
+  /**
+   * CancelRun: fences the holder (runStatusForce bumps the epoch), closes the parent's wait, and
+   * cancels the run's unfinished children, recursively. Returns the ids it cancelled.
+   */
+  async runCancel(params: { runId: string; namespace: string; reason?: string }): Promise<{ run: Run; cancelled: string[] }> {
+    const error: RunError = { name: 'RunCancelledError', message: params.reason ?? 'the run was cancelled', reason: 'cancelled' };
+    const cancelled: string[] = [];
+    const cancelTree = async (runId: string, namespace: string): Promise<void> => {
+      const forced = await this.store.runStatusForce({ runId, namespace, status: 'CANCELLED', error });
+      if (forced) {
+        cancelled.push(runId);
+        await this.childResolveParent({ child: forced.run });
+      }
+      let cursor: string | null = null;
+      do {
+        const page = await this.store.runList({ namespace, parentRunId: runId, statuses: ['PENDING', 'RUNNING', 'SUSPENDED'], pageSize: 100, cursor });
+        for (const child of page.runs) await cancelTree(child.id, namespace);
+        cursor = page.nextCursor;
+      } while (cursor);
+    };
+    await cancelTree(params.runId, params.namespace);
+    return { run: await this.store.runGet({ runId: params.runId, namespace: params.namespace }), cancelled };
+  }
+
+  private async recoverDrift(run: Run, choice: 'restart' | 'abandon'): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null }> {
+    const reason = `abandoned after its workflow definition changed (${choice})`;
+    const { run: ended } = await this.runCancel({ runId: run.id, namespace: run.namespace, reason });
+    if (choice === 'abandon') return { run: ended, execution: null, restartedAs: null };
+    const started = await this.runStart({
+      namespace: run.namespace, workflowName: run.workflowName, input: run.input, labels: { ...run.labels, 'waymark.restarted_from': run.id },
+      budgetUsd: run.budgetUsd, dryRun: run.dryRun, execute: true,
+    });
+    return { run: ended, execution: started.execution, restartedAs: started.run };
+  }
+
+  /** Executes under a lease; if parking found a resolution already waiting, takes the run again here. */
+  private async executeLeased(first: Lease): Promise<ExecuteResult> {
+    let lease = first;
+    for (let round = 1; ; round++) {
+      const result = await this.executeOnce(lease);
+      this.events.emit('execution-ended', result);
+      if (result.outcome !== 'pending' || round >= MAX_ROUNDS) return result;
+      const again = await this.store.runLeaseAcquire({ runId: lease.runId, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING'] });
+      if (!again) return result;
+      lease = again;
+    }
+  }
+
+  private async executeOnce(lease: Lease): Promise<ExecuteResult> {
+    const runId = lease.runId;
+    let run: Run;
+    try {
+      // Records the RUNNING event and returns the run row (the lease carries no namespace).
+      ({ run } = await this.store.runStatusSet({ lease, status: 'RUNNING' }));
+    } catch (error) {
+      return this.stopped(runId, error);
+    }
+    const log = this.logger.child({ runId, workflow: run.workflowName });
+    let workflow: Workflow;
+    try {
+      workflow = this.registry.workflow(run.workflowName);
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      return this.end(lease, run, { status: 'FAILED', error: errorRecord(error) }, log);
+    }
+    if (run.workflowDigest !== workflow.digest) {
+      if (workflow.drift === 'strict') {
+        const drift = new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
+        return this.end(lease, run, { status: 'FAILED', error: errorRecord(drift) }, log);
+      }
+      log.warn('executing against a changed definition (drift policy warn); the journal decides replay per content key');
+    }
+    let entries;
+    try {
+      entries = await this.store.journalList({ runId });
+    } catch (error) {
+      return this.stopped(runId, error);
+    }
+    const execution = new Execution({
+      run, entries, mode: 'live', store: this.store, lease, leaseTtlMs: this.leaseTtlMs, renewEveryMs: this.renewEveryMs,
+      now: this.clock, logger: log, onLeaseRenewed: (renewed) => this.events.emit('lease-renewed', { runId, lease: renewed }),
+    });
+    const ctx = new WorkflowContextImpl(execution, this.registry, this.childStarter(run));
+    const parsed = workflow.input.safeParse(run.input);
+    const end = await execution.start(async () => {
+      if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
+      return workflow.body(ctx, parsed.data as never);
+    });
+    return this.finish(execution, workflow, end, log);
+  }
+
+  private async finish(execution: Execution, workflow: Workflow, end: ExecutionEnd, log: Logger): Promise<ExecuteResult> {
+    const lease = execution.lease!;
+    const run = execution.run;
+    switch (end.kind) {
+      case 'stopped':
+        return this.stopped(run.id, end.error);
+      case 'blocked':
+        return this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf));
+      case 'threw':
+        return this.end(lease, run, { status: 'FAILED', error: errorRecord(end.error) }, log);
+      case 'returned': {
+        let output: Json;
+        try {
+          output = toJson(end.value, `the output of workflow "${workflow.name}"`);
+          if (workflow.output) {
+            const checked = workflow.output.safeParse(end.value);
+            if (!checked.success) throw new InvalidOutputError(workflow.name, zodViolations(checked.error));
+          }
+        } catch (error) {
+          return this.end(lease, run, { status: 'FAILED', error: errorRecord(error) }, log);
+        }
+        return this.end(lease, run, { status: 'SUCCEEDED', output }, log);
+      }
+    }
+  }
+
+  /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
+  private async end(
+    lease: Lease, run: Run, status: { status: RunStatus; output?: Json; error?: RunError }, log: Logger, waitingOn: Waiting[] = [],
+  ): Promise<ExecuteResult> {
+    let after: Run;
+    try {
+      ({ run: after } = await this.store.runStatusSet({ lease, ...status }));
+    } catch (error) {
+      if (!(error instanceof PayloadTooLargeError) || status.status === 'FAILED') return this.stopped(run.id, error);
+      // An output over the payload limit fails the run (nothing was written) instead of looping through recoveries.
+      return this.end(lease, run, { status: 'FAILED', error: errorRecord(error) }, log);
+    }
+    log.info({ status: after.status, error: after.error ?? undefined }, 'execution ended');
+    if (after.status === 'SUCCEEDED' || after.status === 'FAILED' || after.status === 'CANCELLED') {
+      // Best effort: a failure here leaves the parent waiting until the sweeper resolves it.
+      await this.childResolveParent({ child: after }).catch((err: unknown) => log.warn({ err }, 'could not resolve the parent\'s wait; the sweeper will'));
+    }
+    const outcome: ExecuteOutcome = after.status === 'SUCCEEDED' ? 'succeeded' : after.status === 'FAILED' ? 'failed'
+      : after.status === 'PENDING' ? 'pending' : 'suspended';
+    return { runId: run.id, outcome, run: after, waitingOn: after.status === 'SUSPENDED' ? waitingOn : [], error: status.error ?? null };
+  }
+
+  private stopped(runId: string, error: unknown): ExecuteResult {
+    const outcome: ExecuteOutcome = error instanceof LeaseLostError ? 'lease_lost' : 'aborted';
+    if (outcome === 'aborted') this.logger.error({ runId, err: error }, 'execution aborted by a store failure; the lease will expire and the sweeper recovers the run');
+    return { runId, outcome, run: null, waitingOn: [], error };
+  }
+
+  /** ctx.child: creates the child once per attempt (idempotent by key), resolving at once if it already ended. */
+  private childStarter(parent: Run): ChildStarter {
+    return async ({ workflow, input, suspension, idempotencyKey }) => {
+      const { run: child } = await this.store.runCreate({
+        namespace: parent.namespace,
+        workflowName: workflow.name,
+        workflowVersion: workflow.version,
+        workflowDigest: workflow.digest,
+        input,
+        idempotencyKey: `child:${idempotencyKey}:${suspension.seq}`,
+        parentRunId: parent.id,
+        parentSeq: suspension.seq,
+        dryRun: parent.dryRun,
+      });
+      if (child.status !== 'SUCCEEDED' && child.status !== 'FAILED' && child.status !== 'CANCELLED') return null;
+      const resolved = await this.childResolveParent({ child });
+      return resolved ? resolved.winner : null;
+    };
+  }
+}

@@ -1,0 +1,62 @@
+import { WaymarkError } from '../journal/errors.js';
+import type { Json, RunError } from '../journal/run.js';
+import { toJson } from './content-key.js';
+import { EffectFailedError, ToolApprovalDeniedError } from './errors.js';
+
+/*
+ * How errors are journaled and re-thrown (docs/journal.md "Errors"). A failed effect is recorded
+ * as {name, message, reason?, details?}; the code then receives the error rebuilt from that record,
+ * on the first run as on every replay, so `catch` blocks take the same path both times.
+ */
+
+const OMIT = new Set(['message', 'stack', 'name', 'cause', 'reason', 'retryable']);
+
+/** The record of any thrown value. */
+export function errorRecord(err: unknown): RunError {
+  if (err instanceof EffectFailedError) {
+    const record: RunError = { name: err.errorName, message: err.errorMessage };
+    if (err.details !== null) record.details = err.details;
+    return record;
+  }
+  if (err instanceof Error) {
+    const record: RunError = { name: err.name || 'Error', message: err.message };
+    if (err instanceof WaymarkError) record.reason = err.reason.toLowerCase();
+    else if (typeof (err as unknown as { reason?: unknown }).reason === 'string') record.reason = (err as unknown as { reason: string }).reason;
+    const details = ownFields(err);
+    if (details !== null) record.details = details;
+    return record;
+  }
+  return { name: 'Error', message: typeof err === 'string' ? err : safeText(err) };
+}
+
+/** The error a workflow sees for a recorded failure of the effect `kind` `name`. */
+export function errorFromRecord(record: RunError, effect: { kind: string; name: string }): Error {
+  if (record.name === 'ToolApprovalDeniedError') {
+    const d = (record.details ?? {}) as Record<string, Json>;
+    return new ToolApprovalDeniedError(
+      typeof d.toolName === 'string' ? d.toolName : effect.name,
+      typeof d.deniedBy === 'string' ? d.deniedBy : 'unknown',
+      typeof d.comment === 'string' ? d.comment : null,
+    );
+  }
+  return new EffectFailedError(effect.kind, effect.name, record.name, record.message, record.details ?? null);
+}
+
+function ownFields(err: Error): Json | null {
+  const fields: Record<string, unknown> = {};
+  for (const key of Object.keys(err)) if (!OMIT.has(key)) fields[key] = (err as unknown as Record<string, unknown>)[key];
+  if (Object.keys(fields).length === 0) return null;
+  try {
+    return toJson(fields, 'error details');
+  } catch {
+    return null;
+  }
+}
+
+function safeText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

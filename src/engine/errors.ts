@@ -1,0 +1,175 @@
+import { WaymarkError } from '../journal/errors.js';
+import type { Json, RunError } from '../journal/run.js';
+
+/*
+ * Errors the engine raises. Like the domain errors in journal/errors.ts each has a stable `reason`,
+ * structured fields, a retry classification and a message that says what to do. The server maps
+ * them to gRPC codes (INVALID_ARGUMENT for the *Invalid* ones with their `violations` as field
+ * violations, FAILED_PRECONDITION for drift and wrong state, NOT_FOUND for unknown targets).
+ */
+
+/** One failed check of a payload: `field` is a dotted path (`items[2].sku`), empty for the whole value. */
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+/** A workflow input, tool argument or workflow output that fails its zod schema. */
+export class InvalidInputError extends WaymarkError {
+  readonly reason = 'INVALID_INPUT';
+  constructor(readonly subject: string, readonly violations: FieldViolation[]) {
+    super(`${subject} is invalid: ${describe(violations)}; fix the payload to match the schema`);
+  }
+}
+
+/** A workflow returned a value that fails its `output` schema. The run fails with it. */
+export class InvalidOutputError extends WaymarkError {
+  readonly reason = 'INVALID_OUTPUT';
+  constructor(readonly workflowName: string, readonly violations: FieldViolation[]) {
+    super(`workflow "${workflowName}" returned an output that fails its output schema: ${describe(violations)}; fix the workflow body or the schema`);
+  }
+}
+
+/**
+ * A signal or approval payload that fails the JSON Schema pinned in the suspension. Nothing was
+ * journaled and the run stays parked; send a corrected payload.
+ */
+export class InvalidResolutionError extends WaymarkError {
+  readonly reason = 'INVALID_RESOLUTION';
+  constructor(readonly runId: string, readonly seq: number, readonly violations: FieldViolation[]) {
+    super(`payload for the wait at seq ${seq} of run ${runId} fails its pinned schema: ${describe(violations)}; nothing was recorded, send a payload that matches the schema`);
+  }
+}
+
+/** A tool call refused: by a person deciding its approval, by a timeout, or by a `deny` policy. */
+export class ToolApprovalDeniedError extends WaymarkError {
+  readonly reason = 'TOOL_APPROVAL_DENIED';
+  constructor(readonly toolName: string, readonly deniedBy: string, readonly comment: string | null = null) {
+    super(`tool "${toolName}" was not allowed to run (denied by ${deniedBy}${comment ? `: ${comment}` : ''}); catch ToolApprovalDeniedError to take another path`);
+  }
+}
+
+export class ToolNotFoundError extends WaymarkError {
+  readonly reason = 'TOOL_NOT_FOUND';
+  constructor(readonly toolName: string) {
+    super(`tool "${toolName}" is not registered on this server; export it from the workflows module or use a built-in (http, echo)`);
+  }
+}
+
+/** The run pinned a different definition of its workflow than the one registered now. */
+export class FlowDriftError extends WaymarkError {
+  readonly reason = 'FLOW_DRIFT';
+  readonly choices = ['restart', 'abandon'] as const;
+  constructor(
+    readonly runId: string,
+    readonly workflowName: string,
+    readonly pinnedDigest: string,
+    readonly currentDigest: string,
+  ) {
+    super(`run ${runId} was started with another definition of workflow "${workflowName}" (digest ${pinnedDigest.slice(0, 12)}, now ${currentDigest.slice(0, 12)}) and its drift policy is strict; resume it with drift "restart" (start a new run with the same input) or "abandon" (cancel it), or deploy the original definition`);
+  }
+}
+
+/** A journal entry matched a call by content key but records a different kind or name. */
+export class NonDeterminismError extends WaymarkError {
+  readonly reason = 'NON_DETERMINISM';
+  constructor(
+    readonly runId: string,
+    readonly scope: string,
+    readonly expected: string,
+    readonly found: string,
+    readonly detail: string,
+  ) {
+    super(`run ${runId}, scope "${scope}": the code called ${expected} but the journal has ${found} (${detail}); the journal and the workflow code disagree, resume with invalidate or restart the run`);
+  }
+}
+
+/** Journal entries that do not fit together (a terminal pointing at nothing, seqs with gaps). */
+export class JournalCorruptError extends WaymarkError {
+  readonly reason = 'JOURNAL_CORRUPT';
+  constructor(readonly runId: string, readonly seq: number, readonly detail: string) {
+    super(`journal of run ${runId} is inconsistent at seq ${seq}: ${detail}; it cannot be replayed, restart the run`);
+  }
+}
+
+/** `invalidate` named a seq that is not an effect of the run. */
+export class InvalidateTargetError extends WaymarkError {
+  readonly reason = 'INVALID_INVALIDATE_TARGET';
+  constructor(readonly runId: string, readonly seq: number, readonly detail: string) {
+    super(`cannot invalidate seq ${seq} of run ${runId}: ${detail}; GetJournal lists the effect entries`);
+  }
+}
+
+/** A replay in strict mode (preview, golden journals) reached a call the journal cannot answer. */
+export class JournalMissError extends WaymarkError {
+  readonly reason = 'JOURNAL_MISS';
+  constructor(readonly scope: string, readonly kind: string, readonly effectName: string, readonly occurrence: number, readonly why: string) {
+    super(`replay reached ${kind} "${effectName}" (scope "${scope}", occurrence ${occurrence}) which would run live (${why}); in strict replay every call must be answered by the journal`);
+  }
+}
+
+/** A step or tool failed; thrown the same way on the first run and on every replay. */
+export class EffectFailedError extends WaymarkError {
+  readonly reason = 'EFFECT_FAILED';
+  constructor(
+    readonly effectKind: string,
+    readonly effectName: string,
+    /** The class name of the original error, e.g. `TypeError`. */
+    readonly errorName: string,
+    readonly errorMessage: string,
+    readonly details: Json | null,
+  ) {
+    super(`${effectKind} "${effectName}" failed with ${errorName}: ${errorMessage}`);
+  }
+}
+
+export class ChildRunFailedError extends WaymarkError {
+  readonly reason = 'CHILD_RUN_FAILED';
+  constructor(readonly childRunId: string, readonly workflowName: string, readonly status: string, readonly childError: RunError | null) {
+    super(`child run ${childRunId} of workflow "${workflowName}" ended ${status}${childError ? `: ${childError.message}` : ''}; catch ChildRunFailedError to handle it`);
+  }
+}
+
+/** A `ctx.signal` wait passed its deadline and had no default value. */
+export class SignalTimeoutError extends WaymarkError {
+  readonly reason = 'SIGNAL_TIMEOUT';
+  constructor(readonly signalName: string) {
+    super(`no signal "${signalName}" arrived before its deadline; give ctx.signal a default, or catch SignalTimeoutError`);
+  }
+}
+
+/** A signal for a run that has no wait of that name (yet). Retry once the run waits for it. */
+export class SignalNotAwaitedError extends WaymarkError {
+  readonly reason = 'SIGNAL_NOT_AWAITED';
+  override readonly retryable = true;
+  constructor(readonly runId: string, readonly signalName: string) {
+    super(`run ${runId} is not waiting for signal "${signalName}"; nothing was recorded, send it again once the run waits for it (its open waits are listed by GetRun)`);
+  }
+}
+
+export class ApprovalNotFoundError extends WaymarkError {
+  readonly reason = 'APPROVAL_NOT_FOUND';
+  constructor(readonly approvalId: string) {
+    super(`approval ${approvalId} was not found; ListApprovals shows the pending ones`);
+  }
+}
+
+/** A value a workflow handed to the journal (a step result, tool arguments) that JSON cannot carry. */
+export class NotJsonError extends WaymarkError {
+  readonly reason = 'NOT_JSON';
+  constructor(readonly what: string, readonly detail: string) {
+    super(`${what} cannot be stored as JSON (${detail}); return plain objects, arrays, strings, numbers, booleans or null`);
+  }
+}
+
+/** A workflow or tool definition that cannot be registered. */
+export class DefinitionError extends WaymarkError {
+  readonly reason = 'INVALID_DEFINITION';
+  constructor(readonly what: string, readonly detail: string) {
+    super(`${what}: ${detail}`);
+  }
+}
+
+function describe(violations: FieldViolation[]): string {
+  return violations.map((v) => (v.field ? `${v.field}: ${v.description}` : v.description)).join('; ') || 'no details';
+}

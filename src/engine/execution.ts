@@ -1,0 +1,315 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Logger } from 'pino';
+import { JournalFullError, LeaseLostError, PayloadTooLargeError } from '../journal/errors.js';
+import type { EntryKind, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
+import type { Json, Lease, Run } from '../journal/run.js';
+import type { JournalStore } from '../store/store.js';
+import { contentKey, idempotencyKey } from './content-key.js';
+import { JournalMissError, NonDeterminismError } from './errors.js';
+import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from './replay.js';
+import { resolutionIsValid } from './suspension.js';
+
+/*
+ * One execution of a workflow body over a journal snapshot: it matches calls against the journal,
+ * runs what must run live, appends entries through one queue (so heads land in call order), and
+ * notices when the body has returned, thrown, or is blocked on open suspensions. The Engine decides
+ * what to write at the end. In `preview` mode it never writes and stops at the first live call.
+ */
+
+export type ExecutionMode = 'live' | 'preview';
+
+export type ExecutionEnd =
+  | { kind: 'returned'; value: unknown }
+  | { kind: 'threw'; error: unknown }
+  /** Every branch waits on an open suspension and nothing is in flight. */
+  | { kind: 'blocked'; parked: JournalEntry[] }
+  /** Lease lost, a store failure, or (preview) a call that would run live. No further writes. */
+  | { kind: 'stopped'; reason: 'lease_lost' | 'store_error' | 'live_call'; error: unknown };
+
+export interface PreviewCounts {
+  hits: number;
+  misses: number;
+  reruns: number;
+  invalidResolutions: number;
+  /** The call that ended a preview, when one did. */
+  liveCall: { scope: string; kind: string; name: string; occurrence: number; why: string } | null;
+}
+
+/** A reserved call: identity fixed synchronously when the code made it. */
+export interface Call {
+  identity: CallIdentity;
+  kind: EntryKind;
+  name: string;
+  idempotencyKey: string;
+  decision: ReplayDecision;
+}
+
+export interface ExecutionOptions {
+  run: Run;
+  entries: readonly JournalEntry[];
+  mode: ExecutionMode;
+  /** Required in live mode. */
+  store: JournalStore | null;
+  lease: Lease | null;
+  leaseTtlMs: number;
+  renewEveryMs: number;
+  now: () => Promise<Date>;
+  logger: Logger;
+  /** Called after each successful renewal (observability; tests await it). */
+  onLeaseRenewed?: (lease: Lease) => void;
+}
+
+const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
+const NEVER = new Promise<never>(() => {});
+
+export class Execution {
+  readonly run: Run;
+  readonly mode: ExecutionMode;
+  readonly index: JournalIndex;
+  readonly cursor: ReplayCursor;
+  readonly abort = new AbortController();
+  readonly counts: PreviewCounts = { hits: 0, misses: 0, reruns: 0, invalidResolutions: 0, liveCall: null };
+  lease: Lease | null;
+
+  private readonly store: JournalStore | null;
+  private readonly occurrences = new Map<string, number>();
+  private readonly sites = new Map<string, number>();
+  private readonly parked = new Map<number, JournalEntry>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+  private generation = 0;
+  private checkScheduled = false;
+  private bodySettled: ExecutionEnd | null = null;
+  private end: ExecutionEnd | null = null;
+  private resolveEnd!: (end: ExecutionEnd) => void;
+  private readonly ended = new Promise<ExecutionEnd>((resolve) => (this.resolveEnd = resolve));
+  private renewTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly options: ExecutionOptions) {
+    this.run = options.run;
+    this.mode = options.mode;
+    this.store = options.store;
+    this.lease = options.lease;
+    this.index = JournalIndex.build(options.run.id, options.entries);
+    this.cursor = new ReplayCursor(this.index);
+  }
+
+  get logger(): Logger {
+    return this.options.logger;
+  }
+
+  now(): Promise<Date> {
+    return this.options.now();
+  }
+
+  /** Runs `body` at the root scope and resolves once it returned, threw, blocked or was stopped. */
+  start(body: () => Promise<unknown>): Promise<ExecutionEnd> {
+    if (this.mode === 'live' && this.store && this.lease) {
+      this.renewTimer = setInterval(() => void this.renew(), this.options.renewEveryMs);
+      this.renewTimer.unref();
+    }
+    const settled = (end: ExecutionEnd): void => {
+      if (this.end || this.bodySettled) return;
+      this.bodySettled = end;
+      if (this.pending === 0) this.conclude(end);
+    };
+    scopes.run({ execution: this, scope: '' }, () => {
+      let result: Promise<unknown>;
+      try {
+        result = Promise.resolve(body());
+      } catch (error) {
+        result = Promise.reject(error);
+      }
+      result.then((value) => settled({ kind: 'returned', value }), (error) => settled({ kind: 'threw', error }));
+    });
+    this.scheduleCheck();
+    return this.ended;
+  }
+
+  /** The scope of the code calling now: from the branch ctx it used, or the async context. */
+  currentScope(bound: string | null): string {
+    if (bound !== null) return bound;
+    const s = scopes.getStore();
+    return s && s.execution === this ? s.scope : '';
+  }
+
+  /** Runs `fn` with `scope` as the async context's scope (for ctx.parallel branches). */
+  inScope<T>(scope: string, fn: () => Promise<T>): Promise<T> {
+    return scopes.run({ execution: this, scope }, fn);
+  }
+
+  /** Reserves the next parallel call site of a scope, synchronously. */
+  nextSite(scope: string): number {
+    const n = this.sites.get(scope) ?? 0;
+    this.sites.set(scope, n + 1);
+    return n;
+  }
+
+  /**
+   * Reserves a call's identity and matches it against the journal, synchronously, so concurrent
+   * calls keep the identities their call order gives them whatever order they finish in.
+   */
+  call(kind: EntryKind, name: string, args: Json, scope: string): Call {
+    const key = contentKey({ kind, name, args });
+    if (this.end) {
+      // Over: the call will never settle; leave the cursor and the figures as they were.
+      return { identity: { scope, contentKey: key, occurrence: -1 }, kind, name, idempotencyKey: '', decision: { action: 'live' } };
+    }
+    const slot = `${scope}\u0000${key}`;
+    const occurrence = this.occurrences.get(slot) ?? 0;
+    this.occurrences.set(slot, occurrence + 1);
+    const identity = { scope, contentKey: key, occurrence };
+    const record = this.cursor.take(identity);
+    if (record && (record.kind !== kind || record.name !== name)) {
+      throw new NonDeterminismError(this.run.id, scope, `${kind} "${name}"`, `${record.kind} "${record.name}"`, `same content key ${key}`);
+    }
+    this.bump();
+    return {
+      identity,
+      kind,
+      name,
+      idempotencyKey: idempotencyKey({ runId: this.run.id, scope, contentKey: key, occurrence }),
+      decision: replayDecide(record, { index: this.index, resolutionIsValid }),
+    };
+  }
+
+  /** Counts a journal answer (preview figures). */
+  hit(invalidResolutions = 0): void {
+    if (this.end) return;
+    this.counts.hits++;
+    this.counts.invalidResolutions += invalidResolutions;
+  }
+
+  /**
+   * Called before a call goes live. In live mode returns true; in preview mode counts it, ends the
+   * preview and returns false (the caller then never settles).
+   */
+  goLive(call: Call): boolean {
+    if (this.mode === 'live') return !this.end;
+    const why = call.decision.action === 'live' ? 'miss' : call.decision.action === 'redispatch' ? 'redispatch' : `rerun after ${(call.decision as { because: string }).because}`;
+    if (call.decision.action === 'live') this.counts.misses++;
+    else this.counts.reruns++;
+    this.counts.liveCall = { ...call.identity, kind: call.kind, name: call.name, why };
+    this.stop('live_call', new JournalMissError(call.identity.scope, call.kind, call.name, call.identity.occurrence, why));
+    return false;
+  }
+
+  /**
+   * Appends entries through the execution's single queue, in the order calls were made. `produce`
+   * runs when the entry's turn comes (so it may read the clock). A refusal (payload too large,
+   * journal full: nothing was written) rejects, so the workflow sees it like any other error. On
+   * any other store failure the execution stops, and the caller's promise never settles: nothing
+   * more is written by this worker.
+   */
+  append(produce: () => NewJournalEntry[] | Promise<NewJournalEntry[]>): Promise<JournalEntry[]> {
+    if (this.end || !this.store || !this.lease) return NEVER;
+    const store = this.store;
+    this.pending++;
+    const written = this.queue.then(async () => {
+      if (this.end) return null;
+      const entries = await produce();
+      if (this.end) return null;
+      return store.journalAppend({ lease: this.lease!, entries });
+    });
+    this.queue = written.catch(() => undefined);
+    return written.then(
+      (entries) => {
+        this.release();
+        return entries ?? NEVER;
+      },
+      (error: unknown) => {
+        if (isRefusal(error)) {
+          this.release();
+          throw error;
+        }
+        this.stop(error instanceof LeaseLostError ? 'lease_lost' : 'store_error', error);
+        this.release();
+        return NEVER;
+      },
+    );
+  }
+
+  /** Tracks work in flight (an executing effect) so the run is not taken for blocked meanwhile. */
+  async track<T>(work: () => Promise<T>): Promise<T> {
+    this.pending++;
+    try {
+      return await work();
+    } finally {
+      this.release();
+    }
+  }
+
+  /** Whether the execution is over (it returned, threw, parked or was stopped): calls never settle then. */
+  get over(): boolean {
+    return this.end !== null;
+  }
+
+  /** Parks on an open suspension: recorded for the "every branch blocked" check. */
+  park(suspension: JournalEntry): void {
+    this.parked.set(suspension.seq, suspension);
+    this.bump();
+  }
+
+  /** Ends the execution without further writes. */
+  stop(reason: 'lease_lost' | 'store_error' | 'live_call', error: unknown): void {
+    if (this.end) return;
+    if (reason !== 'live_call') this.logger.warn({ runId: this.run.id, reason, err: error }, 'execution stopped');
+    this.conclude({ kind: 'stopped', reason, error });
+  }
+
+  private release(): void {
+    this.pending--;
+    this.bump();
+    if (this.pending === 0 && this.bodySettled && !this.end) this.conclude(this.bodySettled);
+  }
+
+  private bump(): void {
+    this.generation++;
+    if (this.pending === 0) this.scheduleCheck();
+  }
+
+  /**
+   * "Every branch is blocked": nothing in flight, the body not settled, and no ctx activity for a
+   * full turn of the event loop (setImmediate runs after every pending microtask, so a body
+   * continuing on replayed values has had its chance to make its next call).
+   */
+  private scheduleCheck(): void {
+    if (this.checkScheduled || this.end) return;
+    this.checkScheduled = true;
+    const seen = this.generation;
+    setImmediate(() => {
+      this.checkScheduled = false;
+      if (this.end || this.bodySettled || this.pending > 0) return;
+      if (seen !== this.generation) return this.scheduleCheck();
+      if (this.parked.size > 0) {
+        this.conclude({ kind: 'blocked', parked: [...this.parked.values()].sort((a, b) => a.seq - b.seq) });
+      }
+      // Otherwise the body awaits something outside ctx (a plain timer): it will call back.
+    });
+  }
+
+  private conclude(end: ExecutionEnd): void {
+    if (this.end) return;
+    this.end = end;
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    if (end.kind === 'stopped') this.abort.abort(end.error);
+    this.resolveEnd(end);
+  }
+
+  /** Renews the lease at a third of its TTL; a fenced renewal stops the execution at once. */
+  private async renew(): Promise<void> {
+    if (this.end || !this.store || !this.lease) return;
+    try {
+      this.lease = await this.store.runLeaseRenew({ lease: this.lease, ttlMs: this.options.leaseTtlMs });
+      this.options.onLeaseRenewed?.(this.lease);
+    } catch (error) {
+      if (error instanceof LeaseLostError) this.stop('lease_lost', error);
+      else this.logger.warn({ runId: this.run.id, err: error }, 'lease renewal failed; retrying at the next interval');
+    }
+  }
+}
+
+/** Store errors that wrote nothing and will refuse the same write again: the workflow handles them. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof PayloadTooLargeError || error instanceof JournalFullError;
+}

@@ -1,0 +1,59 @@
+import { WorkflowNotFoundError } from '../journal/errors.js';
+import { builtinTools } from './builtin-tools.js';
+import { DefinitionError, ToolNotFoundError } from './errors.js';
+import { isTool, type Tool } from './tool.js';
+import { isWorkflow, type Workflow } from './workflow.js';
+
+/**
+ * The workflows and tools a server knows, by name. The built-in tools (`http`, `echo`) are
+ * registered unless `builtinTools: false`. Registering a different definition under a taken name
+ * is refused; registering the same object again is a no-op (a module imported twice).
+ */
+export class Registry {
+  private readonly workflowsByName = new Map<string, Workflow>();
+  private readonly toolsByName = new Map<string, Tool>();
+
+  constructor(options: { builtinTools?: boolean } = {}) {
+    if (options.builtinTools ?? true) for (const tool of builtinTools()) this.register(tool);
+  }
+
+  /** Registers workflows and tools; anything else is refused with DefinitionError. */
+  register(...items: (Workflow | Tool)[]): this {
+    for (const item of items) {
+      if (isWorkflow(item)) add(this.workflowsByName, item, 'workflow');
+      else if (isTool(item)) add(this.toolsByName, item, 'tool');
+      else throw new DefinitionError('registry', 'only values made by defineWorkflow or defineTool can be registered');
+    }
+    return this;
+  }
+
+  /** Throws WorkflowNotFoundError for an unknown name. */
+  workflow(name: string): Workflow {
+    const workflow = this.workflowsByName.get(name);
+    if (!workflow) throw new WorkflowNotFoundError(name);
+    return workflow;
+  }
+
+  /** Throws ToolNotFoundError for an unknown name. */
+  tool(name: string): Tool {
+    const tool = this.toolsByName.get(name);
+    if (!tool) throw new ToolNotFoundError(name);
+    return tool;
+  }
+
+  workflows(): Workflow[] {
+    return [...this.workflowsByName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  tools(): Tool[] {
+    return [...this.toolsByName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+}
+
+function add<T extends { name: string }>(map: Map<string, T>, item: T, what: string): void {
+  const existing = map.get(item.name);
+  if (existing && existing !== item) {
+    throw new DefinitionError(`${what} "${item.name}"`, `another ${what} is already registered under this name; names must be unique`);
+  }
+  map.set(item.name, item);
+}

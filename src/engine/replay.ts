@@ -1,0 +1,313 @@
+import { newEntry, type JournalEntry, type NewJournalEntry } from '../journal/journal-entry.js';
+import type { Json, RunError } from '../journal/run.js';
+import { InvalidateTargetError, JournalCorruptError } from './errors.js';
+
+/*
+ * Replay, as pure functions over journal entries: no store, no clock, no I/O (STYLE habit 6).
+ *
+ * - JournalIndex groups entries into effects: an effect is identified by (scope, content key,
+ *   occurrence); each dispatch of it is an attempt that starts with a head entry (`running`,
+ *   `suspended`, or a one-write `ok`/`error`/`info`) and collects the entries whose refSeq points at
+ *   that head (its outcome, resolutions, or a `cancelled` invalidation). A rerun appends a new
+ *   attempt with the same identity; the latest attempt is the one replay looks at.
+ * - ReplayCursor does the scoped forward matching: one cursor per scope, a call consumes the
+ *   unconsumed effect with its identity, a miss consumes nothing and moves nothing.
+ * - replayDecide is the table of DESIGN "What replay does with a matched entry".
+ * test/replay/replay.test.ts pins every row; test/replay/golden.test.ts pins recorded journals.
+ */
+
+export interface CallIdentity {
+  scope: string;
+  contentKey: string;
+  occurrence: number;
+}
+
+export function identityKey(id: CallIdentity): string {
+  return `${id.scope}\u0000${id.contentKey}\u0000${id.occurrence}`;
+}
+
+/** Whether an entry starts an attempt of an effect (as opposed to completing or resolving one). */
+export function isEffectHead(e: Pick<JournalEntry, 'kind' | 'status' | 'refSeq'>): boolean {
+  if (e.kind === 'status') return false;
+  if (e.status === 'running' || e.status === 'suspended') return true;
+  return e.refSeq === null && (e.status === 'ok' || e.status === 'error' || e.status === 'cancelled' || e.status === 'info');
+}
+
+export interface Attempt {
+  head: JournalEntry;
+  /** The latest `ok`/`error`/`cancelled` pointing at the head, or null. */
+  terminal: JournalEntry | null;
+  /** `resolved` and `noop` entries pointing at a suspension head, in seq order. */
+  resolutions: JournalEntry[];
+}
+
+export interface EffectRecord {
+  identity: CallIdentity;
+  kind: string;
+  name: string;
+  /** Every dispatch of this effect, oldest first; the last one decides replay. */
+  attempts: Attempt[];
+  /** Seq of the first head: the effect's position in its scope. */
+  firstSeq: number;
+}
+
+export function latestAttempt(record: EffectRecord): Attempt {
+  return record.attempts[record.attempts.length - 1]!;
+}
+
+/** The entry that says how the latest attempt ended: its terminal, the head itself for a one-write effect, or null. */
+export function attemptOutcome(attempt: Attempt): JournalEntry | null {
+  if (attempt.terminal) return attempt.terminal;
+  return attempt.head.status === 'running' || attempt.head.status === 'suspended' ? null : attempt.head;
+}
+
+export class JournalIndex {
+  private constructor(
+    readonly runId: string,
+    /** identityKey -> effect */
+    readonly records: ReadonlyMap<string, EffectRecord>,
+    /** scope -> its effects in journal order (by first head) */
+    readonly scopes: ReadonlyMap<string, readonly EffectRecord[]>,
+    /** head seq -> attempt */
+    readonly attemptsBySeq: ReadonlyMap<number, Attempt>,
+    /** every head in seq order */
+    readonly heads: readonly JournalEntry[],
+  ) {}
+
+  static build(runId: string, entries: readonly JournalEntry[]): JournalIndex {
+    const records = new Map<string, EffectRecord>();
+    const scopes = new Map<string, EffectRecord[]>();
+    const attempts = new Map<number, Attempt>();
+    const heads: JournalEntry[] = [];
+    entries.forEach((e, i) => {
+      if (e.seq !== i) throw new JournalCorruptError(runId, e.seq, `expected seq ${i}: seqs must be dense from 0`);
+      if (e.kind === 'status') return;
+      if (isEffectHead(e)) {
+        const identity = { scope: e.scope, contentKey: e.contentKey, occurrence: e.occurrence };
+        const key = identityKey(identity);
+        let record = records.get(key);
+        if (!record) {
+          record = { identity, kind: e.kind, name: e.name, attempts: [], firstSeq: e.seq };
+          records.set(key, record);
+          const list = scopes.get(e.scope) ?? [];
+          list.push(record);
+          scopes.set(e.scope, list);
+        } else if (record.kind !== e.kind || record.name !== e.name) {
+          throw new JournalCorruptError(runId, e.seq, `${e.kind} "${e.name}" reuses the identity of ${record.kind} "${record.name}"`);
+        }
+        const attempt: Attempt = { head: e, terminal: null, resolutions: [] };
+        record.attempts.push(attempt);
+        attempts.set(e.seq, attempt);
+        heads.push(e);
+        return;
+      }
+      const target = e.refSeq === null ? undefined : attempts.get(e.refSeq);
+      if (!target) {
+        throw new JournalCorruptError(runId, e.seq, `${e.status} entry refers to seq ${e.refSeq} which starts no effect`);
+      }
+      if (e.status === 'resolved' || e.status === 'noop') {
+        if (target.head.status !== 'suspended') {
+          throw new JournalCorruptError(runId, e.seq, `resolution refers to seq ${e.refSeq} which is not a suspension`);
+        }
+        target.resolutions.push(e);
+      } else if (e.status === 'ok' || e.status === 'error' || e.status === 'cancelled') {
+        target.terminal = e;
+      }
+      // An `info` entry pointing at an effect is an annotation; replay ignores it.
+    });
+    return new JournalIndex(runId, records, scopes, attempts, heads);
+  }
+
+  record(identity: CallIdentity): EffectRecord | undefined {
+    return this.records.get(identityKey(identity));
+  }
+
+  /**
+   * Whether an effect started after `seq` in the scope of `record`, an enclosing scope, a nested
+   * one or a later call site of an enclosing scope: evidence that the code handled the error at
+   * `seq` and moved on. Progress in a concurrent sibling branch of the same call site is not.
+   */
+  continuedAfter(record: EffectRecord, seq: number): boolean {
+    // heads are in seq order; a binary search finds the first one after `seq`.
+    let lo = 0;
+    let hi = this.heads.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.heads[mid]!.seq <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.heads.length; i++) {
+      if (scopeContinues(record.identity.scope, this.heads[i]!.scope)) return true;
+    }
+    return false;
+  }
+}
+
+/**
+ * Whether work in scope `later` shows that code which saw a failure in scope `failed` went on.
+ * Scopes are `/`-separated paths of call sites such as `par:3:1` (branch 1 of parallel site 3).
+ * Two paths that first differ in branches of the same site are concurrent siblings: no evidence.
+ */
+export function scopeContinues(failed: string, later: string): boolean {
+  const a = failed === '' ? [] : failed.split('/');
+  const b = later === '' ? [] : later.split('/');
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (a[i] === b[i]) continue;
+    const siteA = a[i]!.slice(0, a[i]!.lastIndexOf(':'));
+    const siteB = b[i]!.slice(0, b[i]!.lastIndexOf(':'));
+    return !(siteA !== '' && siteA === siteB);
+  }
+  return true;
+}
+
+/** Joins a scope and a call site: `''` + `par:0:1` = `par:0:1`; `par:0:1` + `par:2:0` = `par:0:1/par:2:0`. */
+export function childScope(parent: string, segment: string): string {
+  return parent === '' ? segment : `${parent}/${segment}`;
+}
+
+/**
+ * Scoped forward matching. Each scope has a cursor at its first unconsumed effect; a call consumes
+ * the unconsumed effect with its identity (necessarily at or after the cursor) and the cursor moves
+ * over the consumed prefix. A miss consumes nothing and moves nothing, so a call inserted into the
+ * code costs one live call and the effects around it still replay. Because the cursor only moves
+ * over consumed effects, concurrent calls that finish in another order than they were journaled
+ * never turn a recorded effect into a miss.
+ */
+export class ReplayCursor {
+  private readonly consumed = new Set<string>();
+  private readonly cursors = new Map<string, number>();
+
+  constructor(readonly index: JournalIndex) {}
+
+  take(identity: CallIdentity): EffectRecord | undefined {
+    const key = identityKey(identity);
+    const record = this.index.records.get(key);
+    if (!record || this.consumed.has(key)) return undefined;
+    this.consumed.add(key);
+    const list = this.index.scopes.get(identity.scope)!;
+    let at = this.cursors.get(identity.scope) ?? 0;
+    while (at < list.length && this.consumed.has(identityKey(list[at]!.identity))) at++;
+    this.cursors.set(identity.scope, at);
+    return record;
+  }
+
+  /** Index (within its scope) of the first effect no call has consumed yet. */
+  position(scope: string): number {
+    return this.cursors.get(scope) ?? 0;
+  }
+
+  /** Effects no call consumed, in journal order: orphans once the body has run to its end. */
+  unconsumed(): EffectRecord[] {
+    return [...this.index.records.values()]
+      .filter((r) => !this.consumed.has(identityKey(r.identity)))
+      .sort((a, b) => a.firstSeq - b.firstSeq);
+  }
+}
+
+export type ReplayDecision =
+  /** No effect in the journal: run it (a miss). */
+  | { action: 'live' }
+  /** `ok`: return the recorded value, do not run. */
+  | { action: 'return'; value: Json | null; entry: JournalEntry }
+  /** `error` and the code moved on after it: re-throw the recorded error. */
+  | { action: 'throw'; error: RunError; entry: JournalEntry }
+  /** `error` at the end of its branch, or `cancelled`: run it again as a new attempt. */
+  | { action: 'rerun'; because: 'error' | 'cancelled'; entry: JournalEntry }
+  /** `running` without a terminal: dispatch again under the same intent and idempotency key. */
+  | { action: 'redispatch'; head: JournalEntry }
+  /** `suspended` with a valid resolution: return the first valid one's payload. */
+  | { action: 'resolved'; suspension: JournalEntry; resolution: JournalEntry; invalidResolutions: number }
+  /** `suspended` and still open: park. */
+  | { action: 'park'; suspension: JournalEntry; invalidResolutions: number };
+
+export interface DecideOptions {
+  index: JournalIndex;
+  /** Validates a resolution against the schema pinned in its suspension; all valid when absent. */
+  resolutionIsValid?: (suspension: JournalEntry, resolution: JournalEntry) => boolean;
+}
+
+/** DESIGN "What replay does with a matched entry", for the latest attempt of a matched effect. */
+export function replayDecide(record: EffectRecord | undefined, options: DecideOptions): ReplayDecision {
+  if (!record) return { action: 'live' };
+  const attempt = latestAttempt(record);
+  const { head } = attempt;
+  if (head.status === 'suspended') {
+    if (attempt.terminal?.status === 'cancelled') return { action: 'rerun', because: 'cancelled', entry: attempt.terminal };
+    let invalid = 0;
+    for (const resolution of attempt.resolutions) {
+      if (options.resolutionIsValid && !options.resolutionIsValid(head, resolution)) {
+        invalid++;
+        continue;
+      }
+      return { action: 'resolved', suspension: head, resolution, invalidResolutions: invalid };
+    }
+    return { action: 'park', suspension: head, invalidResolutions: invalid };
+  }
+  const outcome = attemptOutcome(attempt);
+  if (outcome === null) return { action: 'redispatch', head };
+  switch (outcome.status) {
+    case 'ok':
+    case 'info':
+      return { action: 'return', value: outcome.payload, entry: outcome };
+    case 'error':
+      return options.index.continuedAfter(record, outcome.seq)
+        ? { action: 'throw', error: outcome.error ?? { name: 'Error', message: 'recorded without details' }, entry: outcome }
+        : { action: 'rerun', because: 'error', entry: outcome };
+    case 'cancelled':
+      return { action: 'rerun', because: 'cancelled', entry: outcome };
+    default:
+      throw new JournalCorruptError(options.index.runId, outcome.seq, `an effect cannot end with status ${outcome.status}`);
+  }
+}
+
+/**
+ * The entries that record `invalidate: [seq…]`: one `cancelled` entry per targeted effect, pointing
+ * at the head of its latest attempt, so replay reruns it (docs/journal.md "Invalidation"). A seq may
+ * name any entry of the effect (its head, terminal or a resolution). Throws InvalidateTargetError
+ * for a seq that is no effect's or names a superseded attempt; effects already unpinned are skipped.
+ */
+export function invalidationEntries(index: JournalIndex, entries: readonly JournalEntry[], seqs: readonly number[]): NewJournalEntry[] {
+  const out: NewJournalEntry[] = [];
+  const done = new Set<number>();
+  for (const seq of seqs) {
+    const entry = Number.isInteger(seq) ? entries[seq] : undefined;
+    if (!entry) throw new InvalidateTargetError(index.runId, seq, 'the journal has no entry at that seq');
+    if (entry.kind === 'status') throw new InvalidateTargetError(index.runId, seq, 'it is a status change, not an effect');
+    const headSeq = isEffectHead(entry) ? entry.seq : entry.refSeq;
+    const attempt = headSeq === null ? undefined : index.attemptsBySeq.get(headSeq);
+    if (!attempt) throw new InvalidateTargetError(index.runId, seq, 'it belongs to no effect');
+    const { head } = attempt;
+    const record = index.record({ scope: head.scope, contentKey: head.contentKey, occurrence: head.occurrence })!;
+    const latest = latestAttempt(record);
+    if (latest !== attempt) {
+      throw new InvalidateTargetError(index.runId, seq, `a later attempt of this effect starts at seq ${latest.head.seq}; invalidate that one`);
+    }
+    if (done.has(head.seq) || attempt.terminal?.status === 'cancelled') continue;
+    done.add(head.seq);
+    out.push(newEntry({
+      kind: head.kind,
+      name: head.name,
+      status: 'cancelled',
+      scope: head.scope,
+      contentKey: head.contentKey,
+      occurrence: head.occurrence,
+      idempotencyKey: head.idempotencyKey,
+      refSeq: head.seq,
+      payload: { reason: 'invalidated', seq },
+    }));
+  }
+  return out;
+}
+
+/** Latest attempts of suspensions with no valid resolution and not invalidated: what the run waits on. */
+export function openSuspensions(
+  index: JournalIndex,
+  resolutionIsValid?: (suspension: JournalEntry, resolution: JournalEntry) => boolean,
+): JournalEntry[] {
+  const open: JournalEntry[] = [];
+  for (const record of index.records.values()) {
+    const decision = replayDecide(record, resolutionIsValid ? { index, resolutionIsValid } : { index });
+    if (decision.action === 'park') open.push(decision.suspension);
+  }
+  return open.sort((a, b) => a.seq - b.seq);
+}

@@ -1,0 +1,156 @@
+import type { Logger } from 'pino';
+import { RunNotFoundError, RunStateError } from '../journal/errors.js';
+import { newEntry, type JournalEntry } from '../journal/journal-entry.js';
+import { isTerminalStatus, type Json, type Run } from '../journal/run.js';
+import type { JournalStore } from '../store/store.js';
+import { toJson } from './content-key.js';
+import { ApprovalNotFoundError, InvalidResolutionError, SignalNotAwaitedError } from './errors.js';
+import { validatePinned } from './payload-schema.js';
+import { JournalIndex, latestAttempt, openSuspensions } from './replay.js';
+import { parseApprovalId, pinnedOf, resolutionIsValid, timeoutResolution, type ResolutionPayload } from './suspension.js';
+
+/*
+ * Closing suspensions from outside a run: signals, approval decisions, deadlines and child
+ * outcomes. Each validates against the schema pinned in the suspension *before* writing (an
+ * invalid payload journals nothing and the run stays parked), then appends a resolution with
+ * store.journalResolve, which decides under the run-row lock who wins: the first resolution is
+ * applied, later ones are journaled as no-ops, and a repeated signal_id / request_id is answered
+ * with the first delivery's outcome without writing.
+ */
+
+export interface ResolveResult {
+  /** Whether this resolution closed the wait (false: it was already closed, or a duplicate of one that did not). */
+  applied: boolean;
+  /** The same signal_id / request_id was delivered before; nothing was written. */
+  duplicate: boolean;
+  /** `already_resolved` when another resolution won first. */
+  reason: 'already_resolved' | null;
+  entry: JournalEntry;
+  /** The resolution that closed the wait. */
+  winner: JournalEntry;
+}
+
+export interface SignalSendParams {
+  runId: string;
+  namespace: string;
+  name: string;
+  payload: Json;
+  /** Caller-chosen; the same id delivered twice is applied once. */
+  signalId: string;
+}
+
+export async function signalSend(store: JournalStore, params: SignalSendParams): Promise<ResolveResult> {
+  const entries = await store.journalList({ runId: params.runId, namespace: params.namespace });
+  const index = JournalIndex.build(params.runId, entries);
+  // The oldest open wait of that name takes the signal; with none open, the newest closed one
+  // answers (a duplicate id gets its first outcome, a new id learns `already_resolved`).
+  const open = openSuspensions(index, resolutionIsValid).filter((s) => s.kind === 'signal' && s.name === params.name);
+  const target = open[0] ?? [...index.records.values()]
+    .filter((r) => r.kind === 'signal' && r.name === params.name)
+    .map((r) => latestAttempt(r).head)
+    .sort((a, b) => b.seq - a.seq)[0];
+  if (!target) throw new SignalNotAwaitedError(params.runId, params.name);
+  const payload = toJson(params.payload, `signal "${params.name}" payload`);
+  const violations = validatePinned(pinnedOf(target), payload);
+  if (violations.length > 0) throw new InvalidResolutionError(params.runId, target.seq, violations);
+  const resolution: ResolutionPayload = { source: 'signal', value: payload, signalId: params.signalId };
+  return resolve(store, params.runId, params.namespace, target, resolution, `signal:${params.signalId}`);
+}
+
+export interface ApprovalDecideParams {
+  namespace: string;
+  /** `<run id>:<seq>` as listed by waitingOn / ListApprovals; or give runId and seq. */
+  approvalId?: string;
+  runId?: string;
+  seq?: number;
+  approve: boolean;
+  by: string;
+  comment?: string | null;
+  /** Caller-chosen; the same request id is applied once. */
+  requestId: string;
+  /** Extra fields of a custom approval schema. */
+  payload?: Record<string, Json>;
+}
+
+export async function approvalDecide(store: JournalStore, params: ApprovalDecideParams): Promise<ResolveResult> {
+  const address = params.approvalId !== undefined ? parseApprovalId(params.approvalId) : params.runId !== undefined && params.seq !== undefined ? { runId: params.runId, seq: params.seq } : null;
+  const shownId = params.approvalId ?? `${params.runId}:${params.seq}`;
+  if (!address) throw new ApprovalNotFoundError(shownId);
+  let entries: JournalEntry[];
+  try {
+    entries = await store.journalList({ runId: address.runId, namespace: params.namespace });
+  } catch (err) {
+    if (err instanceof RunNotFoundError) throw new ApprovalNotFoundError(shownId);
+    throw err;
+  }
+  const target = entries[address.seq];
+  if (!target || target.status !== 'suspended' || target.kind !== 'approval') throw new ApprovalNotFoundError(shownId);
+  // An invalidated approval was replaced by a new one (a new seq): deciding the old one would do nothing.
+  const attempt = JournalIndex.build(address.runId, entries).attemptsBySeq.get(target.seq);
+  if (attempt?.terminal?.status === 'cancelled') throw new ApprovalNotFoundError(shownId);
+  const value = toJson({ ...params.payload, approved: params.approve, ...(params.comment ? { comment: params.comment } : {}) }, 'approval decision');
+  const violations = validatePinned(pinnedOf(target), value);
+  if (violations.length > 0) throw new InvalidResolutionError(address.runId, address.seq, violations);
+  const resolution: ResolutionPayload = { source: 'human', value, by: params.by, requestId: params.requestId };
+  return resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`);
+}
+
+/**
+ * For the sweeper: appends the timeout resolution (the pinned default decision; `{}` for a sleep)
+ * of every due deadline, up to `limit`. Suspensions of runs that ended meanwhile are skipped.
+ */
+export async function suspensionsResolveDue(
+  store: JournalStore,
+  params: { limit: number; logger: Logger },
+): Promise<{ resolved: { runId: string; seq: number; applied: boolean }[] }> {
+  const due = await store.suspensionListDue({ limit: params.limit });
+  const resolved: { runId: string; seq: number; applied: boolean }[] = [];
+  for (const suspension of due) {
+    try {
+      const result = await store.journalResolve({
+        runId: suspension.runId,
+        suspensionSeq: suspension.seq,
+        entry: newEntry({ kind: suspension.kind, name: suspension.name, status: 'resolved', payload: timeoutResolution(suspension) as Json, dedupeKey: `timeout:${suspension.seq}` }),
+      });
+      resolved.push({ runId: suspension.runId, seq: suspension.seq, applied: result.applied });
+    } catch (err) {
+      if (!(err instanceof RunStateError || err instanceof RunNotFoundError)) throw err;
+      params.logger.debug({ runId: suspension.runId, seq: suspension.seq, err }, 'deadline of an ended run skipped');
+    }
+  }
+  return { resolved };
+}
+
+/**
+ * Closes the parent's `child` wait with the child's outcome. Called by whoever ends the child (the
+ * engine finishing it, a cancel) and by the sweeper for ones missed in a crash; the dedupe key
+ * makes repeats harmless. Returns null when there is no parent or the parent has ended.
+ */
+export async function childResolveParent(store: JournalStore, child: Run, logger: Logger): Promise<ResolveResult | null> {
+  if (child.parentRunId === null || child.parentSeq === null || !isTerminalStatus(child.status)) return null;
+  const value: Json = { runId: child.id, status: child.status, output: child.output, error: (child.error ?? null) as Json };
+  try {
+    const result = await store.journalResolve({
+      runId: child.parentRunId,
+      suspensionSeq: child.parentSeq,
+      entry: newEntry({ kind: 'child', name: child.workflowName, status: 'resolved', payload: { source: 'child', value }, dedupeKey: `child:${child.id}` }),
+    });
+    return { ...result, reason: result.applied ? null : 'already_resolved' };
+  } catch (err) {
+    if (!(err instanceof RunStateError || err instanceof RunNotFoundError)) throw err;
+    logger.debug({ runId: child.id, parentRunId: child.parentRunId, err }, 'parent run ended before its child; nothing to resolve');
+    return null;
+  }
+}
+
+async function resolve(
+  store: JournalStore, runId: string, namespace: string, target: JournalEntry, payload: ResolutionPayload, dedupeKey: string,
+): Promise<ResolveResult> {
+  const result = await store.journalResolve({
+    runId,
+    namespace,
+    suspensionSeq: target.seq,
+    entry: newEntry({ kind: target.kind, name: target.name, status: 'resolved', payload: payload as Json, dedupeKey }),
+  });
+  return { ...result, reason: result.applied ? null : 'already_resolved' };
+}

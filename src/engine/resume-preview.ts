@@ -1,0 +1,95 @@
+import { pino, type Logger } from 'pino';
+import type { JournalEntry } from '../journal/journal-entry.js';
+import type { Json, Run, RunError } from '../journal/run.js';
+import { toJson } from './content-key.js';
+import { errorRecord } from './error-codec.js';
+import { InvalidInputError } from './errors.js';
+import { Execution, type PreviewCounts } from './execution.js';
+import { zodViolations } from './payload-schema.js';
+import type { Registry } from './registry.js';
+import { invalidationEntries, JournalIndex } from './replay.js';
+import { waitingOf, type Waiting } from './suspension.js';
+import type { Workflow } from './workflow.js';
+import { WorkflowContextImpl } from './workflow-context.js';
+
+/*
+ * Replay-strict passes over a journal: ResumeRun's dry run and the golden-journal tests. The body
+ * runs against the journal with zero live calls and zero writes; the first call that would go
+ * live (a miss, or a rerun of an entry) ends the pass.
+ */
+
+export interface ReplayPreview {
+  /** Calls the journal answered: values, recorded errors, resolutions, waits that park again. */
+  hits: number;
+  /** Calls with no journal entry (each would run live; the first ends the preview). */
+  misses: number;
+  /** Journal effects the preview did not reach because it ended at a live call. */
+  skipped: number;
+  /** Calls whose entry would run again: an error its branch died on, a cancelled or invalidated entry, an intent with no outcome. */
+  reruns: number;
+  /** Journal effects no call consumed although the body ran to its end or to a park: never re-executed. */
+  orphaned: number;
+  /** Resolutions that fail their pinned schema (skipped; the next valid one wins). */
+  invalidResolutions: number;
+  /** How the pass ended: what a resume would do first. */
+  outcome: 'succeeded' | 'failed' | 'parked' | 'live_call';
+  /** The registered definition differs from the one the run pinned. */
+  drift: boolean;
+  liveCall: PreviewCounts['liveCall'];
+  output: Json | null;
+  error: RunError | null;
+  waitingOn: Waiting[];
+}
+
+const silent = pino({ enabled: false });
+
+/**
+ * Replays `workflow` over `entries` for `run` in strict mode. `invalidate` previews the effect of
+ * unpinning those entries. Pure apart from the workflow body itself.
+ */
+export async function replayHistory(params: {
+  run: Run;
+  workflow: Workflow;
+  entries: readonly JournalEntry[];
+  registry: Registry;
+  invalidate?: readonly number[];
+  logger?: Logger;
+}): Promise<ReplayPreview> {
+  const { run, workflow, registry } = params;
+  let entries = params.entries;
+  if (params.invalidate?.length) {
+    const extra = invalidationEntries(JournalIndex.build(run.id, entries), entries, params.invalidate);
+    const createdAt = new Date(0);
+    entries = [...entries, ...extra.map((e, i): JournalEntry => ({ ...e, runId: run.id, seq: entries.length + i, createdAt }))];
+  }
+  const execution = new Execution({
+    run, entries, mode: 'preview', store: null, lease: null, leaseTtlMs: 0, renewEveryMs: 0,
+    now: async () => new Date(), logger: params.logger ?? silent,
+  });
+  const ctx = new WorkflowContextImpl(execution, registry, async () => null);
+  const parsed = workflow.input.safeParse(run.input);
+  const end = await execution.start(async () => {
+    if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
+    return workflow.body(ctx, parsed.data as never);
+  });
+  const left = execution.cursor.unconsumed().length;
+  const reachedEnd = end.kind !== 'stopped';
+  let output: Json | null = null;
+  let error: RunError | null = null;
+  if (end.kind === 'returned') output = toJson(end.value, 'workflow output');
+  if (end.kind === 'threw') error = errorRecord(end.error);
+  return {
+    hits: execution.counts.hits,
+    misses: execution.counts.misses,
+    reruns: execution.counts.reruns,
+    invalidResolutions: execution.counts.invalidResolutions,
+    skipped: reachedEnd ? 0 : left,
+    orphaned: reachedEnd ? left : 0,
+    outcome: end.kind === 'returned' ? 'succeeded' : end.kind === 'threw' ? 'failed' : end.kind === 'blocked' ? 'parked' : 'live_call',
+    drift: run.workflowDigest !== workflow.digest,
+    liveCall: execution.counts.liveCall,
+    output,
+    error,
+    waitingOn: end.kind === 'blocked' ? end.parked.map(waitingOf) : [],
+  };
+}

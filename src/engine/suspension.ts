@@ -1,0 +1,113 @@
+import type { JournalEntry } from '../journal/journal-entry.js';
+import type { Json } from '../journal/run.js';
+import type { PinnedSchema } from './payload-schema.js';
+import { validatePinned } from './payload-schema.js';
+
+/*
+ * The shapes of suspensions and resolutions (docs/journal.md "Suspensions"). A suspended entry
+ * pins everything a resolver needs: the JSON Schema of the payload and its hash, a prompt, the
+ * deadline and the decision applied at the deadline. A resolution never edits it; it is a new
+ * entry pointing at it whose payload says where the decision came from.
+ */
+
+export interface SuspensionPayload {
+  /** The approval name, the signal name, `sleep`, or the child's workflow name. */
+  key: string;
+  title: string;
+  description?: string;
+  schema: Json;
+  schemaHash: string;
+  /** ISO timestamp on the store's clock; the sweeper applies `onTimeout` once it passes. */
+  deadlineAt?: string;
+  /** The payload value a timeout resolves with; null: the wait fails with a timeout instead. */
+  onTimeout: Json | null;
+  /** Kind-specific details: the tool awaiting approval, the child's idempotency key. */
+  [extra: string]: Json | undefined;
+}
+
+export type ResolutionSource = 'human' | 'signal' | 'timeout' | 'child' | 'operator';
+
+export interface ResolutionPayload {
+  source: ResolutionSource;
+  /** The payload validated against the pinned schema; absent for a timeout without a default. */
+  value?: Json;
+  by?: string;
+  comment?: string;
+  timedOut?: boolean;
+  [extra: string]: Json | undefined;
+}
+
+export function suspensionPayload(entry: JournalEntry): SuspensionPayload {
+  return entry.payload as unknown as SuspensionPayload;
+}
+
+export function resolutionPayload(entry: JournalEntry): ResolutionPayload {
+  const p = entry.payload;
+  if (p === null || typeof p !== 'object' || Array.isArray(p)) return { source: 'operator', value: p };
+  return p as unknown as ResolutionPayload;
+}
+
+export function pinnedOf(suspension: JournalEntry): PinnedSchema {
+  const p = suspensionPayload(suspension);
+  return { schema: p.schema ?? {}, schemaHash: p.schemaHash ?? '' };
+}
+
+/**
+ * Whether a resolution may win its suspension: a timeout or child outcome written by Waymark
+ * itself, or a value that passes the pinned schema. Replay skips invalid ones (the first valid
+ * resolution in journal order wins) and counts them as `invalidResolutions`.
+ */
+export function resolutionIsValid(suspension: JournalEntry, resolution: JournalEntry): boolean {
+  const r = resolutionPayload(resolution);
+  if (r.source === 'child') return suspension.kind === 'child';
+  if (r.source === 'timeout' && r.value === undefined) return true;
+  if (r.value === undefined) return false;
+  return validatePinned(pinnedOf(suspension), r.value).length === 0;
+}
+
+/** The resolution a passed deadline appends: the pinned default decision, or a bare timeout. */
+export function timeoutResolution(suspension: JournalEntry): ResolutionPayload {
+  const p = suspensionPayload(suspension);
+  return p.onTimeout === null || p.onTimeout === undefined
+    ? { source: 'timeout', timedOut: true }
+    : { source: 'timeout', timedOut: true, value: p.onTimeout };
+}
+
+/** An approval's public id: the run id and the seq of its suspension. */
+export function approvalId(runId: string, seq: number): string {
+  return `${runId}:${seq}`;
+}
+
+export function parseApprovalId(id: string): { runId: string; seq: number } | null {
+  const at = id.lastIndexOf(':');
+  if (at <= 0) return null;
+  const seq = Number(id.slice(at + 1));
+  return Number.isSafeInteger(seq) && seq >= 0 ? { runId: id.slice(0, at), seq } : null;
+}
+
+/** What a parked run waits on, as the API shows it. */
+export interface Waiting {
+  seq: number;
+  kind: string;
+  name: string;
+  title: string;
+  description: string | null;
+  /** Set for approvals (and approvals of `ask` tools): what DecideApproval takes. */
+  approvalId: string | null;
+  deadlineAt: string | null;
+  schema: Json;
+}
+
+export function waitingOf(entry: JournalEntry): Waiting {
+  const p = suspensionPayload(entry);
+  return {
+    seq: entry.seq,
+    kind: entry.kind,
+    name: entry.name,
+    title: p.title ?? entry.name,
+    description: p.description ?? null,
+    approvalId: entry.kind === 'approval' ? approvalId(entry.runId, entry.seq) : null,
+    deadlineAt: p.deadlineAt ?? null,
+    schema: p.schema ?? {},
+  };
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import type { Json } from '../journal/run.js';
+import { DefinitionError } from './errors.js';
+
+/** Recognises tools across copies of this module (a user's `waymark` may be another instance). */
+export const TOOL_BRAND = Symbol.for('waymark.tool');
+
+/** `allow` runs it; `ask` parks the run on an approval first; `deny` refuses it. */
+export type ToolPolicy = 'allow' | 'ask' | 'deny';
+
+export interface ToolCallInfo {
+  /** Stable for this call across crashes and redispatches; pass it to the downstream API. */
+  idempotencyKey: string;
+  runId: string;
+  /** Aborted when this worker loses the run (lease taken over, run cancelled). */
+  signal: AbortSignal;
+}
+
+export interface ToolDefinition<I extends z.ZodType, R> {
+  name: string;
+  description: string;
+  input: I;
+  /**
+   * Whether the tool changes the world (default true). A mutating call journals its intent before
+   * it executes and is skipped in dry runs; a read-only one writes a single entry. A function
+   * decides per call (the built-in `http` tool: GET and HEAD are read-only).
+   */
+  mutating?: boolean | ((args: z.output<I>) => boolean);
+  policy?: ToolPolicy;
+  execute(args: z.output<I>, info: ToolCallInfo): R | Promise<R>;
+}
+
+export interface Tool<In = unknown, Out = unknown> {
+  readonly [TOOL_BRAND]: true;
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodType;
+  /** JSON Schema of the arguments (what ListWorkflows and model providers see). */
+  readonly inputSchema: Json;
+  readonly policy: ToolPolicy;
+  isMutating(args: unknown): boolean;
+  execute(args: unknown, info: ToolCallInfo): Promise<Out>;
+  /** Carries the argument type for `ctx.tool(tool, args)`; never set. */
+  readonly __args?: In;
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function defineTool<I extends z.ZodType, R>(definition: ToolDefinition<I, R>): Tool<z.input<I>, Awaited<R>> {
+  const { name, description, input, execute } = definition;
+  if (!TOOL_NAME.test(name)) {
+    throw new DefinitionError(`tool "${name}"`, 'a tool name is 1-64 letters, digits, "_" or "-" (what model providers accept)');
+  }
+  if (!(input instanceof z.ZodType)) throw new DefinitionError(`tool "${name}"`, 'input must be a zod schema');
+  const policy = definition.policy ?? 'allow';
+  if (!['allow', 'ask', 'deny'].includes(policy)) throw new DefinitionError(`tool "${name}"`, `policy must be allow, ask or deny, not "${policy}"`);
+  const mutating = definition.mutating ?? true;
+  return Object.freeze({
+    [TOOL_BRAND]: true as const,
+    name,
+    description,
+    input,
+    inputSchema: JSON.parse(JSON.stringify(z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' }))) as Json,
+    policy,
+    isMutating: (args: unknown) => (typeof mutating === 'function' ? mutating(args as z.output<I>) : mutating),
+    execute: async (args: unknown, info: ToolCallInfo): Promise<Awaited<R>> => await execute(args as z.output<I>, info),
+  });
+}
+
+export function isTool(value: unknown): value is Tool {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TOOL_BRAND] === true;
+}

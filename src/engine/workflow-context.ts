@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { JournalEntry } from '../journal/journal-entry.js';
+import type { Json } from '../journal/run.js';
+import { toJson } from './content-key.js';
+import { durationMs, type Duration } from './duration.js';
+import { ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from './errors.js';
+import { perform, suspend } from './effect-runner.js';
+import type { Execution } from './execution.js';
+import { ANY_JSON_SCHEMA, pinSchema, validatePinned, zodViolations, type PinnedSchema } from './payload-schema.js';
+import type { Registry } from './registry.js';
+import { childScope } from './replay.js';
+import { resolutionPayload, type SuspensionPayload } from './suspension.js';
+import { isTool, type Tool } from './tool.js';
+import {
+  DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
+  type StepInfo, type Workflow, type WorkflowContext,
+} from './workflow.js';
+
+/** How ctx.child creates (or finds again) the child run; the Engine supplies it. */
+export type ChildStarter = (params: {
+  workflow: Workflow;
+  input: Json;
+  suspension: JournalEntry;
+  idempotencyKey: string;
+}) => Promise<JournalEntry | null>;
+
+const DEFAULT_APPROVAL = pinSchema(DEFAULT_APPROVAL_SCHEMA);
+
+/**
+ * The `ctx` of a workflow body. Every method reserves its call's identity synchronously (before
+ * its first await), so `Promise.all` over effects gives each the same identity on every replay.
+ * Branch contexts of ctx.parallel are bound to their scope; the root context reads the scope of
+ * the async context it is called from, so the root `ctx` also works inside a branch.
+ */
+export class WorkflowContextImpl implements WorkflowContext {
+  constructor(
+    private readonly execution: Execution,
+    private readonly registry: Registry,
+    private readonly startChild: ChildStarter,
+    private readonly scope: string | null = null,
+  ) {}
+
+  get runId(): string {
+    return this.execution.run.id;
+  }
+
+  get dryRun(): boolean {
+    return this.execution.run.dryRun;
+  }
+
+  private get here(): string {
+    return this.execution.currentScope(this.scope);
+  }
+
+  async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<Awaited<T>> {
+    const call = this.execution.call('step', name, null, this.here);
+    const value = await perform(this.execution, call, {
+      twoPhase: true,
+      execute: async () => toJson(await fn(this.info(call.idempotencyKey)), `the result of step "${name}"`),
+    });
+    return value as Awaited<T>;
+  }
+
+  tool<A, R>(tool: Tool<A, R>, args: A): Promise<R>;
+  tool(name: string, args: unknown): Promise<unknown>;
+  async tool(nameOrTool: string | Tool, args: unknown): Promise<unknown> {
+    const scope = this.here;
+    const tool = isTool(nameOrTool) ? nameOrTool : this.registry.tool(nameOrTool);
+    const argsJson = toJson(args, `the arguments of tool "${tool.name}"`);
+    const parsed = tool.input.safeParse(args);
+    if (!parsed.success) throw new InvalidInputError(`the arguments of tool "${tool.name}"`, zodViolations(parsed.error));
+    const mutating = tool.isMutating(parsed.data);
+    const exec = this.execution;
+    const call = exec.call('tool', tool.name, argsJson, scope);
+    if (tool.policy === 'deny') {
+      return perform(exec, call, { twoPhase: false, execute: async () => { throw new ToolApprovalDeniedError(tool.name, 'policy'); } });
+    }
+    if (this.dryRun && mutating) {
+      return perform(exec, call, { twoPhase: false, execute: async () => ({ __dryRun: true, tool: tool.name }) });
+    }
+    if (tool.policy === 'ask') {
+      const approval = exec.call('approval', `tool:${tool.name}`, { tool: tool.name, args: argsJson }, scope);
+      const decision = await this.awaitApproval(approval, {
+        title: `Allow tool "${tool.name}"?`,
+        description: `${tool.description}\nArguments: ${JSON.stringify(argsJson)}`,
+        pinned: DEFAULT_APPROVAL,
+        deadline: undefined,
+        onTimeout: { approved: false },
+        extra: { tool: tool.name, args: argsJson },
+      });
+      if (!decision.approved) {
+        throw new ToolApprovalDeniedError(tool.name, decision.by ?? (decision.timedOut ? 'timeout' : 'unknown'), typeof decision.comment === 'string' ? decision.comment : null);
+      }
+    }
+    return perform(exec, call, {
+      twoPhase: mutating,
+      intent: argsJson,
+      execute: async () => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey)), `the result of tool "${tool.name}"`),
+    });
+  }
+
+  async now(): Promise<Date> {
+    const call = this.execution.call('now', 'now', null, this.here);
+    const value = await perform(this.execution, call, { twoPhase: false, execute: async () => (await this.execution.now()).toISOString() });
+    return new Date(value as string);
+  }
+
+  async uuid(): Promise<string> {
+    const call = this.execution.call('uuid', 'uuid', null, this.here);
+    return (await perform(this.execution, call, { twoPhase: false, execute: async () => randomUUID() })) as string;
+  }
+
+  async emit(event: { type: string; [key: string]: unknown }): Promise<void> {
+    const payload = toJson(event, 'an emitted event');
+    const name = typeof event.type === 'string' && event.type ? event.type : 'event';
+    const call = this.execution.call('emit', name, payload, this.here);
+    await perform(this.execution, call, { twoPhase: false, status: 'info', execute: async () => payload });
+  }
+
+  async sleep(duration: Duration): Promise<void> {
+    const ms = durationMs(duration);
+    const call = this.execution.call('sleep', 'sleep', { ms }, this.here);
+    await suspend(this.execution, call, {
+      payload: async () => ({
+        key: 'sleep',
+        title: `sleep ${typeof duration === 'number' ? `${duration}ms` : duration}`,
+        ...ANY_JSON_SCHEMA,
+        deadlineAt: new Date((await this.execution.now()).getTime() + ms).toISOString(),
+        onTimeout: {},
+      }),
+    });
+  }
+
+  async approve<S extends z.ZodType>(request: ApprovalRequest<S>): Promise<ApprovalDecision<z.output<S>>> {
+    const schema = (request.schema ?? DEFAULT_APPROVAL_SCHEMA) as z.ZodType;
+    const pinned = request.schema ? pinSchema(schema) : DEFAULT_APPROVAL;
+    const onTimeout = request.onTimeout ?? 'deny';
+    const timeoutValue = onTimeout === 'approve' ? { approved: true } : onTimeout === 'deny' ? { approved: false } : toJson(onTimeout, 'onTimeout');
+    if (request.deadline !== undefined) {
+      const violations = validatePinned(pinned, timeoutValue);
+      if (violations.length > 0) throw new InvalidInputError(`onTimeout of approval "${request.title}" (give a payload that fits its schema)`, violations);
+    }
+    const call = this.execution.call('approval', request.name ?? 'approval', {
+      title: request.title, description: request.description ?? null, schemaHash: pinned.schemaHash,
+    }, this.here);
+    const decision = await this.awaitApproval(call, {
+      title: request.title, description: request.description, pinned, deadline: request.deadline, onTimeout: timeoutValue, extra: {},
+    });
+    const parsed = schema.safeParse(stripMeta(decision));
+    return (parsed.success ? { ...(parsed.data as object), approved: decision.approved, by: decision.by, timedOut: decision.timedOut } : decision) as ApprovalDecision<z.output<S>>;
+  }
+
+  async signal<S extends z.ZodType>(name: string, options: SignalOptions<S> = {}): Promise<z.output<S>> {
+    const pinned = options.schema ? pinSchema(options.schema) : ANY_JSON_SCHEMA;
+    let onTimeout: Json | null = null;
+    if (options.default !== undefined) {
+      onTimeout = toJson(options.default, `the default of signal "${name}"`);
+      const violations = validatePinned(pinned, onTimeout);
+      if (violations.length > 0) throw new InvalidInputError(`the default of signal "${name}"`, violations);
+    }
+    if (options.deadline !== undefined && !(options.deadline instanceof Date)) durationMs(options.deadline); // fail fast on a bad duration
+    const call = this.execution.call('signal', name, { schemaHash: pinned.schemaHash }, this.here);
+    const resolution = await suspend(this.execution, call, {
+      payload: async () => ({ key: name, title: `signal ${name}`, ...pinned, ...(await this.deadline(options.deadline)), onTimeout }),
+    });
+    const r = resolutionPayload(resolution);
+    if (r.value === undefined) throw new SignalTimeoutError(name);
+    if (!options.schema) return r.value as z.output<S>;
+    const parsed = options.schema.safeParse(r.value);
+    return (parsed.success ? parsed.data : r.value) as z.output<S>;
+  }
+
+  parallel<T extends readonly unknown[]>(branches: { [K in keyof T]: (ctx: WorkflowContext) => Promise<T[K]> }): Promise<T> {
+    const parent = this.here;
+    const site = this.execution.nextSite(parent);
+    const runs = (branches as readonly ((ctx: WorkflowContext) => Promise<unknown>)[]).map((branch, i) => {
+      const scope = childScope(parent, `par:${site}:${i}`);
+      const ctx = new WorkflowContextImpl(this.execution, this.registry, this.startChild, scope);
+      return this.execution.inScope(scope, async () => branch(ctx));
+    });
+    return Promise.all(runs) as unknown as Promise<T>;
+  }
+
+  child<I, O>(workflow: Workflow<I, O>, input: I): Promise<O>;
+  child(workflowName: string, input: unknown): Promise<unknown>;
+  async child(target: string | Workflow, input: unknown): Promise<unknown> {
+    const workflow = isWorkflow(target) ? target : this.registry.workflow(target);
+    const parsed = workflow.input.safeParse(input);
+    if (!parsed.success) throw new InvalidInputError(`the input of child workflow "${workflow.name}"`, zodViolations(parsed.error));
+    const inputJson = toJson(input, `the input of child workflow "${workflow.name}"`);
+    const call = this.execution.call('child', workflow.name, inputJson, this.here);
+    const resolution = await suspend(this.execution, call, {
+      payload: async () => ({ key: workflow.name, title: `child run of ${workflow.name}`, ...ANY_JSON_SCHEMA, onTimeout: null, workflow: workflow.name }),
+      beforePark: (suspension) => this.startChild({ workflow, input: inputJson, suspension, idempotencyKey: call.idempotencyKey }),
+    });
+    const outcome = (resolutionPayload(resolution).value ?? {}) as { runId?: string; status?: string; output?: Json; error?: { name: string; message: string } | null };
+    if (outcome.status === 'SUCCEEDED') return outcome.output ?? null;
+    throw new ChildRunFailedError(outcome.runId ?? 'unknown', workflow.name, outcome.status ?? 'UNKNOWN', outcome.error ?? null);
+  }
+
+  private info(idempotencyKey: string): StepInfo {
+    return { idempotencyKey, runId: this.runId, signal: this.execution.abort.signal };
+  }
+
+  private async deadline(deadline: Duration | Date | undefined): Promise<{ deadlineAt?: string }> {
+    if (deadline === undefined) return {};
+    if (deadline instanceof Date) return { deadlineAt: deadline.toISOString() };
+    return { deadlineAt: new Date((await this.execution.now()).getTime() + durationMs(deadline)).toISOString() };
+  }
+
+  private async awaitApproval(
+    call: ReturnType<Execution['call']>,
+    request: { title: string; description: string | undefined; pinned: PinnedSchema; deadline: Duration | Date | undefined; onTimeout: Json; extra: Record<string, Json> },
+  ): Promise<ApprovalDecision<Record<string, Json>>> {
+    if (request.deadline !== undefined && !(request.deadline instanceof Date)) durationMs(request.deadline); // fail fast on a bad duration
+    const resolution = await suspend(this.execution, call, {
+      payload: async (): Promise<SuspensionPayload> => ({
+        key: call.name,
+        title: request.title,
+        ...(request.description !== undefined ? { description: request.description } : {}),
+        ...request.pinned,
+        ...(await this.deadline(request.deadline)),
+        onTimeout: request.onTimeout,
+        ...request.extra,
+      }),
+    });
+    const r = resolutionPayload(resolution);
+    const value = (r.value !== null && typeof r.value === 'object' && !Array.isArray(r.value) ? r.value : {}) as Record<string, Json>;
+    return { ...value, approved: value.approved === true, by: r.by ?? null, timedOut: r.source === 'timeout' };
+  }
+}
+
+function stripMeta(decision: ApprovalDecision<Record<string, Json>>): Record<string, Json> {
+  const { by: _by, timedOut: _timedOut, ...rest } = decision;
+  return rest;
+}

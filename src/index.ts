@@ -1,0 +1,34 @@
+/**
+ * The `waymark` package root: the workflow API a user's module imports
+ * (`import { defineWorkflow, defineTool } from 'waymark'`), the error classes a workflow may
+ * catch, and the Engine for embedding. Transport, CLI and SQL are not exported (eslint enforces it).
+ */
+export { defineWorkflow, isWorkflow, DEFAULT_APPROVAL_SCHEMA } from './engine/workflow.js';
+export type {
+  ApprovalDecision, ApprovalRequest, DriftPolicy, SignalOptions, StepInfo, Workflow, WorkflowContext, WorkflowDefinition,
+} from './engine/workflow.js';
+export { defineTool, isTool } from './engine/tool.js';
+export type { Tool, ToolCallInfo, ToolDefinition, ToolPolicy } from './engine/tool.js';
+export type { Duration } from './engine/duration.js';
+export { Registry } from './engine/registry.js';
+export { loadUserModule, type LoadedModule } from './engine/user-module.js';
+export { httpTool, echoTool } from './engine/builtin-tools.js';
+export { Engine } from './engine/engine.js';
+export type { EngineOptions, ExecuteOutcome, ExecuteResult, RunStartParams } from './engine/engine.js';
+export type { ReplayPreview } from './engine/resume-preview.js';
+/** The in-memory store: for testing workflows (docs/workflows.md "Testing a workflow"). */
+export { MemoryStore } from './store/memory/memory-store.js';
+export type { ApprovalDecideParams, ResolveResult, SignalSendParams } from './engine/resolutions.js';
+export type { Waiting } from './engine/suspension.js';
+export {
+  ApprovalNotFoundError, ChildRunFailedError, DefinitionError, EffectFailedError, FlowDriftError, InvalidateTargetError,
+  InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
+  NotJsonError, SignalNotAwaitedError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
+} from './engine/errors.js';
+export type { FieldViolation } from './engine/errors.js';
+export {
+  IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
+  StoreUnavailableError, WaymarkError, WorkflowNotFoundError,
+} from './journal/errors.js';
+export type { Json, Run, RunError, RunStatus } from './journal/run.js';
+export type { JournalEntry } from './journal/journal-entry.js';

@@ -1,0 +1,16 @@
+import { afterAll } from 'vitest';
+import { effectsSuite } from './suite/effects.js';
+import { recoverySuite } from './suite/recovery.js';
+import { makeSuite, type SuiteEnv } from './suite/support.js';
+import { waitsSuite } from './suite/waits.js';
+
+export type { SuiteEnv } from './suite/support.js';
+
+/** The engine behaviour every store must support; engine.test.ts and engine-postgres.test.ts run it. */
+export function engineSuite(label: string, env: SuiteEnv): void {
+  afterAll(async () => env.teardown?.());
+  const suite = makeSuite(label, env);
+  effectsSuite(suite);
+  waitsSuite(suite);
+  recoverySuite(suite);
+}
