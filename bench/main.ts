@@ -1,0 +1,84 @@
+// `npm run bench`: every figure side by side in one run on one PostgreSQL, each the median of
+// several repetitions, printed as a table and written to bench/results/latest.md.
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launchDbos, measureDbos, shutdownDbos } from './dbos.js';
+import { measureFloor } from './floor.js';
+import { openBenchDatabase, walCounters } from './postgres.js';
+import { measureReplay, longRun } from './replay.js';
+import { fmt, repeat } from './stats.js';
+import { measureWaymark, openEngine, STEPS } from './waymark-inprocess.js';
+
+const quick = process.env.BENCH_QUICK === '1';
+const REPS = quick ? 1 : Number(process.env.BENCH_REPS ?? 3);
+const RUNS = quick ? 40 : 200;
+const FLOOR_INSERTS = quick ? 1000 : 4000;
+const REPLAY_ENTRIES = quick ? 2000 : 10_000;
+
+const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
+
+const db = await openBenchDatabase();
+const rows: string[][] = [];
+const row = (...cells: (string | number)[]) => rows.push(cells.map(String));
+try {
+  const floorUrl = await db.create('bench_floor');
+  progress('floor: single-row INSERT commits, 1 connection');
+  const floor1 = await repeat(REPS, () => measureFloor(floorUrl, 1, FLOOR_INSERTS));
+  progress('floor: 8 connections');
+  const floor8 = await repeat(REPS, () => measureFloor(floorUrl, 8, FLOOR_INSERTS * 2));
+  row('floor: INSERT commit, 1 conn', `${fmt(floor1.rowsPerSec, 0)} rows/s`, fmt(floor1.p50Ms, 3), fmt(floor1.p99Ms, 3));
+  row('floor: INSERT commit, 8 conns', `${fmt(floor8.rowsPerSec, 0)} rows/s`, fmt(floor8.p50Ms, 3), fmt(floor8.p99Ms, 3));
+
+  const wmUrl = await db.create('bench_waymark');
+  const bench = await openEngine(wmUrl, [longRun]);
+  progress(`waymark in-process: ${RUNS} runs x ${STEPS} steps, sequential`);
+  const w0 = await walCounters(wmUrl);
+  const wSeq = await repeat(REPS, () => measureWaymark(bench, RUNS, 1));
+  const w1 = await walCounters(wmUrl);
+  progress(`waymark in-process: concurrency 16`);
+  const w16 = await repeat(REPS, () => measureWaymark(bench, RUNS, 16));
+  const stepsDone = REPS * RUNS * STEPS;
+  const commitsPerStep = (w1.commits - w0.commits) / stepsDone;
+  const walPerStep = (w1.walBytes - w0.walBytes) / stepsDone;
+  row('waymark in-process, sequential', `${fmt(wSeq.stepsPerSec, 0)} steps/s`, fmt(wSeq.stepP50Ms, 3), fmt(wSeq.stepP99Ms, 3));
+  row('waymark in-process, concurrency 16', `${fmt(w16.stepsPerSec, 0)} steps/s`, fmt(w16.stepP50Ms, 3), fmt(w16.stepP99Ms, 3));
+
+  progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
+  const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);
+  await bench.close();
+  row(`replay: resume ${replay.entries} entries`, `${fmt(replay.resumeMs, 0)} ms`, `peak RSS ${fmt(replay.peakRssMb, 0)} MB`, `+${fmt(replay.extraRssMb, 0)} MB`);
+
+  const dbosUrl = await db.create('bench_dbos');
+  progress('DBOS Transact: sequential');
+  await launchDbos(dbosUrl);
+  const dSeq = await repeat(REPS, () => measureDbos(RUNS, 1));
+  progress('DBOS Transact: concurrency 16');
+  const d16 = await repeat(REPS, () => measureDbos(RUNS, 16));
+  await shutdownDbos();
+  row('DBOS 5.3, sequential', `${fmt(dSeq.stepsPerSec, 0)} steps/s`, fmt(dSeq.stepP50Ms, 3), fmt(dSeq.stepP99Ms, 3));
+  row('DBOS 5.3, concurrency 16', `${fmt(d16.stepsPerSec, 0)} steps/s`, fmt(d16.stepP50Ms, 3), fmt(d16.stepP99Ms, 3));
+
+  const ratios = [
+    ['Waymark per-step p50 / floor commit p50 (goal <= 1.5)', fmt(wSeq.stepP50Ms / floor1.p50Ms)],
+    ['Waymark steps/s / DBOS steps/s, sequential', fmt(wSeq.stepsPerSec / dSeq.stepsPerSec)],
+    ['Waymark steps/s / DBOS steps/s, concurrency 16 (goal >= 3)', fmt(w16.stepsPerSec / d16.stepsPerSec)],
+    ['Waymark steps/s at 16 / floor rows/s at 8 conns', fmt(w16.stepsPerSec / floor8.rowsPerSec)],
+    ['Postgres commits per step (sequential)', fmt(commitsPerStep)],
+    ['WAL bytes per step (sequential)', fmt(walPerStep, 0)],
+  ];
+
+  const header = `# Benchmark results\n\n${new Date().toISOString()} · ${os.cpus().length} cores · Node ${process.version} · ` +
+    `${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded PostgreSQL, default durability'} · ${REPS} repetitions (medians) · ${RUNS} runs of ${STEPS} steps\n`;
+  const table = ['| measurement | throughput | p50 ms | p99 ms |', '| --- | --- | --- | --- |', ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  const ratioTable = ['| ratio | value |', '| --- | --- |', ...ratios.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  const report = `${header}\n${table}\n\n${ratioTable}\n`;
+  process.stdout.write(`\n${report}`);
+  const out = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', quick ? 'quick.md' : 'latest.md');
+  await mkdir(path.dirname(out), { recursive: true });
+  await writeFile(out, report);
+  progress(`written to ${path.relative(process.cwd(), out)}`);
+} finally {
+  await db.close();
+}

@@ -1,0 +1,53 @@
+import { pino } from 'pino';
+import { z } from 'zod';
+import { Engine } from '../src/engine/engine.js';
+import { Registry } from '../src/engine/registry.js';
+import { defineWorkflow } from '../src/engine/workflow.js';
+import { migrate } from '../src/store/postgres/migrate.js';
+import { PostgresStore } from '../src/store/postgres/postgres-store.js';
+import { percentile, pool } from './stats.js';
+
+export const STEPS = 10;
+
+/** Per-step latencies observed inside the workflow body (time from calling ctx.step to its result). */
+const stepLatencies: number[] = [];
+
+export const tenSteps = defineWorkflow({ name: 'bench-ten-steps', input: z.object({ n: z.number() }) }, async (ctx, { n }) => {
+  let total = 0;
+  for (let i = 0; i < STEPS; i++) {
+    const t = performance.now();
+    total += await ctx.step(`step-${i}`, () => n + i);
+    stepLatencies.push(performance.now() - t);
+  }
+  return { total };
+});
+
+export interface EngineBench {
+  engine: Engine;
+  store: PostgresStore;
+  close(): Promise<void>;
+}
+
+export async function openEngine(url: string, extra: Parameters<Registry['register']> = []): Promise<EngineBench> {
+  const store = await PostgresStore.connect({ url, poolSize: 20, applicationName: 'waymark-bench' });
+  await migrate({ pool: store.pool });
+  const registry = new Registry().register(tenSteps, ...extra);
+  const engine = new Engine({ store, registry, holder: `bench:${process.pid}`, leaseTtlMs: 30_000, logger: pino({ level: 'warn' }) });
+  return { engine, store, close: () => store.close() };
+}
+
+/** 200 runs of the ten-step workflow, each started with execute=true (StartRun with wait, in process). */
+export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number) {
+  stepLatencies.length = 0;
+  const started = performance.now();
+  await pool(runs, concurrency, async (i) => {
+    const { execution } = await bench.engine.runStart({ namespace: 'bench', workflowName: tenSteps.name, input: { n: i }, execute: true });
+    if (execution?.outcome !== 'succeeded') throw new Error(`bench run ended ${execution?.outcome}: ${String(execution?.error)}`);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    stepsPerSec: (runs * STEPS) / seconds,
+    stepP50Ms: percentile(stepLatencies, 50),
+    stepP99Ms: percentile(stepLatencies, 99),
+  };
+}
