@@ -1,0 +1,221 @@
+import { generateText, jsonSchema, tool as aiTool, type JSONSchema7, type ModelMessage, type ToolSet } from 'ai';
+import type { Json } from '../journal/run.js';
+import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/agent-runtime.js';
+import { canonicalJson, sha256Hex, toJson } from '../engine/content-key.js';
+import { InvalidInputError } from '../engine/errors.js';
+import type { Tool } from '../engine/tool.js';
+import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';
+import { budgetVerdict } from './budget.js';
+import type { ModelCatalog } from './model-catalog.js';
+import { costOf, estimateCostOf, roundUsd } from './prices.js';
+
+/*
+ * The agent loop (docs/agents.md). The engine drives it one model call at a time: each step is
+ * one `generateText` call with tools that have no `execute` (so the SDK never runs a tool or a
+ * second step itself), journaled as a `model` effect whose `ok` entry holds the response messages,
+ * usage and cost. The tool calls the model asked for then run one after another, in the order it
+ * listed them, through ctx.tool; their results make the next request. On replay every finished
+ * call is answered from the journal, so the conversation is rebuilt without calling anyone, and
+ * a crash costs at most the model call in flight.
+ */
+
+export const DEFAULT_MAX_STEPS = 10;
+/** Output tokens the budget estimate assumes when the agent sets no maxOutputTokens. */
+export const ESTIMATED_OUTPUT_TOKENS = 4096;
+
+/** The `ok` payload of a model entry. */
+export interface ModelCallRecord {
+  /** The Waymark name (`openai:gpt-4o-mini`); `provider`/`modelId` are what the SDK reported. */
+  model: string;
+  provider: string;
+  modelId: string;
+  agentType: string;
+  step: number;
+  /** sha256 of the canonical request (model, system, messages, tools, settings); prompts are not journaled. */
+  requestDigest: string;
+  /** The assistant message(s) of the response, as the next request sends them. */
+  messages: Json[];
+  text: string;
+  finishReason: string;
+  toolCalls: RecordedToolCall[];
+  usage: { inputTokens: number; outputTokens: number; totalTokens: number; cachedInputTokens: number; reasoningTokens: number };
+  costUsd: number | null;
+  /** False when the provider reported no token counts: `costUsd` is then the pre-call estimate. */
+  usageReported: boolean;
+}
+
+export interface RecordedToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: Json;
+  /** Why the SDK could not parse the call (unknown tool, arguments not JSON); absent when valid. */
+  invalid?: string;
+}
+
+export interface LoopDeps {
+  catalog: ModelCatalog;
+  /** The SDK's retries of one model call (rate limits, 5xx) before it is recorded as failed. */
+  maxRetries: number;
+  /** A model call taking longer is aborted and recorded as failed (a resume retries it). */
+  timeoutMs: number;
+}
+
+interface ToolSpec {
+  name: string;
+  description: string;
+  inputSchema: Json;
+}
+
+export async function runAgentLoop(
+  host: AgentHost,
+  request: { prompt: string | readonly AgentMessage[]; model: string; options: AgentOptions },
+  deps: LoopDeps,
+): Promise<AgentResult> {
+  const { model, options } = request;
+  const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) {
+    throw new InvalidInputError('the options of ctx.agent', [{ field: 'maxSteps', description: 'must be a whole number of at least 1' }]);
+  }
+  const agentType = options.agentType ?? 'agent';
+  const tools = (options.tools ?? []).map((t): Tool => (typeof t === 'string' ? host.tool(t) : t));
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const specs: ToolSpec[] = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
+  const conversation: Json[] = typeof request.prompt === 'string'
+    ? [{ role: 'user', content: request.prompt }]
+    : (toJson(request.prompt, 'the messages of ctx.agent') as Json[]);
+  const transcript: Json[] = [];
+  const toolCalls: AgentToolCall[] = [];
+  const usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  let costUsd = 0;
+  let last: ModelCallRecord | null = null;
+  let steps = 0;
+  const finish = (stoppedBy: AgentResult['stoppedBy']): AgentResult => ({
+    text: last?.text ?? '', finishReason: last?.finishReason ?? 'other', stoppedBy, steps, usage, costUsd: roundUsd(costUsd), toolCalls, messages: transcript,
+  });
+
+  while (steps < maxSteps) {
+    const step = ++steps;
+    const bodyText = canonicalJson({
+      model, system: options.system ?? null, messages: conversation, tools: specs,
+      maxOutputTokens: options.maxOutputTokens ?? null, temperature: options.temperature ?? null,
+    });
+    const requestDigest = sha256Hex(bodyText);
+    // Reserved before the budget check awaits; the identity is the conversation so far.
+    const call = host.modelCall(model, { request: requestDigest });
+    const estimate = call.live && !host.preview ? await guardBudget(host, deps, model, bodyText.length, options) : null;
+    const sent = [...conversation];
+    const record = (await call.perform({
+      intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length },
+      execute: (info) => callModel(deps, { model, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
+    })) as unknown as ModelCallRecord;
+    last = record;
+    usage.inputTokens += record.usage.inputTokens;
+    usage.outputTokens += record.usage.outputTokens;
+    usage.totalTokens += record.usage.totalTokens;
+    costUsd += record.costUsd ?? 0;
+    conversation.push(...record.messages);
+    transcript.push(...record.messages);
+    if (record.toolCalls.length === 0) return finish('answer');
+
+    const parts: Json[] = [];
+    for (const tc of record.toolCalls) {
+      const { output, outcome } = await runToolCall(host, byName, tc);
+      parts.push({ type: 'tool-result', toolCallId: tc.toolCallId, toolName: tc.toolName, output });
+      toolCalls.push({ toolCallId: tc.toolCallId, toolName: tc.toolName, input: tc.input, outcome });
+    }
+    const toolMessage: Json = { role: 'tool', content: parts };
+    conversation.push(toolMessage);
+    transcript.push(toolMessage);
+  }
+  return finish('max-steps');
+}
+
+/**
+ * Before a live model call: the call is not made when its estimate would pass a budget of the run
+ * or of an ancestor. The refusal is journaled as a `budget_exceeded` event, then thrown. A run
+ * with no budget and no parent skips the journal read.
+ */
+async function guardBudget(host: AgentHost, deps: LoopDeps, model: string, chars: number, options: AgentOptions): Promise<number | null> {
+  const price = deps.catalog.price(model);
+  const estimate = price ? estimateCostOf(price, { chars, maxOutputTokens: options.maxOutputTokens ?? ESTIMATED_OUTPUT_TOKENS }) : null;
+  if (host.run.budgetUsd === null && host.run.parentRunId === null) return estimate;
+  const verdict = await host.read((store) => budgetVerdict({ store, run: host.run, estimateUsd: estimate }));
+  if (verdict.kind === 'unpriced') throw new ModelPriceMissingError(model, verdict.budgetRunId);
+  if (verdict.kind === 'exceeded') {
+    const { budgetRunId, budgetUsd, spentUsd, estimatedCostUsd } = verdict;
+    await host.emit({ type: 'budget_exceeded', runId: host.run.id, budgetRunId, budgetUsd, spentUsd, estimatedCostUsd, model });
+    throw new BudgetExceededError(budgetRunId, budgetUsd, spentUsd, estimatedCostUsd, model);
+  }
+  return estimate;
+}
+
+async function callModel(
+  deps: LoopDeps,
+  req: { model: string; agentType: string; step: number; requestDigest: string; options: AgentOptions; messages: Json[]; specs: ToolSpec[]; estimate: number | null },
+  info: { idempotencyKey: string; signal: AbortSignal },
+): Promise<ModelCallOutcome> {
+  const lm = deps.catalog.languageModel(req.model);
+  const tools: ToolSet = Object.fromEntries(req.specs.map((s) => [s.name, aiTool({ description: s.description, inputSchema: jsonSchema(s.inputSchema as JSONSchema7) })]));
+  const { system, maxOutputTokens, temperature } = req.options;
+  const result = await generateText({
+    model: lm,
+    messages: req.messages as unknown as ModelMessage[],
+    ...(system !== undefined ? { system } : {}),
+    ...(req.specs.length > 0 ? { tools } : {}),
+    ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+    maxRetries: deps.maxRetries,
+    timeout: deps.timeoutMs,
+    abortSignal: info.signal,
+    // The same on a redispatch after a crash: a gateway that honours it can deduplicate.
+    headers: { 'Idempotency-Key': info.idempotencyKey },
+  });
+  const u = result.usage;
+  const inputTokens = u.inputTokens ?? 0;
+  const outputTokens = u.outputTokens ?? 0;
+  const tokens = {
+    inputTokens, outputTokens, totalTokens: u.totalTokens ?? inputTokens + outputTokens,
+    cachedInputTokens: u.inputTokenDetails?.cacheReadTokens ?? 0, reasoningTokens: u.outputTokenDetails?.reasoningTokens ?? 0,
+  };
+  const price = deps.catalog.price(req.model);
+  // A provider that reports no usage is charged its estimate, so a budget still counts the call.
+  const usageReported = u.inputTokens !== undefined || u.outputTokens !== undefined;
+  const cost = !price ? null : usageReported ? costOf(price, tokens) : req.estimate;
+  const record: ModelCallRecord = {
+    model: req.model, provider: lm.provider, modelId: result.response.modelId || lm.modelId, agentType: req.agentType, step: req.step,
+    requestDigest: req.requestDigest,
+    // Only the assistant message: the SDK's own tool message (errors of invalid calls) is rebuilt
+    // below with every result, in the order the model listed the calls.
+    messages: toJson(result.response.messages.filter((m) => m.role === 'assistant'), 'the response of a model call') as Json[],
+    text: result.text,
+    finishReason: result.finishReason,
+    toolCalls: result.toolCalls.filter((c) => !c.providerExecuted).map((c) => ({
+      toolCallId: c.toolCallId, toolName: c.toolName, input: toJson(c.input ?? null, `the arguments of tool call ${c.toolCallId}`),
+      ...(c.dynamic && c.invalid ? { invalid: describeError(c.error) } : {}),
+    })),
+    usage: tokens,
+    costUsd: cost,
+    usageReported,
+  };
+  return { value: toJson(record, 'a model call record'), usage: { inputTokens, outputTokens, totalTokens: tokens.totalTokens }, costUsd: cost };
+}
+
+async function runToolCall(host: AgentHost, byName: Map<string, Tool>, tc: RecordedToolCall): Promise<{ output: Json; outcome: AgentToolCall['outcome'] }> {
+  const tool = byName.get(tc.toolName);
+  if (tc.invalid !== undefined || !tool) {
+    return { output: { type: 'error-text', value: tc.invalid ?? `there is no tool named "${tc.toolName}"` }, outcome: 'invalid' };
+  }
+  const outcome = await host.callTool(tool, tc.input);
+  switch (outcome.status) {
+    case 'ok':
+      return { output: { type: 'json', value: outcome.value }, outcome: 'ok' };
+    case 'denied':
+      return { output: { type: 'json', value: outcome.denial as unknown as Json }, outcome: 'denied' };
+    case 'error':
+      return { output: { type: 'error-text', value: `${outcome.error.name}: ${outcome.error.message}` }, outcome: 'error' };
+  }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error ?? 'the tool call could not be parsed');
+}

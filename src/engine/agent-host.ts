@@ -1,0 +1,91 @@
+import type { Json } from '../journal/run.js';
+import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from './agent-runtime.js';
+import { toJson } from './content-key.js';
+import { perform } from './effect-runner.js';
+import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError } from './errors.js';
+import type { Execution } from './execution.js';
+import type { Registry } from './registry.js';
+import type { Tool } from './tool.js';
+import type { WorkflowContext } from './workflow.js';
+
+/*
+ * The AgentHost of one ctx.agent call (agent-runtime.ts): the engine's journaled primitives, bound
+ * to the agent's scope. Model calls are two-phase effects of kind `model` whose `ok` entry carries
+ * the `usage` and `costUsd` columns; tool calls go through ctx.tool, so policy, validation and
+ * idempotency keys are exactly those of workflow code.
+ */
+
+export function createAgentHost(params: { execution: Execution; registry: Registry; scope: string; ctx: WorkflowContext }): AgentHost {
+  const { execution: exec, registry, scope, ctx } = params;
+  return {
+    run: exec.run,
+    scope,
+    preview: exec.mode === 'preview',
+    logger: exec.logger,
+    signal: exec.abort.signal,
+    tool: (name) => registry.tool(name),
+    modelCall(name, args) {
+      const call = exec.call('model', name, args, scope);
+      const { action } = call.decision;
+      return {
+        live: action === 'live' || action === 'rerun' || action === 'redispatch',
+        idempotencyKey: call.idempotencyKey,
+        perform({ intent, execute }) {
+          let columns: ModelCallOutcome | null = null;
+          return perform(exec, call, {
+            twoPhase: true,
+            intent,
+            execute: async () => {
+              columns = await execute({ idempotencyKey: call.idempotencyKey, signal: exec.abort.signal });
+              return columns.value;
+            },
+            columns: () => (columns ? { usage: columns.usage, costUsd: columns.costUsd } : {}),
+          });
+        },
+      };
+    },
+    callTool: (tool, args) => callTool(exec, scope, ctx, tool, args),
+    emit: (event) => ctx.emit(event),
+    read: (fn) => exec.read(fn),
+  };
+}
+
+/**
+ * A `deny` policy is journaled as one `ok` entry holding the denial (not an `error`, as ctx.tool
+ * writes for workflow code): inside an agent a denial is an answer the model gets, not a failure.
+ * An `ask` denial needs no entry of its own: the approval's resolution records it.
+ */
+async function callTool(exec: Execution, scope: string, ctx: WorkflowContext, tool: Tool, args: unknown): Promise<ToolOutcome> {
+  if (tool.policy === 'deny') {
+    const call = exec.call('tool', tool.name, toJson(args, `the arguments of tool "${tool.name}"`), scope);
+    const value = await perform(exec, call, {
+      twoPhase: false,
+      execute: async () => denial(tool.name, 'policy', `tool "${tool.name}" is not allowed to run (its policy is deny)`) as unknown as Json,
+    });
+    return { status: 'denied', denial: value as unknown as ToolDenial };
+  }
+  try {
+    return { status: 'ok', value: (await ctx.tool(tool, args)) as Json };
+  } catch (error) {
+    if (error instanceof ToolApprovalDeniedError) {
+      const by = error.deniedBy;
+      return { status: 'denied', denial: denial(tool.name, by, error.comment ?? (by === 'timeout' ? 'nobody decided before the deadline' : `denied by ${by}`)) };
+    }
+    if (error instanceof EffectFailedError) return { status: 'error', error: { name: error.errorName, message: error.errorMessage } };
+    // Arguments the model got wrong: it is told why and may try again. Engine failures (a journal
+    // that disagrees with the code, a full journal) still end the run.
+    if (error instanceof InvalidInputError || error instanceof NotJsonError || isRefusedPayload(error)) {
+      return { status: 'error', error: { name: error.name, message: error.message } };
+    }
+    throw error;
+  }
+}
+
+function denial(toolName: string, deniedBy: string, message: string): ToolDenial {
+  return { __denied: true, toolName, deniedBy, message };
+}
+
+/** Arguments the journal refused (too large, or holding a NUL) before anything ran: the model may send smaller ones. */
+function isRefusedPayload(error: unknown): error is Error {
+  return error instanceof Error && (error.name === 'PayloadTooLargeError' || error.name === 'UnstorableValueError');
+}

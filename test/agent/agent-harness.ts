@@ -1,0 +1,41 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAgentRuntime, type AgentRuntimeOptions } from '../../src/agent/agent-runtime.js';
+import { Engine } from '../../src/engine/engine.js';
+import { Registry } from '../../src/engine/registry.js';
+import { loadUserModule } from '../../src/engine/user-module.js';
+import type { JournalEntry } from '../../src/journal/journal-entry.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import type { JournalStore } from '../../src/store/store.js';
+import { FakeClock } from '../engine/harness.js';
+import type { FakeOpenAIServer } from '../support/fake-openai-server.js';
+
+export const NS = 'test';
+export const TTL = 30_000;
+export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
+export const AGENT_WORKFLOWS = path.join(FIXTURES, 'agent-workflows.ts');
+
+/** Model settings pointing the `compatible` endpoint at the fake server, with a price for its model. */
+export function fakeModelEnv(server: FakeOpenAIServer, price = { input: 1, output: 1 }): Record<string, string> {
+  return {
+    WAYMARK_MODEL_BASE_URL: server.baseURL,
+    WAYMARK_MODEL_PRICES: JSON.stringify({ 'compatible:fake-model': price }),
+  };
+}
+
+/** An engine over `store` (a MemoryStore on a fake clock by default) with the agent fixtures loaded. */
+export async function agentEngine(options: { runtime: AgentRuntimeOptions; store?: JournalStore; clock?: FakeClock; holder?: string; clockless?: boolean }) {
+  const clock = options.clock ?? new FakeClock();
+  const store = options.store ?? new MemoryStore({ clock: clock.now });
+  const registry = new Registry({ agent: createAgentRuntime({ maxRetries: 0, ...options.runtime }) });
+  await loadUserModule(AGENT_WORKFLOWS, registry);
+  const engine = new Engine({
+    store, registry, holder: options.holder ?? 'worker-1', leaseTtlMs: TTL, ...(options.clockless ? {} : { clock: clock.now }),
+  });
+  return { clock, store, registry, engine };
+}
+
+/** Non-status entries as `status kind name` strings: easy to read in a failure. */
+export function shape(entries: JournalEntry[]): string[] {
+  return entries.filter((e) => e.kind !== 'status').map((e) => `${e.status} ${e.kind} ${e.name}`);
+}
