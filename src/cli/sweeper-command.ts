@@ -1,0 +1,78 @@
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { migrate } from '../store/postgres/migrate.js';
+import { PostgresStore } from '../store/postgres/postgres-store.js';
+import { Sweeper } from '../sweeper/sweeper.js';
+import type { Config } from './config.js';
+import { openDatabase } from './database.js';
+import { Metrics } from './metrics.js';
+import { startMetricsServer } from './metrics-server.js';
+
+/**
+ * The sweeper as the CLI builds it for any process: leader lease TTL and grace period follow
+ * WAYMARK_LEASE_TTL_MS (a run's lease and the leader's expire on the same scale), the interval
+ * WAYMARK_SWEEP_INTERVAL_MS. Shared by `waymark sweeper` and `waymark dev`.
+ */
+export function createSweeper(config: Config, store: PostgresStore, logger: Logger, metrics: Metrics | null): Sweeper {
+  const sweeper = new Sweeper({
+    store,
+    holder: `sweeper:${hostname()}:${process.pid}`,
+    intervalMs: config.sweepIntervalMs,
+    leaderTtlMs: config.leaseTtlMs,
+    graceMs: config.leaseTtlMs,
+    logger,
+  });
+  metrics?.watchSweeper(sweeper);
+  return sweeper;
+}
+
+/**
+ * `waymark sweeper`: the recovery loop of one store (DESIGN "Sweeper duties"). Run one Deployment
+ * per store; an accidental second replica is harmless (it follows until the leader dies). On
+ * SIGINT/SIGTERM it finishes its sweep and releases leadership so a standby takes over at once.
+ */
+export async function runSweeper(config: Config, logger: Logger): Promise<number> {
+  const db = await openDatabase(config, logger);
+  const cleanup: Array<() => Promise<void>> = [() => db.close()];
+  const stopAll = async () => {
+    for (const step of cleanup.reverse()) await step().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
+  };
+  try {
+    const store = await PostgresStore.connect({ url: db.url, limits: config.limits, applicationName: 'waymark-sweeper', poolSize: 4, logger });
+    cleanup.push(() => store.close());
+    const { applied } = await migrate({ pool: store.pool });
+    if (applied.length) logger.info({ applied }, 'migrations applied');
+
+    const metrics = new Metrics();
+    cleanup.push(async () => metrics.stop());
+    metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
+    const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
+    if (metricsServer) cleanup.push(() => metricsServer.close());
+
+    const sweeper = createSweeper(config, store, logger, metrics);
+    sweeper.start();
+    cleanup.push(() => sweeper.stop());
+    logger.info({ holder: sweeper.holder, database: db.source, intervalMs: sweeper.intervalMs }, 'waymark sweeper started');
+
+    const signal = await waitForStopSignal();
+    logger.info({ signal }, 'stopping: finishing the sweep and releasing leadership');
+    await stopAll();
+    logger.info('stopped');
+    return 0;
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+function waitForStopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}

@@ -1,0 +1,46 @@
+import type pg from 'pg';
+import { RUN_COLUMNS } from './runs-queries.js';
+
+/*
+ * The sweeper's scans over `runs` and `journal` (sweeper duty 4) and the status count behind the
+ * runs-by-status gauge: read-only statements, kept apart from runs-queries.ts because only the
+ * sweeper and metrics run them. The partial indexes of migration 0003 keep both scans proportional
+ * to unfinished runs, not to history.
+ */
+
+const UNFINISHED = `('PENDING', 'RUNNING', 'SUSPENDED')`;
+const TERMINAL = `('SUCCEEDED', 'FAILED', 'CANCELLED')`;
+const MS = `* interval '1 millisecond'`;
+const CHILD_COLUMNS = RUN_COLUMNS.split(',').map((c) => `c.${c.trim()}`).join(', ');
+
+/** Ended children whose unfinished parent has no winning resolution for their wait. */
+export function runListEndedChildren(p: { limit: number; graceMs: number }): pg.QueryConfig {
+  return {
+    name: 'sweeper_ended_children',
+    text: `SELECT ${CHILD_COLUMNS} FROM runs p
+      JOIN runs c ON c.parent_run_id = p.id
+      WHERE p.status IN ${UNFINISHED} AND c.status IN ${TERMINAL} AND c.parent_seq IS NOT NULL
+        AND c.updated_at <= now() - $2::integer ${MS}
+        AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.run_id = p.id AND j.ref_seq = c.parent_seq AND j.status = 'resolved')
+      ORDER BY c.updated_at, c.id LIMIT $1`,
+    values: [p.limit, p.graceMs],
+  };
+}
+
+/** Unfinished children of parents that ended at least graceMs ago, with the parent's status. */
+export function runListOrphans(p: { limit: number; graceMs: number }): pg.QueryConfig {
+  return {
+    name: 'sweeper_orphans',
+    text: `SELECT ${CHILD_COLUMNS}, p.status AS parent_status FROM runs c
+      JOIN runs p ON p.id = c.parent_run_id
+      WHERE c.parent_run_id IS NOT NULL AND c.status IN ${UNFINISHED}
+        AND p.status IN ${TERMINAL} AND p.updated_at <= now() - $2::integer ${MS}
+      ORDER BY p.updated_at, c.id LIMIT $1`,
+    values: [p.limit, p.graceMs],
+  };
+}
+
+/** A full count by status: cheap at the sizes a gauge polls every few seconds; see docs/recovery.md. */
+export function runCountByStatus(): pg.QueryConfig {
+  return { name: 'sweeper_runs_by_status', text: `SELECT status, count(*)::int AS n FROM runs GROUP BY status` };
+}

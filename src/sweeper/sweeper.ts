@@ -1,0 +1,233 @@
+import { EventEmitter } from 'node:events';
+import { pino, type Logger } from 'pino';
+import { SweeperLeaseLostError } from '../journal/errors.js';
+import type { RunError } from '../journal/run.js';
+import { childResolveParent, suspensionsResolveDue } from '../engine/resolutions.js';
+import type { JournalStore, SweeperLease } from '../store/store.js';
+import { leaderFencedStore } from './leader-fenced-store.js';
+import { LeaderLease } from './leader-lease.js';
+
+/*
+ * The recovery loop of one store (DESIGN "Sweeper duties"). Several may run; the leader lease makes
+ * exactly one act, and every write it makes carries the lease's epoch (leader-fenced-store.ts). Each
+ * duty is also safe without the lease: claims use SKIP LOCKED and resolutions are deduplicated,
+ * so leadership saves work and keeps figures honest rather than being the only guard.
+ * Shape (STYLE habit 11): named defaults validated here, start()/stop() that drain, events.
+ */
+
+export interface SweeperOptions {
+  store: JournalStore;
+  /** Unique per process (host:pid): the leader lease's holder. */
+  holder: string;
+  intervalMs?: number;
+  /** Leader lease TTL; a dead leader is replaced after at most this plus one renewal period. */
+  leaderTtlMs?: number;
+  /** A run younger than this (or a child/parent that ended more recently) is left alone. */
+  graceMs?: number;
+  /** Rows per statement; a sweep repeats a duty while full batches come back. */
+  batchSize?: number;
+  /** Bound on batches per duty per sweep, so one sweep cannot run unbounded. */
+  maxBatches?: number;
+  /** Recoveries of one run before it is failed as Interrupted. */
+  maxRecoveries?: number;
+  logger?: Logger;
+}
+
+export const SWEEPER_DEFAULTS = {
+  intervalMs: 5_000, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3,
+} as const;
+
+export const INTERRUPTED_RECOVERY: RunError = {
+  name: 'Interrupted', reason: 'interrupted',
+  message: 'Interrupted: the run was ready to continue, but every attempt to resume it failed',
+};
+export const INTERRUPTED_PARENT_ENDED: RunError = {
+  name: 'Interrupted', reason: 'interrupted', message: 'Interrupted: its parent run had ended',
+};
+const PARENT_CANCELLED: RunError = { name: 'RunCancelledError', reason: 'cancelled', message: 'its parent run was cancelled' };
+
+/** What one sweep did. `leader` false: another sweeper leads and this one did nothing. */
+export interface SweepReport {
+  leader: boolean;
+  epoch: number | null;
+  /** Expired leases made claimable again. */
+  recovered: string[];
+  /** Runs failed as Interrupted after maxRecoveries. */
+  failed: string[];
+  /** Approval and signal deadlines resolved with their defaults. */
+  timeouts: number;
+  sleeps: number;
+  /** Parents whose wait on an ended child was resolved here. */
+  parentsWoken: number;
+  childrenCancelled: number;
+  childrenFailed: number;
+  durationMs: number;
+  /** The leadership ended mid-sweep (a fenced write was refused). */
+  fenced: boolean;
+}
+
+export interface SweeperEvents {
+  sweep: [SweepReport];
+  elected: [SweeperLease];
+  demoted: [];
+  /** A sweep failed (database unavailable); the next tick retries. */
+  error: [{ error: unknown }];
+  stopped: [];
+}
+
+export class Sweeper {
+  readonly events = new EventEmitter<SweeperEvents>();
+  readonly holder: string;
+  readonly intervalMs: number;
+  readonly graceMs: number;
+  readonly batchSize: number;
+  readonly maxBatches: number;
+  readonly maxRecoveries: number;
+  readonly leader: LeaderLease;
+  private readonly store: JournalStore;
+  private readonly logger: Logger;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> = Promise.resolve();
+  private state: 'new' | 'running' | 'stopped' = 'new';
+
+  constructor(options: SweeperOptions) {
+    const o = { ...SWEEPER_DEFAULTS, ...definedOnly(options) };
+    for (const key of ['intervalMs', 'leaderTtlMs', 'batchSize', 'maxBatches'] as const) {
+      if (!Number.isInteger(o[key]) || o[key] < 1) throw new RangeError(`${key} must be a whole number >= 1, got ${o[key]}`);
+    }
+    for (const key of ['graceMs', 'maxRecoveries'] as const) {
+      if (!Number.isInteger(o[key]) || o[key] < 0) throw new RangeError(`${key} must be a whole number >= 0, got ${o[key]}`);
+    }
+    this.store = options.store;
+    this.holder = options.holder;
+    this.intervalMs = o.intervalMs;
+    this.graceMs = o.graceMs;
+    this.batchSize = o.batchSize;
+    this.maxBatches = o.maxBatches;
+    this.maxRecoveries = o.maxRecoveries;
+    this.logger = (options.logger ?? pino({ enabled: false })).child({ component: 'sweeper' });
+    this.leader = new LeaderLease({ store: this.store, holder: this.holder, ttlMs: o.leaderTtlMs, logger: this.logger });
+    this.leader.events.on('acquired', (lease) => this.events.emit('elected', lease));
+    this.leader.events.on('lost', () => this.events.emit('demoted'));
+  }
+
+  /** Sweeps at once, then every intervalMs (the next sweep starts intervalMs after one ends). */
+  start(): void {
+    if (this.state !== 'new') throw new Error(`sweeper already ${this.state}`);
+    this.state = 'running';
+    this.leader.start();
+    this.logger.info({ holder: this.holder, intervalMs: this.intervalMs, graceMs: this.graceMs }, 'sweeper started');
+    const loop = (): void => {
+      this.running = this.sweepOnce().catch(() => undefined).finally(() => {
+        if (this.state !== 'running') return;
+        this.timer = setTimeout(loop, this.intervalMs);
+        this.timer.unref();
+      });
+    };
+    loop();
+  }
+
+  /** Finishes the sweep in progress, then releases leadership so another sweeper takes over at once. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await this.leader.stop();
+    this.events.emit('stopped');
+  }
+
+  /** One pass over every duty, if this sweeper leads (tests call it directly). */
+  async sweepOnce(): Promise<SweepReport> {
+    const started = performance.now();
+    const report: SweepReport = {
+      leader: false, epoch: null, recovered: [], failed: [], timeouts: 0, sleeps: 0,
+      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, durationMs: 0, fenced: false,
+    };
+    const lease = this.leader.current ?? await this.leader.tryAcquire();
+    if (lease) {
+      report.leader = true;
+      report.epoch = lease.epoch;
+      try {
+        await this.duties(leaderFencedStore(this.store, lease), report);
+      } catch (error) {
+        if (error instanceof SweeperLeaseLostError) {
+          report.fenced = true;
+          this.leader.markLost(lease);
+        } else {
+          report.durationMs = performance.now() - started;
+          this.logger.warn({ err: error }, 'sweep failed; retrying at the next tick');
+          this.events.emit('error', { error });
+          throw error;
+        }
+      }
+    }
+    report.durationMs = performance.now() - started;
+    const acted = report.recovered.length + report.failed.length + report.timeouts + report.sleeps +
+      report.parentsWoken + report.childrenCancelled + report.childrenFailed;
+    if (acted > 0 || report.fenced) {
+      this.logger.info({
+        epoch: report.epoch, recovered: report.recovered, failed: report.failed, timeouts: report.timeouts, sleeps: report.sleeps,
+        parentsWoken: report.parentsWoken, childrenCancelled: report.childrenCancelled, childrenFailed: report.childrenFailed,
+        fenced: report.fenced, durationMs: Math.round(report.durationMs),
+      }, 'sweep acted');
+    }
+    this.events.emit('sweep', report);
+    return report;
+  }
+
+  private async duties(store: JournalStore, report: SweepReport): Promise<void> {
+    const { batchSize: limit, graceMs } = this;
+    // 1. Expired leases: claimable again, or failed after maxRecoveries.
+    await this.batches(async () => {
+      const r = await store.runRecoverExpired({ limit, maxRecoveries: this.maxRecoveries, graceMs, failError: INTERRUPTED_RECOVERY });
+      report.recovered.push(...r.recovered);
+      report.failed.push(...r.failed);
+      return r.recovered.length + r.failed.length;
+    });
+    // 2 and 3. Due deadlines and sleeps: their timeout resolution; the run becomes claimable.
+    await this.batches(async () => {
+      const { resolved } = await suspensionsResolveDue(store, { limit, logger: this.logger });
+      for (const r of resolved) {
+        if (!r.applied) continue;
+        if (r.kind === 'sleep') report.sleeps++;
+        else report.timeouts++;
+      }
+      return resolved.length;
+    });
+    // 4a. Parents waiting on a child that ended (the engine's own wake-up was lost in a crash).
+    await this.batches(async () => {
+      const children = await store.runListEndedChildren({ limit, graceMs });
+      for (const child of children) {
+        const result = await childResolveParent(store, child, this.logger);
+        if (result?.applied) report.parentsWoken++;
+      }
+      return children.length;
+    });
+    // 4b. Children whose parent ended: cancelled with a cancelled parent, failed otherwise. Their
+    // own children become orphans in turn and are handled by the next batch or sweep.
+    await this.batches(async () => {
+      const orphans = await store.runListOrphans({ limit, graceMs });
+      for (const { run, parentStatus } of orphans) {
+        const cancel = parentStatus === 'CANCELLED';
+        const forced = await store.runStatusForce({
+          runId: run.id, status: cancel ? 'CANCELLED' : 'FAILED', error: cancel ? PARENT_CANCELLED : INTERRUPTED_PARENT_ENDED,
+        });
+        if (forced && cancel) report.childrenCancelled++;
+        else if (forced) report.childrenFailed++;
+      }
+      return orphans.length;
+    });
+  }
+
+  /** Repeats `batch` while it reports a full batch, up to maxBatches. */
+  private async batches(batch: () => Promise<number>): Promise<void> {
+    for (let i = 0; i < this.maxBatches; i++) {
+      if ((await batch()) < this.batchSize) return;
+    }
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

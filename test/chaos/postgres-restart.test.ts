@@ -1,0 +1,111 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureDatabase, startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../src/cli/embedded-postgres.js';
+import { journalFollow } from '../../src/store/journal-follow.js';
+import type { WaymarkProcess } from '../support/waymark-process.js';
+import { EffectSink } from './support/effect-sink.js';
+import { chaosEnv, Driver, size, startServer, startSweeper } from './support/cluster.js';
+
+/*
+ * PostgreSQL restarted three times while runs execute (reliability.md §4.6). The harness's shared
+ * Postgres serves every test file, so this test starts its own on a private data directory and
+ * restarts it on the same port. Restarts are triggered by progress (a share of the expected
+ * effects reached the sink), not by time. Every run must finish, no effect may be applied twice or
+ * lost, and followers of the journal (what StreamRunEvents uses) must see every entry, in order.
+ */
+
+const RUNS = size(40, 200);
+const RESTARTS = 3;
+const OUTAGE_MS = 300; // injected downtime between stop and start (the fault, not a wait for a state)
+
+let dir: string;
+let pg: EmbeddedPostgresHandle;
+let port: number;
+let url: string;
+let sink: EffectSink;
+const processes: WaymarkProcess[] = [];
+
+async function startPg(): Promise<void> {
+  pg = await startEmbeddedPostgres({ dataDir: dir, port, persistent: true });
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'waymark-chaos-pg-'));
+  port = 0;
+  await startPg();
+  port = Number(new URL(pg.url).port);
+  await ensureDatabase(pg.url, 'chaos');
+  url = pg.urlFor('chaos');
+  sink = await EffectSink.start();
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(processes.map((p) => p.stop()));
+  await sink?.close();
+  await pg?.stop();
+  await rm(dir, { recursive: true, force: true });
+}, 120_000);
+
+describe('Postgres restarted during a run', () => {
+  it(`${RESTARTS} restarts during ${RUNS} runs: every run finishes, nothing doubled or lost, no stream gap`, async () => {
+    processes.push(await startSweeper(chaosEnv(url))); // migrates
+    processes.push(await startSweeper(chaosEnv(url)));
+    const driver = await Driver.open(url);
+    try {
+      const expected: string[] = [];
+      const ids: string[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        const tag = `p${i}`;
+        const approval = i % 5 === 0;
+        const child = i % 10 === 3;
+        ids.push(await driver.start('chaos-soak', { sink: sink.url, tag, approval, child }));
+        expected.push(`${tag}:a`, `${tag}:b`, `${tag}:c`, ...(child ? [`${tag}:kid`] : []));
+      }
+      // Followers on a sample of runs, started before anything executes, kept across the restarts.
+      const abort = new AbortController();
+      const sample = ids.filter((_, i) => i % 4 === 0);
+      const followed = sample.map(async (runId) => {
+        const seqs: number[] = [];
+        for await (const e of journalFollow({ store: driver.store, runId, signal: abort.signal, pollMs: 250, stopAfterTerminal: true })) seqs.push(e.seq);
+        return { runId, seqs };
+      });
+      processes.push(...await Promise.all([1, 2].map(() => startServer(chaosEnv(url)))));
+
+      const reconnectMs: number[] = [];
+      for (let r = 1; r <= RESTARTS; r++) {
+        const threshold = Math.floor((expected.length * r) / (RESTARTS + 1));
+        await sink.waitFor(() => sink.deliveries.length >= threshold, 120_000);
+        await pg.stop();
+        await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+        await startPg();
+        const upAt = Date.now();
+        const before = sink.deliveries.length;
+        await sink.waitFor(() => sink.deliveries.length > before, 120_000).catch(() => undefined);
+        reconnectMs.push(Date.now() - upAt);
+      }
+      await driver.waitEnded(ids, 240_000);
+
+      const statuses = await driver.statuses(ids);
+      const figures = sink.figures(expected, 'p');
+      const journal = await driver.journalViolations(ids);
+      const streams = await Promise.all(followed);
+      let streamGaps = 0;
+      for (const { runId, seqs } of streams) {
+        const entries = await driver.store.journalList({ runId });
+        if (seqs.join(',') !== entries.map((e) => e.seq).join(',') || seqs.some((s, i) => s !== i)) streamGaps++;
+      }
+      abort.abort();
+      console.log(`chaos: pg-restart restarts=${RESTARTS} runs=${RUNS} completed=${statuses.SUCCEEDED ?? 0}/${RUNS} ` +
+        `duplicates=${figures.duplicates} lost=${figures.lost} redundant_deliveries=${figures.redundant} stream_gaps=${streamGaps}/${streams.length} ` +
+        `journal_gaps=${journal.gaps} reconnect_ms=${reconnectMs.join('/')}`);
+      expect(statuses).toEqual({ SUCCEEDED: RUNS });
+      expect(figures).toMatchObject({ duplicates: 0, lost: 0, unkeyed: 0 });
+      expect(journal).toEqual({ gaps: 0, doubleTerminals: 0, orphanTerminals: 0 });
+      expect(streamGaps).toBe(0);
+    } finally {
+      await driver.close();
+    }
+  }, 400_000);
+});
