@@ -18,12 +18,13 @@ export type { EngineOptions, ExecuteOutcome, ExecuteResult, RunStartParams } fro
 export type { ReplayPreview } from './engine/resume-preview.js';
 /** The in-memory store: for testing workflows (docs/workflows.md "Testing a workflow"). */
 export { MemoryStore } from './store/memory/memory-store.js';
-export type { ApprovalDecideParams, ResolveResult, SignalSendParams } from './engine/resolutions.js';
+export type { ApprovalDecideParams, ResolveResult } from './engine/resolutions.js';
+export type { SignalSendParams, SignalSendResult } from './engine/signal-inbox.js';
 export type { Waiting } from './engine/suspension.js';
 export {
   ApprovalNotFoundError, ChildRunFailedError, DefinitionError, EffectFailedError, FlowDriftError, InvalidateTargetError,
   InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
-  NotJsonError, SignalNotAwaitedError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
+  NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
 } from './engine/errors.js';
 export type { FieldViolation } from './engine/errors.js';
 export {
@@ -32,3 +33,14 @@ export {
 } from './journal/errors.js';
 export type { Json, Run, RunError, RunStatus } from './journal/run.js';
 export type { JournalEntry } from './journal/journal-entry.js';
+/** Agents (docs/agents.md): the runtime behind ctx.agent, models, prices, budgets, provenance. */
+export { createAgentRuntime, type AgentRuntimeOptions, type WaymarkAgentRuntime } from './agent/agent-runtime.js';
+export { scriptedModel, type ScriptedTurn } from './agent/scripted-model.js';
+export { DEFAULT_PRICES, PRICES_READ_ON, type ModelPrice } from './agent/prices.js';
+export { runSpend, type RunSpend } from './agent/budget.js';
+export { runProvenance, type AgentProvenance, type RunProvenance } from './agent/provenance.js';
+export { BudgetExceededError, ModelConfigError, ModelNotConfiguredError, ModelPriceMissingError, UnknownModelError } from './agent/agent-errors.js';
+export { AgentRuntimeMissingError } from './engine/errors.js';
+export type {
+  AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ToolDenial,
+} from './engine/agent-runtime.js';

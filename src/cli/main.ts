@@ -2,12 +2,15 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
+import { ModelConfigError } from '../agent/agent-errors.js';
 
 const HELP = `waymark: durable execution for AI-agent runs
 
 Usage:
   waymark dev      [--workflows FILE]   server + sweeper on an embedded PostgreSQL (./.waymark)
   waymark server   [--workflows FILE]   gRPC server and executor (DATABASE_URL, or embedded if unset)
+  waymark sweeper                       recovery loop for one store: expired leases, deadlines,
+                                        sleeps, parents and children (one of several acts)
   waymark migrate                       apply database migrations and exit
   waymark help | --help | --version
 
@@ -66,6 +69,10 @@ async function main(argv: string[]): Promise<number> {
       const { runMigrate } = await import('./migrate-command.js');
       return runMigrate(config, logger);
     }
+    case 'sweeper': {
+      const { runSweeper } = await import('./sweeper-command.js');
+      return runSweeper(config, logger);
+    }
     case 'dev':
     case 'server': {
       const { runServe } = await import('./serve-command.js');
@@ -83,6 +90,7 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     process.stderr.write(`waymark: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    // Model settings are validated when the agent runtime is built: a bad one is a config error too.
+    process.exitCode = err instanceof ModelConfigError ? EXIT_CONFIG : 1;
   },
 );

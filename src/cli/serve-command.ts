@@ -1,26 +1,38 @@
 import { hostname } from 'node:os';
+import pg from 'pg';
 import type { Logger } from 'pino';
 import { migrate } from '../store/postgres/migrate.js';
 import { PostgresStore } from '../store/postgres/postgres-store.js';
+import { registerApi } from '../server/api.js';
 import { startGrpcServer } from '../server/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
+import { InlineExecutions } from '../server/inline-executions.js';
 import { registerReflectionService } from '../server/reflection-service.js';
-import { registerRunService } from '../server/run-service.js';
-import { registerSignalService } from '../server/signal-service.js';
+import { StreamGate } from '../server/stream-limit.js';
 import type { Config } from './config.js';
 import { openDatabase } from './database.js';
+import { registerExamples } from './examples.js';
+import { LIVENESS, startReadiness } from './readiness.js';
+import { startWorkers } from './workers.js';
 
 /**
  * `waymark dev` and `waymark server`: open the database (embedded when DATABASE_URL is unset),
- * migrate, serve, and on SIGINT/SIGTERM drain in order: readiness off, server drained, store
- * closed, embedded database stopped. Resolves with the exit status.
+ * migrate, start the workers (registry with the user's module and, in dev, the examples; engine;
+ * executor; sweeper in dev), serve the API, and on SIGINT/SIGTERM drain in order: health
+ * NOT_SERVING; server closed (streams end UNAVAILABLE at once, calls get the grace period); runs
+ * still executing get what is left of the grace period, then their leases are released so another
+ * replica continues them; store closed; embedded database stopped. Resolves with the exit status.
  */
 export async function runServe(config: Config, logger: Logger, options: { dev: boolean }): Promise<number> {
   const db = await openDatabase(config, logger);
-  const cleanup: Array<() => Promise<void>> = [() => db.close()];
+  const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
   const stopAll = async () => {
     for (const step of cleanup.reverse()) await step().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
   };
+  // One grace period for the whole drain, measured from the stop signal (Kubernetes'
+  // terminationGracePeriodSeconds bounds it all, not each step).
+  let deadline = Number.POSITIVE_INFINITY;
+  const remaining = () => Math.max(0, Math.min(config.shutdownGraceMs, deadline - Date.now()));
   try {
     const store = await PostgresStore.connect({
       url: db.url,
@@ -31,29 +43,59 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     cleanup.push(() => store.close());
     const { applied } = await migrate({ pool: store.pool });
     if (applied.length) logger.info({ applied }, 'migrations applied');
+    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING' });
+    // Readiness (and the overall status) follow the database and the schema; liveness never does.
+    // Its own one-connection pool, so a busy store pool cannot make it flap.
+    const readinessPool = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 2_000, application_name: 'waymark:readiness' });
+    readinessPool.on('error', (err) => logger.warn({ err }, 'idle readiness connection failed; the pool replaces it'));
+    const readiness = startReadiness({ health, pool: readinessPool, logger });
+    cleanup.push(async () => {
+      await readiness.stop();
+      await readinessPool.end();
+    });
+    // Checked once before anything starts, so the server is ready the moment it listens (and the
+    // executor starts no earlier before that than it did without the check).
+    await readiness.checkNow();
+    // Engine, executor loop, metrics, and in dev the sweeper; stopped after the server drains.
+    const workers = await startWorkers({
+      config, store, logger, dev: options.dev,
+      ...(options.dev ? {
+        extend: async (registry) => {
+          const examples = await registerExamples(registry, logger);
+          logger.info({ workflows: examples }, 'examples registered');
+        },
+      } : {}),
+    });
+    const inline = new InlineExecutions({ engine: workers.engine, logger });
+    cleanup.push(() => Promise.all([workers.stop(remaining()), inline.stop({ graceMs: remaining() })]));
 
-    const health = new HealthStatus({ [OVERALL]: 'SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING' });
+    const api = {
+      engine: workers.engine, logger, limits: config.limits, defaultNamespace: config.namespace,
+      streams: new StreamGate(config.limits.streamsPerReplica), inline,
+    };
     const server = await startGrpcServer({
       host: config.addr.host,
       port: config.addr.port,
       logger,
       maxRequestBytes: config.limits.requestBytes,
       routes: (router) => {
-        registerRunService(router);
-        registerSignalService(router);
+        registerApi(router, api);
         registerHealthService(router, health);
         registerReflectionService(router);
       },
     });
-    cleanup.push(() => server.close(config.shutdownGraceMs));
+    cleanup.push(() => server.close(remaining()));
     logger.info(
-      { address: server.address, database: db.source, worker: `${hostname()}:${process.pid}` },
+      { address: server.address, database: db.source, worker: workers.engine.holder, host: hostname() },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
 
     const signal = await waitForStopSignal();
-    logger.info({ signal }, 'stopping: draining calls and releasing runs');
-    for (const service of health.entries().map(([name]) => name)) health.set(service, 'NOT_SERVING');
+    deadline = Date.now() + config.shutdownGraceMs;
+    logger.info({ signal, graceMs: config.shutdownGraceMs }, 'stopping: draining calls and releasing runs');
+    // Out of every Service at once; liveness stays SERVING so Kubernetes does not restart a draining pod.
+    readiness.drain();
+    for (const [service] of health.entries()) if (service !== LIVENESS) health.set(service, 'NOT_SERVING');
     await stopAll();
     logger.info('stopped');
     return 0;

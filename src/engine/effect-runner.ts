@@ -1,6 +1,7 @@
-import { LeaseLostError, PayloadTooLargeError } from '../journal/errors.js';
+import { LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../journal/errors.js';
 import { newEntry, type JournalEntry, type NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json } from '../journal/run.js';
+import { crashpoint, unsafeTestKey } from './crashpoint.js';
 import { errorFromRecord, errorRecord } from './error-codec.js';
 import { NonDeterminismError } from './errors.js';
 import type { Call, Execution } from './execution.js';
@@ -22,16 +23,23 @@ const NEVER = new Promise<never>(() => {});
 export async function perform(
   exec: Execution,
   call: Call,
-  options: { twoPhase: boolean; intent?: Json; status?: 'ok' | 'info'; execute: () => Promise<Json> },
+  options: {
+    twoPhase: boolean;
+    intent?: Json;
+    status?: 'ok' | 'info';
+    execute: () => Promise<Json>;
+    /** Extra columns of the `ok` entry, read once `execute` finished (a model call's usage and cost). */
+    columns?: () => Partial<Pick<NewJournalEntry, 'usage' | 'costUsd'>>;
+  },
 ): Promise<Json> {
   const { decision } = call;
   if (exec.over) return NEVER;
   if (decision.action === 'return') {
-    exec.hit();
+    exec.hit(call);
     return decision.value;
   }
   if (decision.action === 'throw') {
-    exec.hit();
+    exec.hit(call);
     throw errorFromRecord(decision.error, call);
   }
   if (decision.action !== 'live' && decision.action !== 'rerun' && decision.action !== 'redispatch') {
@@ -40,9 +48,12 @@ export async function perform(
   if (!exec.goLive(call)) return NEVER;
   const fields = entryFields(call);
   let head: JournalEntry | null = decision.action === 'redispatch' ? decision.head : null;
+  crashpoint(call.kind, 'before-intent');
   if (!head && options.twoPhase) {
     head = (await exec.append(() => [newEntry({ ...fields, status: 'running', payload: options.intent ?? null })]))[0]!;
   }
+  crashpoint(call.kind, 'after-intent');
+  call.idempotencyKey = unsafeTestKey(call.idempotencyKey, exec.lease?.epoch); // a no-op outside one negative control
   let outcome: { value: Json } | { error: unknown };
   try {
     outcome = { value: await exec.track(options.execute) };
@@ -50,15 +61,17 @@ export async function perform(
     outcome = { error };
   }
   if (exec.over) return NEVER;
+  crashpoint(call.kind, 'after-execute');
   const refSeq = head ? head.seq : null;
   if ('value' in outcome) {
     const { value } = outcome;
     try {
-      await exec.append(() => [newEntry({ ...fields, status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value })]);
+      await exec.append(() => [newEntry({ ...fields, status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value, ...options.columns?.() })]);
+      crashpoint(call.kind, 'after-terminal');
       return value;
     } catch (error) {
-      // The result cannot be journaled (too large): the effect is recorded as failed with why.
-      if (!(error instanceof PayloadTooLargeError)) throw error;
+      // The result cannot be journaled (too large, or a NUL character): the effect is recorded as failed with why.
+      if (!(error instanceof PayloadTooLargeError || error instanceof UnstorableValueError)) throw error;
       outcome = { error };
     }
   }
@@ -84,10 +97,10 @@ export async function suspend(
   if (exec.over) return NEVER;
   let suspension: JournalEntry;
   if (decision.action === 'resolved') {
-    exec.hit(decision.invalidResolutions);
+    exec.hit(call, decision.invalidResolutions);
     return decision.resolution;
   } else if (decision.action === 'park') {
-    exec.hit(decision.invalidResolutions);
+    exec.hit(call, decision.invalidResolutions);
     suspension = decision.suspension;
   } else if (decision.action === 'live' || decision.action === 'rerun') {
     if (!exec.goLive(call)) return NEVER;

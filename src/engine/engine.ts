@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
-import { LeaseLostError, PayloadTooLargeError, RunStateError, WorkflowNotFoundError } from '../journal/errors.js';
+import { LeaseLostError, PayloadTooLargeError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
+import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './approvals.js';
 import { toJson } from './content-key.js';
 import { errorRecord } from './error-codec.js';
 import { FlowDriftError, InvalidInputError, InvalidOutputError } from './errors.js';
@@ -11,6 +12,7 @@ import { zodViolations } from './payload-schema.js';
 import type { Registry } from './registry.js';
 import { invalidationEntries, JournalIndex, openSuspensions } from './replay.js';
 import * as resolutions from './resolutions.js';
+import { signalSend, type SignalSendParams, type SignalSendResult } from './signal-inbox.js';
 import { replayHistory, type ReplayPreview } from './resume-preview.js';
 import { resolutionIsValid, waitingOf, type Waiting } from './suspension.js';
 import type { Workflow } from './workflow.js';
@@ -57,6 +59,8 @@ export interface ExecuteResult {
 
 /** What `engine.events` emits; the server turns them into metrics, tests await them. */
 export interface EngineEvents {
+  /** Each time an execution starts under a lease (first round and re-takes); an executor tracks it to release on shutdown. */
+  'lease-acquired': [{ runId: string; lease: Lease }];
   'lease-renewed': [{ runId: string; lease: Lease }];
   'execution-ended': [ExecuteResult];
 }
@@ -154,12 +158,23 @@ export class Engine {
     return results;
   }
 
-  signalSend(params: resolutions.SignalSendParams): Promise<resolutions.ResolveResult> {
-    return resolutions.signalSend(this.store, params);
+  /** Resolves the oldest open wait of the signal's name, or buffers the signal for the next one (signal-inbox.ts). */
+  signalSend(params: SignalSendParams): Promise<SignalSendResult> {
+    return signalSend(this.store, params);
   }
 
   approvalDecide(params: resolutions.ApprovalDecideParams): Promise<resolutions.ResolveResult> {
     return resolutions.approvalDecide(this.store, params);
+  }
+
+  /** ListApprovals: pending ones by default, oldest first (approvals.ts). */
+  approvalList(params: ApprovalListParams): Promise<{ approvals: ApprovalView[]; nextCursor: string | null }> {
+    return approvalList(this.store, params);
+  }
+
+  /** GetApproval; ApprovalNotFoundError for an unknown id. */
+  approvalGet(params: { namespace: string; approvalId: string }): Promise<ApprovalView> {
+    return approvalGet(this.store, params);
   }
 
   /** For the sweeper: resolves due deadlines with their default decisions. */
@@ -265,6 +280,7 @@ export class Engine {
   private async executeLeased(first: Lease): Promise<ExecuteResult> {
     let lease = first;
     for (let round = 1; ; round++) {
+      this.events.emit('lease-acquired', { runId: lease.runId, lease });
       const result = await this.executeOnce(lease);
       this.events.emit('execution-ended', result);
       if (result.outcome !== 'pending' || round >= MAX_ROUNDS) return result;
@@ -351,8 +367,8 @@ export class Engine {
     try {
       ({ run: after } = await this.store.runStatusSet({ lease, ...status }));
     } catch (error) {
-      if (!(error instanceof PayloadTooLargeError) || status.status === 'FAILED') return this.stopped(run.id, error);
-      // An output over the payload limit fails the run (nothing was written) instead of looping through recoveries.
+      if (!(error instanceof PayloadTooLargeError || error instanceof UnstorableValueError) || status.status === 'FAILED') return this.stopped(run.id, error);
+      // An output over the payload limit (or holding a NUL) fails the run (nothing was written) instead of looping through recoveries.
       return this.end(lease, run, { status: 'FAILED', error: errorRecord(error) }, log);
     }
     log.info({ status: after.status, error: after.error ?? undefined }, 'execution ended');

@@ -138,15 +138,6 @@ export class SignalTimeoutError extends WaymarkError {
   }
 }
 
-/** A signal for a run that has no wait of that name (yet). Retry once the run waits for it. */
-export class SignalNotAwaitedError extends WaymarkError {
-  readonly reason = 'SIGNAL_NOT_AWAITED';
-  override readonly retryable = true;
-  constructor(readonly runId: string, readonly signalName: string) {
-    super(`run ${runId} is not waiting for signal "${signalName}"; nothing was recorded, send it again once the run waits for it (its open waits are listed by GetRun)`);
-  }
-}
-
 export class ApprovalNotFoundError extends WaymarkError {
   readonly reason = 'APPROVAL_NOT_FOUND';
   constructor(readonly approvalId: string) {
@@ -167,6 +158,14 @@ export class DefinitionError extends WaymarkError {
   readonly reason = 'INVALID_DEFINITION';
   constructor(readonly what: string, readonly detail: string) {
     super(`${what}: ${detail}`);
+  }
+}
+
+/** ctx.agent on a Registry built without an agent runtime (the engine cannot import src/agent). */
+export class AgentRuntimeMissingError extends WaymarkError {
+  readonly reason = 'AGENT_RUNTIME_MISSING';
+  constructor() {
+    super('ctx.agent needs an agent runtime: build the Registry with { agent: createAgentRuntime() } (exported by waymark); waymark server and waymark dev do this');
   }
 }
 

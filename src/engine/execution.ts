@@ -1,12 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
-import { JournalFullError, LeaseLostError, PayloadTooLargeError } from '../journal/errors.js';
+import { JournalFullError, LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../journal/errors.js';
 import type { EntryKind, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
 import { contentKey, idempotencyKey } from './content-key.js';
 import { JournalMissError, NonDeterminismError } from './errors.js';
 import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from './replay.js';
+import { signalInboxTake } from './signal-inbox.js';
 import { resolutionIsValid } from './suspension.js';
 
 /*
@@ -33,6 +34,19 @@ export interface PreviewCounts {
   invalidResolutions: number;
   /** The call that ended a preview, when one did. */
   liveCall: { scope: string; kind: string; name: string; occurrence: number; why: string } | null;
+  /** One item per call or entry counted, in replay order (preview mode only). */
+  items: PreviewItem[];
+}
+
+/** One call or entry of a preview: what ResumeRun's dry run lists. */
+export interface PreviewItem {
+  outcome: 'HIT' | 'MISS' | 'SKIPPED' | 'RERUN' | 'ORPHANED' | 'INVALID_RESOLUTION';
+  /** The journal entry involved; null for a miss. */
+  seq: number | null;
+  scope: string;
+  kind: string;
+  name: string;
+  detail: string;
 }
 
 /** A reserved call: identity fixed synchronously when the code made it. */
@@ -68,7 +82,7 @@ export class Execution {
   readonly index: JournalIndex;
   readonly cursor: ReplayCursor;
   readonly abort = new AbortController();
-  readonly counts: PreviewCounts = { hits: 0, misses: 0, reruns: 0, invalidResolutions: 0, liveCall: null };
+  readonly counts: PreviewCounts = { hits: 0, misses: 0, reruns: 0, invalidResolutions: 0, liveCall: null, items: [] };
   lease: Lease | null;
 
   private readonly store: JournalStore | null;
@@ -173,11 +187,25 @@ export class Execution {
     };
   }
 
-  /** Counts a journal answer (preview figures). */
-  hit(invalidResolutions = 0): void {
+  /** Counts a journal answer (preview figures), and in preview lists it with the resolutions skipped as invalid. */
+  hit(call: Call, invalidResolutions = 0): void {
     if (this.end) return;
     this.counts.hits++;
     this.counts.invalidResolutions += invalidResolutions;
+    if (this.mode !== 'preview') return;
+    const d = call.decision;
+    const at = (seq: number | null, outcome: PreviewItem['outcome'], detail = ''): PreviewItem =>
+      ({ outcome, seq, scope: call.identity.scope, kind: call.kind, name: call.name, detail });
+    const seq = 'entry' in d ? d.entry.seq : 'suspension' in d ? d.suspension.seq : null;
+    this.counts.items.push(at(seq, 'HIT', d.action === 'park' ? 'waits again' : d.action === 'resolved' ? `resolved at seq ${d.resolution.seq}` : ''));
+    if (invalidResolutions > 0 && 'suspension' in d) {
+      // replayDecide skipped these before it found the winner (or found none): list them.
+      const resolutions = this.index.attemptsBySeq.get(d.suspension.seq)?.resolutions ?? [];
+      for (const r of resolutions) {
+        if (resolutionIsValid(d.suspension, r)) break;
+        this.counts.items.push(at(r.seq, 'INVALID_RESOLUTION', 'fails the schema pinned in its suspension'));
+      }
+    }
   }
 
   /**
@@ -190,6 +218,11 @@ export class Execution {
     if (call.decision.action === 'live') this.counts.misses++;
     else this.counts.reruns++;
     this.counts.liveCall = { ...call.identity, kind: call.kind, name: call.name, why };
+    const d = call.decision;
+    this.counts.items.push({
+      outcome: d.action === 'live' ? 'MISS' : 'RERUN', seq: 'entry' in d ? d.entry.seq : 'head' in d ? d.head.seq : null,
+      scope: call.identity.scope, kind: call.kind, name: call.name, detail: why,
+    });
     this.stop('live_call', new JournalMissError(call.identity.scope, call.kind, call.name, call.identity.occurrence, why));
     return false;
   }
@@ -229,6 +262,12 @@ export class Execution {
     );
   }
 
+  /** A `signal` wait about to park takes the earliest buffered signal of its name (signal-inbox.ts); null in preview. */
+  signalInboxTake(suspension: JournalEntry): Promise<JournalEntry | null> {
+    if (this.mode !== 'live' || !this.store || !this.lease) return Promise.resolve(null);
+    return signalInboxTake({ store: this.store, lease: () => this.lease!, suspension, logger: this.logger });
+  }
+
   /** Tracks work in flight (an executing effect) so the run is not taken for blocked meanwhile. */
   async track<T>(work: () => Promise<T>): Promise<T> {
     this.pending++;
@@ -236,6 +275,22 @@ export class Execution {
       return await work();
     } finally {
       this.release();
+    }
+  }
+
+  /**
+   * A read of the store the body's next decision depends on (an agent's budget check folds spend
+   * from the journal). Tracked like an effect; a failure stops the execution without writes, as a
+   * failed append does, so a database blip never fails the run. Live mode only.
+   */
+  async read<T>(fn: (store: JournalStore) => Promise<T>): Promise<T> {
+    const store = this.store;
+    if (this.end || !store) return NEVER;
+    try {
+      return await this.track(() => fn(store));
+    } catch (error) {
+      this.stop(error instanceof LeaseLostError ? 'lease_lost' : 'store_error', error);
+      return NEVER;
     }
   }
 
@@ -310,6 +365,6 @@ export class Execution {
 }
 
 /** Store errors that wrote nothing and will refuse the same write again: the workflow handles them. */
-function isRefusal(error: unknown): boolean {
-  return error instanceof PayloadTooLargeError || error instanceof JournalFullError;
+export function isRefusal(error: unknown): boolean {
+  return error instanceof PayloadTooLargeError || error instanceof JournalFullError || error instanceof UnstorableValueError;
 }

@@ -1,4 +1,5 @@
 import { WorkflowNotFoundError } from '../journal/errors.js';
+import type { AgentRuntime } from './agent-runtime.js';
 import { builtinTools } from './builtin-tools.js';
 import { DefinitionError, ToolNotFoundError } from './errors.js';
 import { isTool, type Tool } from './tool.js';
@@ -7,13 +8,17 @@ import { isWorkflow, type Workflow } from './workflow.js';
 /**
  * The workflows and tools a server knows, by name. The built-in tools (`http`, `echo`) are
  * registered unless `builtinTools: false`. Registering a different definition under a taken name
- * is refused; registering the same object again is a no-op (a module imported twice).
+ * is refused; registering the same object again is a no-op (a module imported twice). `agent` is
+ * what runs `ctx.agent` (src/agent's createAgentRuntime; the engine cannot import it): models are
+ * resolved by name here as workflows and tools are, and every execution and preview finds it.
  */
 export class Registry {
   private readonly workflowsByName = new Map<string, Workflow>();
   private readonly toolsByName = new Map<string, Tool>();
+  readonly agentRuntime: AgentRuntime | null;
 
-  constructor(options: { builtinTools?: boolean } = {}) {
+  constructor(options: { builtinTools?: boolean; agent?: AgentRuntime } = {}) {
+    this.agentRuntime = options.agent ?? null;
     if (options.builtinTools ?? true) for (const tool of builtinTools()) this.register(tool);
   }
 

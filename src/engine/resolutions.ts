@@ -4,14 +4,14 @@ import { newEntry, type JournalEntry } from '../journal/journal-entry.js';
 import { isTerminalStatus, type Json, type Run } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
 import { toJson } from './content-key.js';
-import { ApprovalNotFoundError, InvalidResolutionError, SignalNotAwaitedError } from './errors.js';
+import { ApprovalNotFoundError, InvalidResolutionError } from './errors.js';
 import { validatePinned } from './payload-schema.js';
-import { JournalIndex, latestAttempt, openSuspensions } from './replay.js';
-import { parseApprovalId, pinnedOf, resolutionIsValid, timeoutResolution, type ResolutionPayload } from './suspension.js';
+import { JournalIndex } from './replay.js';
+import { parseApprovalId, pinnedOf, timeoutResolution, type ResolutionPayload } from './suspension.js';
 
 /*
- * Closing suspensions from outside a run: signals, approval decisions, deadlines and child
- * outcomes. Each validates against the schema pinned in the suspension *before* writing (an
+ * Closing suspensions from outside a run: approval decisions, deadlines and child outcomes
+ * (signals, which may be buffered, are in signal-inbox.ts). Each validates against the schema pinned in the suspension *before* writing (an
  * invalid payload journals nothing and the run stays parked), then appends a resolution with
  * store.journalResolve, which decides under the run-row lock who wins: the first resolution is
  * applied, later ones are journaled as no-ops, and a repeated signal_id / request_id is answered
@@ -28,33 +28,6 @@ export interface ResolveResult {
   entry: JournalEntry;
   /** The resolution that closed the wait. */
   winner: JournalEntry;
-}
-
-export interface SignalSendParams {
-  runId: string;
-  namespace: string;
-  name: string;
-  payload: Json;
-  /** Caller-chosen; the same id delivered twice is applied once. */
-  signalId: string;
-}
-
-export async function signalSend(store: JournalStore, params: SignalSendParams): Promise<ResolveResult> {
-  const entries = await store.journalList({ runId: params.runId, namespace: params.namespace });
-  const index = JournalIndex.build(params.runId, entries);
-  // The oldest open wait of that name takes the signal; with none open, the newest closed one
-  // answers (a duplicate id gets its first outcome, a new id learns `already_resolved`).
-  const open = openSuspensions(index, resolutionIsValid).filter((s) => s.kind === 'signal' && s.name === params.name);
-  const target = open[0] ?? [...index.records.values()]
-    .filter((r) => r.kind === 'signal' && r.name === params.name)
-    .map((r) => latestAttempt(r).head)
-    .sort((a, b) => b.seq - a.seq)[0];
-  if (!target) throw new SignalNotAwaitedError(params.runId, params.name);
-  const payload = toJson(params.payload, `signal "${params.name}" payload`);
-  const violations = validatePinned(pinnedOf(target), payload);
-  if (violations.length > 0) throw new InvalidResolutionError(params.runId, target.seq, violations);
-  const resolution: ResolutionPayload = { source: 'signal', value: payload, signalId: params.signalId };
-  return resolve(store, params.runId, params.namespace, target, resolution, `signal:${params.signalId}`);
 }
 
 export interface ApprovalDecideParams {
@@ -92,7 +65,14 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   const violations = validatePinned(pinnedOf(target), value);
   if (violations.length > 0) throw new InvalidResolutionError(address.runId, address.seq, violations);
   const resolution: ResolutionPayload = { source: 'human', value, by: params.by, requestId: params.requestId };
-  return resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`);
+  try {
+    return await resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`);
+  } catch (err) {
+    // A run that ended after its approval was decided takes no resolution; the caller still learns who won.
+    const winner = attempt?.resolutions.find((r) => r.status === 'resolved');
+    if (err instanceof RunStateError && winner) return { applied: false, duplicate: false, reason: 'already_resolved', entry: winner, winner };
+    throw err;
+  }
 }
 
 /**
@@ -102,9 +82,9 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
 export async function suspensionsResolveDue(
   store: JournalStore,
   params: { limit: number; logger: Logger },
-): Promise<{ resolved: { runId: string; seq: number; applied: boolean }[] }> {
+): Promise<{ resolved: { runId: string; seq: number; kind: string; applied: boolean }[] }> {
   const due = await store.suspensionListDue({ limit: params.limit });
-  const resolved: { runId: string; seq: number; applied: boolean }[] = [];
+  const resolved: { runId: string; seq: number; kind: string; applied: boolean }[] = [];
   for (const suspension of due) {
     try {
       const result = await store.journalResolve({
@@ -112,7 +92,7 @@ export async function suspensionsResolveDue(
         suspensionSeq: suspension.seq,
         entry: newEntry({ kind: suspension.kind, name: suspension.name, status: 'resolved', payload: timeoutResolution(suspension) as Json, dedupeKey: `timeout:${suspension.seq}` }),
       });
-      resolved.push({ runId: suspension.runId, seq: suspension.seq, applied: result.applied });
+      resolved.push({ runId: suspension.runId, seq: suspension.seq, kind: suspension.kind, applied: result.applied });
     } catch (err) {
       if (!(err instanceof RunStateError || err instanceof RunNotFoundError)) throw err;
       params.logger.debug({ runId: suspension.runId, seq: suspension.seq, err }, 'deadline of an ended run skipped');

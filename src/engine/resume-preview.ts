@@ -4,10 +4,10 @@ import type { Json, Run, RunError } from '../journal/run.js';
 import { toJson } from './content-key.js';
 import { errorRecord } from './error-codec.js';
 import { InvalidInputError } from './errors.js';
-import { Execution, type PreviewCounts } from './execution.js';
+import { Execution, type PreviewCounts, type PreviewItem } from './execution.js';
 import { zodViolations } from './payload-schema.js';
 import type { Registry } from './registry.js';
-import { invalidationEntries, JournalIndex } from './replay.js';
+import { invalidationEntries, JournalIndex, latestAttempt } from './replay.js';
 import { waitingOf, type Waiting } from './suspension.js';
 import type { Workflow } from './workflow.js';
 import { WorkflowContextImpl } from './workflow-context.js';
@@ -36,6 +36,8 @@ export interface ReplayPreview {
   /** The registered definition differs from the one the run pinned. */
   drift: boolean;
   liveCall: PreviewCounts['liveCall'];
+  /** One item per call or entry counted above, in replay order; then the skipped or orphaned effects. */
+  items: PreviewItem[];
   output: Json | null;
   error: RunError | null;
   waitingOn: Waiting[];
@@ -72,8 +74,13 @@ export async function replayHistory(params: {
     if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
     return workflow.body(ctx, parsed.data as never);
   });
-  const left = execution.cursor.unconsumed().length;
+  const unconsumed = execution.cursor.unconsumed();
+  const left = unconsumed.length;
   const reachedEnd = end.kind !== 'stopped';
+  const items: PreviewItem[] = [...execution.counts.items, ...unconsumed.map((r): PreviewItem => ({
+    outcome: reachedEnd ? 'ORPHANED' : 'SKIPPED', seq: latestAttempt(r).head.seq, scope: r.identity.scope, kind: r.kind, name: r.name,
+    detail: reachedEnd ? 'no call consumed it; never re-executed' : 'not reached: the preview stopped at a live call',
+  }))];
   let output: Json | null = null;
   let error: RunError | null = null;
   if (end.kind === 'returned') output = toJson(end.value, 'workflow output');
@@ -88,6 +95,7 @@ export async function replayHistory(params: {
     outcome: end.kind === 'returned' ? 'succeeded' : end.kind === 'threw' ? 'failed' : end.kind === 'blocked' ? 'parked' : 'live_call',
     drift: run.workflowDigest !== workflow.digest,
     liveCall: execution.counts.liveCall,
+    items,
     output,
     error,
     waitingOn: end.kind === 'blocked' ? end.parked.map(waitingOf) : [],

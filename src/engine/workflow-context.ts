@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Json } from '../journal/run.js';
+import { createAgentHost } from './agent-host.js';
+import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js';
 import { toJson } from './content-key.js';
 import { durationMs, type Duration } from './duration.js';
-import { ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from './errors.js';
+import { AgentRuntimeMissingError, ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from './errors.js';
 import { perform, suspend } from './effect-runner.js';
 import type { Execution } from './execution.js';
 import { ANY_JSON_SCHEMA, pinSchema, validatePinned, zodViolations, type PinnedSchema } from './payload-schema.js';
@@ -163,6 +165,8 @@ export class WorkflowContextImpl implements WorkflowContext {
     const call = this.execution.call('signal', name, { schemaHash: pinned.schemaHash }, this.here);
     const resolution = await suspend(this.execution, call, {
       payload: async () => ({ key: name, title: `signal ${name}`, ...pinned, ...(await this.deadline(options.deadline)), onTimeout }),
+      // A signal sent before the run waited for it is in the run's inbox: take it instead of parking.
+      beforePark: (suspension) => this.execution.signalInboxTake(suspension),
     });
     const r = resolutionPayload(resolution);
     if (r.value === undefined) throw new SignalTimeoutError(name);
@@ -197,6 +201,29 @@ export class WorkflowContextImpl implements WorkflowContext {
     const outcome = (resolutionPayload(resolution).value ?? {}) as { runId?: string; status?: string; output?: Json; error?: { name: string; message: string } | null };
     if (outcome.status === 'SUCCEEDED') return outcome.output ?? null;
     throw new ChildRunFailedError(outcome.runId ?? 'unknown', workflow.name, outcome.status ?? 'UNKNOWN', outcome.error ?? null);
+  }
+
+  /**
+   * ctx.agent: reserves the agent's identity (kind `agent`, keyed by model, prompt and tools; no
+   * entry of its own is written) and runs the registry's agent runtime in the scope
+   * `agent:<key>:<occurrence>` below this one. Keying the scope by content, not by call order,
+   * keeps a finished agent's calls matching when code around it changes (docs/agents.md).
+   */
+  async agent(prompt: string | readonly AgentMessage[], options: AgentOptions): Promise<AgentResult> {
+    const runtime = this.registry.agentRuntime;
+    if (!runtime) throw new AgentRuntimeMissingError();
+    const parent = this.here;
+    const model = runtime.resolveModel(options.model);
+    const name = options.agentType ?? 'agent';
+    const args = toJson({
+      model, system: options.system ?? null, prompt, tools: (options.tools ?? []).map((t) => (typeof t === 'string' ? t : t.name)),
+      maxSteps: options.maxSteps ?? null, maxOutputTokens: options.maxOutputTokens ?? null, temperature: options.temperature ?? null,
+    }, `the prompt of agent "${name}"`);
+    const call = this.execution.call('agent', name, args, parent);
+    const scope = childScope(parent, `agent:${call.identity.contentKey.slice(0, 12)}:${call.identity.occurrence}`);
+    const ctx = new WorkflowContextImpl(this.execution, this.registry, this.startChild, scope);
+    const host = createAgentHost({ execution: this.execution, registry: this.registry, scope, ctx });
+    return this.execution.inScope(scope, () => runtime.run(host, { prompt, model, options }));
   }
 
   private info(idempotencyKey: string): StepInfo {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Json } from '../journal/run.js';
+import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js';
 import { canonicalJson, sha256Hex } from './content-key.js';
 import type { Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
@@ -73,6 +74,11 @@ export interface WorkflowContext {
   child(workflowName: string, input: unknown): Promise<unknown>;
   /** Records an event on the run's stream. */
   emit(event: { type: string; [key: string]: unknown }): Promise<void>;
+  /**
+   * Runs a model-and-tools loop, one journaled model call at a time; each tool call the model asks
+   * for goes through ctx.tool. Needs an agent runtime on the Registry (docs/agents.md).
+   */
+  agent(prompt: string | readonly AgentMessage[], options: AgentOptions): Promise<AgentResult>;
 }
 
 export interface WorkflowDefinition<I extends z.ZodType, O> {

@@ -41,6 +41,18 @@ export class PayloadTooLargeError extends WaymarkError {
   }
 }
 
+/**
+ * A value the journal cannot store: the NUL character (U+0000) in a JSON string or key, or in a
+ * label. It is valid JSON, but PostgreSQL's jsonb and text refuse it, so both stores refuse it
+ * before writing anything.
+ */
+export class UnstorableValueError extends WaymarkError {
+  readonly reason = 'NUL_CHARACTER';
+  constructor(readonly field: string) {
+    super(`${field} contains the NUL character (\\u0000), which the journal cannot store; remove it, or encode binary data (base64)`);
+  }
+}
+
 export class JournalFullError extends WaymarkError {
   readonly reason = 'JOURNAL_FULL';
   constructor(readonly runId: string, readonly limitEntries: number) {
@@ -70,5 +82,13 @@ export class StoreUnavailableError extends WaymarkError {
   override readonly retryable = true;
   constructor(message: string, options?: { cause?: unknown }) {
     super(`the journal store is unavailable: ${message}; retry with backoff`, options);
+  }
+}
+
+/** A sweeper write by a sweeper that is no longer the leader (another took over). Never retry; follow. */
+export class SweeperLeaseLostError extends WaymarkError {
+  readonly reason = 'SWEEPER_LEASE_LOST';
+  constructor(readonly holder: string, readonly epoch: number) {
+    super(`sweeper ${holder} lost the leader lease at epoch ${epoch}; another sweeper acts now, this one follows`);
   }
 }

@@ -44,7 +44,7 @@ export interface Run {
   leaseEpoch: number;
   /** The seq the next journal entry will get (= number of entries). */
   nextSeq: number;
-  /** How many times the sweeper has made this run claimable again after its lease expired. */
+  /** How many times in a row the sweeper made this run claimable again with no journal append in between. */
   recoveryCount: number;
   createdAt: Date;
   updatedAt: Date;

@@ -78,6 +78,8 @@ export interface JournalStore {
     status: RunStatus;
     output?: Json;
     error?: RunError;
+    /** The sweeper's fence: SweeperLeaseLostError, writing nothing, unless this is the current leader lease. */
+    leader?: SweeperLease;
   }): Promise<{ run: Run; entry: JournalEntry } | null>;
 
   /**
@@ -108,11 +110,15 @@ export interface JournalStore {
     namespace?: string;
     suspensionSeq: number;
     entry: NewJournalEntry;
+    /** The sweeper's fence (see runStatusForce). */
+    leader?: SweeperLease;
   }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }>;
 
   /**
    * Sweeper: RUNNING runs whose lease expired become PENDING (recoveryCount + 1, epoch bumped); a run
-   * that already used `maxRecoveries` is FAILED instead with `failError`. Claims with SKIP LOCKED,
+   * that already used `maxRecoveries` is FAILED instead with `failError`. A journalAppend resets
+   * recoveryCount to 0: a recovery after which the run made progress did not fail, so only
+   * `maxRecoveries` recoveries in a row without progress fail a run (DESIGN "3 failed recoveries"). Claims with SKIP LOCKED,
    * so concurrent sweepers never recover one run twice. Ignores runs younger than `graceMs`.
    * A FAILED run gets a `status` entry (its terminal event); a recovery journals nothing. The ids
    * come back in no particular order.
@@ -122,12 +128,39 @@ export interface JournalStore {
     maxRecoveries: number;
     graceMs: number;
     failError: RunError;
+    /** The sweeper's fence (see runStatusForce). */
+    leader?: SweeperLease;
   }): Promise<{ recovered: string[]; failed: string[] }>;
   /**
    * Open (unresolved) suspensions whose `deadlineAt` (payload.deadlineAt, ISO) passed on the store's
    * clock, earliest deadline first, in runs that are not terminal. `kinds` filters by entry kind.
    */
   suspensionListDue(params: { limit: number; kinds?: string[] }): Promise<JournalEntry[]>;
+  /**
+   * Sweeper: ended (terminal) child runs whose parent is not terminal and whose `child` wait at
+   * `parentSeq` has no winning resolution yet (the parent missed the wake-up in a crash). Only
+   * children that ended at least `graceMs` ago, so the engine's own resolution goes first.
+   */
+  runListEndedChildren(params: { limit: number; graceMs: number }): Promise<Run[]>;
+  /**
+   * Sweeper: unfinished child runs whose parent ended at least `graceMs` ago, with the parent's
+   * status (a cancelled parent cancels the child; any other end fails it).
+   */
+  runListOrphans(params: { limit: number; graceMs: number }): Promise<{ run: Run; parentStatus: RunStatus }[]>;
+  /** How many runs are in each status (all namespaces), for the runs-by-status gauge. */
+  runCountByStatus(): Promise<Record<RunStatus, number>>;
+
+  /**
+   * The sweeper leader lease: one row per store, so among several sweepers exactly one acts.
+   * Takes it when free or expired (database clock), bumping its epoch; null when another holds it.
+   * Sweeper writes carry the lease (`leader`) and are fenced by its epoch under a row lock, so a
+   * paused ex-leader's writes commit before a takeover or not at all.
+   */
+  sweeperLeaseAcquire(params: { holder: string; ttlMs: number }): Promise<SweeperLease | null>;
+  /** Extends the leader lease (even an expired one nobody took); SweeperLeaseLostError when fenced. */
+  sweeperLeaseRenew(params: { lease: SweeperLease; ttlMs: number }): Promise<SweeperLease>;
+  /** Gives leadership up (another sweeper may take it at once); a fenced release does nothing. */
+  sweeperLeaseRelease(params: { lease: SweeperLease }): Promise<void>;
 
   /**
    * Wake-ups. `onRun` fires for a run when its journal grew (appends, status entries, resolutions)
@@ -146,9 +179,65 @@ export interface JournalStore {
     onResync?: () => void;
   }): Promise<() => Promise<void>>;
 
+  /**
+   * Suspensions across runs, oldest first (entry createdAt, then run id, then seq): what
+   * ListApprovals reads. `open: true` keeps waits with no winning resolution, not superseded by an
+   * invalidation, in runs that have not ended; `open: false` keeps the others; absent keeps both.
+   * A malformed `runId` matches nothing. `nextCursor` is null on the last page.
+   */
+  suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }>;
+
+  /**
+   * The signal inbox (docs/journal.md "Signals"). Under the run-row lock, in this order:
+   * - `dedupeKey` already in the journal, or `signalId` already buffered: `duplicate`, nothing written;
+   * - a terminal run: RunStateError;
+   * - an open `signal` wait named `name` (no winning or cancelling entry points at it) while no
+   *   signal of that name is buffered: if it is `target.seq`, `target.entry` is appended as its
+   *   winning resolution (`resolved`; a SUSPENDED run becomes PENDING, a RUNNING one is flagged as
+   *   journalResolve does); otherwise `wait_open` with its seq, so the caller validates against it and calls again;
+   * - otherwise (no open wait, or earlier signals of that name queued) the signal is `buffered`.
+   * The store sets the entry's status, refSeq and dedupeKey. PayloadTooLargeError and
+   * UnstorableValueError before anything is read.
+   */
+  signalDeliver(params: {
+    runId: string;
+    namespace?: string;
+    name: string;
+    signalId: string;
+    /** The journal dedupe key the signal's resolution carries (`signal:<signalId>`). */
+    dedupeKey: string;
+    payload: Json;
+    /** The open wait the caller validated `payload` against, and the resolution to append; null when it saw none. */
+    target: { seq: number; entry: NewJournalEntry } | null;
+  }): Promise<SignalDelivery>;
+  /** Buffered signals of a run (of one name when given), in arrival order. RunNotFoundError as journalList. */
+  signalInboxList(params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]>;
+  /**
+   * Fenced: moves buffered signal `signalId` into the journal as a resolution of the wait at
+   * `suspensionSeq`: `resolved` when `valid` (the caller checked the wait's pinned schema),
+   * `noop` when not (refused, kept for the audit trail and so its id stays delivered). The inbox
+   * row is removed with the write. When the wait already has a winner nothing is written and the
+   * signal stays buffered for a later wait; `winner` is returned. Both null when the row is gone.
+   * Unlike journalResolve it does not flag the run: the holder reads the entry it just wrote.
+   */
+  signalInboxConsume(params: {
+    lease: Lease;
+    signalId: string;
+    suspensionSeq: number;
+    entry: NewJournalEntry;
+    valid: boolean;
+  }): Promise<{ entry: JournalEntry | null; winner: JournalEntry | null }>;
+
   /** Database time (ms since epoch); leases and deadlines use it, never the worker's clock. */
   clockNow(): Promise<Date>;
   close(): Promise<void>;
+}
+
+/** Proof of being the active sweeper of a store: the fencing epoch its writes carry. */
+export interface SweeperLease {
+  holder: string;
+  epoch: number;
+  expiresAt: Date;
 }
 
 export interface RunCreateParams {
@@ -181,3 +270,46 @@ export interface RunListParams {
   /** Opaque cursor from a previous page. */
   cursor?: string | null;
 }
+
+export interface SuspensionListParams {
+  namespace: string;
+  /** Entry kinds (`approval`, `signal`, …); empty or absent: every kind. */
+  kinds?: string[];
+  open?: boolean;
+  runId?: string;
+  workflowName?: string;
+  /** Every label given must match the run's. */
+  labels?: Record<string, string>;
+  pageSize: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string | null;
+}
+
+/** One suspension with what decides its state, and the run facts a listing filters and shows. */
+export interface SuspensionListItem {
+  entry: JournalEntry;
+  /** Its winning (`resolved`) resolution, or null. */
+  winner: JournalEntry | null;
+  /** A `cancelled` entry (an invalidation) points at it: a later attempt replaced it. */
+  superseded: boolean;
+  run: { id: string; namespace: string; workflowName: string; status: RunStatus; labels: Record<string, string> };
+}
+
+/** A signal kept for a run that was not waiting for it yet. */
+export interface BufferedSignal {
+  runId: string;
+  name: string;
+  signalId: string;
+  payload: Json;
+  createdAt: Date;
+}
+
+export type SignalDelivery =
+  /** Appended as the winning resolution of the open wait the caller targeted. */
+  | { outcome: 'resolved'; entry: JournalEntry }
+  /** Kept in the inbox for the next wait of that name. */
+  | { outcome: 'buffered'; signal: BufferedSignal }
+  /** Delivered before: the journal entry that recorded it (and its wait's winner), or the signal still buffered. */
+  | { outcome: 'duplicate'; entry: JournalEntry | null; winner: JournalEntry | null; signal: BufferedSignal | null }
+  /** An open wait of that name exists that the caller did not target: validate against it and call again. */
+  | { outcome: 'wait_open'; seq: number };

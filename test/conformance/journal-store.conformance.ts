@@ -5,7 +5,9 @@ import { leasesSection } from './leases.conformance.js';
 import { limitsSection } from './limits.conformance.js';
 import { resolutionsSection } from './resolutions.conformance.js';
 import { runsSection } from './runs.conformance.js';
+import { signalsSection } from './signals.conformance.js';
 import { sweeperSection } from './sweeper.conformance.js';
+import { sweeperLeaderSection } from './sweeper-leader.conformance.js';
 import { wakeupsSection } from './wakeups.conformance.js';
 
 export type { ConformanceHarness, HarnessFactory } from './harness.js';
@@ -43,7 +45,9 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('leases and fencing', () => leasesSection(ctx));
     describe('resolutions', () => resolutionsSection(ctx));
     describe('sweeper queries', () => sweeperSection(ctx));
+    describe('sweeper leader and child scans', () => sweeperLeaderSection(ctx));
     describe('limits', () => limitsSection(ctx));
+    describe('signal inbox and suspension listing', () => signalsSection(ctx));
     describe('wake-ups and following', () => wakeupsSection(ctx));
   });
 }

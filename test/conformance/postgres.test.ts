@@ -21,6 +21,7 @@ afterAll(async () => {
 
 runConformanceSuite('postgres', async (options) => {
   await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+  await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {
     store,
@@ -30,6 +31,7 @@ runConformanceSuite('postgres', async (options) => {
         updated_at = updated_at - $1 * interval '1 millisecond',
         lease_expires_at = lease_expires_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE suspension_deadlines SET deadline_at = deadline_at - $1 * interval '1 millisecond'`, [ms]);
+      await admin.query(`UPDATE sweeper_leader SET expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
     },
     close: () => store.close(),
   };

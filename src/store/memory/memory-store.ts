@@ -1,16 +1,19 @@
 import {
-  IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError,
+  IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
 } from '../../journal/errors.js';
 import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { newRunId } from '../run-id.js';
-import type { JournalStore, RunCreateParams, RunListParams } from '../store.js';
+import type {
+  BufferedSignal, JournalStore, RunCreateParams, RunListParams, SignalDelivery, SuspensionListItem, SuspensionListParams, SweeperLease,
+} from '../store.js';
 import { duplicateDedupeKey, notASuspension } from '../store-errors.js';
 import {
-  assertEntriesFit, assertRunCreateFits, assertStatusFits, statusEntry, suspensionDeadline,
+  assertEntriesFit, assertJsonStorable, assertRunCreateFits, assertStatusFits, assertStorableText, statusEntry, suspensionDeadline,
 } from '../write-checks.js';
+import { openSignalWait, suspensionPage } from './memory-signals.js';
 import { MemoryWakeups } from './memory-wakeups.js';
 
 export interface MemoryStoreOptions {
@@ -28,6 +31,8 @@ interface RunRecord {
   dedupe: Map<string, number>;
   /** A resolution was applied while RUNNING: the next move to SUSPENDED becomes PENDING. */
   resumeRequested: boolean;
+  /** Buffered signals, in arrival order (the signal inbox). */
+  inbox: BufferedSignal[];
 }
 
 type StatusFields = { output?: Json | undefined; error?: RunError | undefined };
@@ -45,6 +50,8 @@ export class MemoryStore implements JournalStore {
   /** `${namespace}\u0000${idempotencyKey}` -> run id */
   private readonly idempotency = new Map<string, string>();
   private readonly wakeups = new MemoryWakeups();
+  /** The sweeper leader lease row; the epoch survives releases, as in Postgres. */
+  private readonly leader: { holder: string | null; expiresAt: Date | null; epoch: number } = { holder: null, expiresAt: null, epoch: 0 };
 
   constructor(options: MemoryStoreOptions = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -89,7 +96,7 @@ export class MemoryStore implements JournalStore {
       createdAt: now,
       updatedAt: now,
     };
-    this.runs.set(run.id, { run, entries: [], winners: new Map(), dedupe: new Map(), resumeRequested: false });
+    this.runs.set(run.id, { run, entries: [], winners: new Map(), dedupe: new Map(), resumeRequested: false, inbox: [] });
     if (key !== null) this.idempotency.set(key, run.id);
     this.wakeups.notify(run.id, run.status === 'PENDING');
     return { run: clone(run), created: true, lease: lease ? leaseOf(run) : null };
@@ -175,12 +182,13 @@ export class MemoryStore implements JournalStore {
   }
 
   async runStatusForce(params: {
-    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError;
+    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError; leader?: SweeperLease;
   }): Promise<{ run: Run; entry: JournalEntry } | null> {
     if (params.status === 'RUNNING') {
       throw new TypeError('runStatusForce cannot set RUNNING: only a lease holder runs a run (runLeaseAcquire)');
     }
     assertStatusFits(params, this.limits);
+    this.sweeperFence(params.leader);
     const rec = this.record(params.runId, params.namespace);
     if (isTerminalStatus(rec.run.status)) return null;
     rec.run.leaseEpoch += 1; // fences off the current holder, if any
@@ -202,6 +210,7 @@ export class MemoryStore implements JournalStore {
       seen.add(e.dedupeKey);
     }
     const written = this.write(rec, params.entries);
+    rec.run.recoveryCount = 0; // progress: the recoveries before it did not fail (store.ts runRecoverExpired)
     this.wakeups.notify(rec.run.id, false);
     return written.map(clone);
   }
@@ -216,9 +225,10 @@ export class MemoryStore implements JournalStore {
   }
 
   async journalResolve(params: {
-    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry;
+    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry; leader?: SweeperLease;
   }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }> {
     assertEntriesFit([params.entry], this.limits, 'entry');
+    this.sweeperFence(params.leader);
     const rec = this.record(params.runId, params.namespace);
     const key = params.entry.dedupeKey;
     const firstSeq = key === null ? undefined : rec.dedupe.get(key);
@@ -255,8 +265,9 @@ export class MemoryStore implements JournalStore {
   }
 
   async runRecoverExpired(params: {
-    limit: number; maxRecoveries: number; graceMs: number; failError: RunError;
+    limit: number; maxRecoveries: number; graceMs: number; failError: RunError; leader?: SweeperLease;
   }): Promise<{ recovered: string[]; failed: string[] }> {
+    this.sweeperFence(params.leader);
     const now = this.now().getTime();
     const expired = [...this.runs.values()]
       .filter(({ run }) => run.status === 'RUNNING' && run.leaseExpiresAt !== null &&
@@ -298,10 +309,130 @@ export class MemoryStore implements JournalStore {
     return due.slice(0, Math.max(0, params.limit)).map((d) => clone(d.entry));
   }
 
+  async runListEndedChildren(params: { limit: number; graceMs: number }): Promise<Run[]> {
+    const before = this.now().getTime() - params.graceMs;
+    return [...this.runs.values()]
+      .filter(({ run }) => {
+        if (!isTerminalStatus(run.status) || run.parentRunId === null || run.parentSeq === null) return false;
+        const parent = this.runs.get(run.parentRunId);
+        return parent !== undefined && !isTerminalStatus(parent.run.status) && !parent.winners.has(run.parentSeq) &&
+          run.updatedAt.getTime() <= before;
+      })
+      .map(({ run }) => run)
+      .sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime() || compare(a.id, b.id))
+      .slice(0, Math.max(0, params.limit))
+      .map(clone);
+  }
+
+  async runListOrphans(params: { limit: number; graceMs: number }): Promise<{ run: Run; parentStatus: RunStatus }[]> {
+    const before = this.now().getTime() - params.graceMs;
+    const found: { run: Run; parent: Run }[] = [];
+    for (const { run } of this.runs.values()) {
+      if (isTerminalStatus(run.status) || run.parentRunId === null) continue;
+      const parent = this.runs.get(run.parentRunId)?.run;
+      if (parent && isTerminalStatus(parent.status) && parent.updatedAt.getTime() <= before) found.push({ run, parent });
+    }
+    return found
+      .sort((a, b) => a.parent.updatedAt.getTime() - b.parent.updatedAt.getTime() || compare(a.run.id, b.run.id))
+      .slice(0, Math.max(0, params.limit))
+      .map(({ run, parent }) => ({ run: clone(run), parentStatus: parent.status }));
+  }
+
+  async runCountByStatus(): Promise<Record<RunStatus, number>> {
+    const counts: Record<RunStatus, number> = { PENDING: 0, RUNNING: 0, SUSPENDED: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 };
+    for (const { run } of this.runs.values()) counts[run.status] += 1;
+    return counts;
+  }
+
+  async sweeperLeaseAcquire(params: { holder: string; ttlMs: number }): Promise<SweeperLease | null> {
+    const now = this.now();
+    const l = this.leader;
+    if (l.holder !== null && l.expiresAt !== null && l.expiresAt.getTime() >= now.getTime()) return null;
+    l.epoch += 1;
+    l.holder = params.holder;
+    l.expiresAt = new Date(now.getTime() + params.ttlMs);
+    return { holder: l.holder, epoch: l.epoch, expiresAt: new Date(l.expiresAt) };
+  }
+
+  async sweeperLeaseRenew(params: { lease: SweeperLease; ttlMs: number }): Promise<SweeperLease> {
+    this.sweeperFence(params.lease);
+    this.leader.expiresAt = new Date(this.now().getTime() + params.ttlMs);
+    return { ...params.lease, expiresAt: new Date(this.leader.expiresAt) };
+  }
+
+  async sweeperLeaseRelease(params: { lease: SweeperLease }): Promise<void> {
+    const l = this.leader;
+    if (l.epoch !== params.lease.epoch || l.holder !== params.lease.holder) return;
+    l.holder = null;
+    l.expiresAt = null;
+  }
+
   async wakeupSubscribe(params: {
     runId?: string; onRun?: (runId: string) => void; onPending?: () => void; onResync?: () => void;
   }): Promise<() => Promise<void>> {
     return this.wakeups.subscribe(params);
+  }
+
+  async suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }> {
+    const page = suspensionPage(this.runs.values(), params);
+    return { items: page.items.map(clone), nextCursor: page.nextCursor };
+  }
+
+  async signalDeliver(params: {
+    runId: string; namespace?: string; name: string; signalId: string; dedupeKey: string; payload: Json;
+    target: { seq: number; entry: NewJournalEntry } | null;
+  }): Promise<SignalDelivery> {
+    assertJsonStorable('payload', params.payload, this.limits.payloadBytes);
+    assertStorableText('name', params.name);
+    assertStorableText('signalId', params.signalId);
+    if (params.target) assertEntriesFit([params.target.entry], this.limits, 'entry');
+    const rec = this.record(params.runId, params.namespace);
+    const firstSeq = rec.dedupe.get(params.dedupeKey);
+    if (firstSeq !== undefined) {
+      const first = rec.entries[firstSeq]!;
+      const winnerSeq = first.refSeq === null ? undefined : rec.winners.get(first.refSeq);
+      return { outcome: 'duplicate', entry: clone(first), winner: winnerSeq === undefined ? null : clone(rec.entries[winnerSeq]!), signal: null };
+    }
+    const queued = rec.inbox.find((s) => s.signalId === params.signalId);
+    if (queued) return { outcome: 'duplicate', entry: null, winner: null, signal: clone(queued) };
+    if (isTerminalStatus(rec.run.status)) throw new RunStateError(rec.run.id, rec.run.status, 'not finished');
+    const open = openSignalWait(rec, params.name);
+    if (open !== null && !rec.inbox.some((s) => s.name === params.name)) {
+      if (params.target?.seq !== open) return { outcome: 'wait_open', seq: open };
+      // journalResolve does all its work before its first await: the delivery stays one atomic step.
+      const resolved = await this.journalResolve({
+        runId: rec.run.id, suspensionSeq: open, entry: { ...params.target.entry, dedupeKey: params.dedupeKey },
+      });
+      return { outcome: 'resolved', entry: resolved.entry };
+    }
+    const signal: BufferedSignal = {
+      runId: rec.run.id, name: params.name, signalId: params.signalId, payload: clone(params.payload), createdAt: this.now(),
+    };
+    rec.inbox.push(signal);
+    return { outcome: 'buffered', signal: clone(signal) };
+  }
+
+  async signalInboxList(params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]> {
+    const rec = this.record(params.runId, params.namespace);
+    return rec.inbox.filter((s) => params.name === undefined || s.name === params.name).slice(0, params.limit).map(clone);
+  }
+
+  async signalInboxConsume(params: {
+    lease: Lease; signalId: string; suspensionSeq: number; entry: NewJournalEntry; valid: boolean;
+  }): Promise<{ entry: JournalEntry | null; winner: JournalEntry | null }> {
+    assertEntriesFit([params.entry], this.limits, 'entry');
+    const rec = this.fenced(params.lease);
+    const at = rec.inbox.findIndex((s) => s.signalId === params.signalId);
+    if (at < 0) return { entry: null, winner: null };
+    const winnerSeq = rec.winners.get(params.suspensionSeq);
+    if (winnerSeq !== undefined) return { entry: null, winner: clone(rec.entries[winnerSeq]!) };
+    if (rec.entries[params.suspensionSeq]?.status !== 'suspended') throw notASuspension(rec.run.id, params.suspensionSeq);
+    if (rec.run.nextSeq + 1 > this.limits.journalEntries) throw new JournalFullError(rec.run.id, this.limits.journalEntries);
+    const [entry] = this.write(rec, [{ ...params.entry, status: params.valid ? 'resolved' : 'noop', refSeq: params.suspensionSeq }]);
+    if (params.valid) rec.winners.set(params.suspensionSeq, entry!.seq);
+    rec.inbox.splice(at, 1);
+    this.wakeups.notify(rec.run.id, false);
+    return { entry: clone(entry!), winner: params.valid ? clone(entry!) : null };
   }
 
   async clockNow(): Promise<Date> {
@@ -321,6 +452,13 @@ export class MemoryStore implements JournalStore {
     const rec = this.runs.get(runId);
     if (!rec || (namespace !== undefined && rec.run.namespace !== namespace)) throw new RunNotFoundError(runId);
     return rec;
+  }
+
+  /** The sweeper's fence: nothing when absent; SweeperLeaseLostError unless it is the current leader lease. */
+  private sweeperFence(lease: SweeperLease | undefined): void {
+    if (lease && (this.leader.epoch !== lease.epoch || this.leader.holder !== lease.holder)) {
+      throw new SweeperLeaseLostError(lease.holder, lease.epoch);
+    }
   }
 
   /** The fence: same epoch and the lease not released. Expiry is deliberately not checked (see store.ts). */

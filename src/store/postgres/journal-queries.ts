@@ -86,7 +86,7 @@ export function journalAppend(p: {
   return {
     name: 'journal_append',
     text: `WITH fence AS (
-        UPDATE runs SET next_seq = next_seq + $3, updated_at = now()
+        UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
          WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4
         RETURNING next_seq - $3 AS first_seq
       ), rows AS (

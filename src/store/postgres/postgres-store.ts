@@ -1,17 +1,24 @@
 import pg from 'pg';
-import { IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError } from '../../journal/errors.js';
+import {
+  IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
+} from '../../journal/errors.js';
 import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
-import type { JournalStore, RunCreateParams, RunListParams } from '../store.js';
+import type {
+  BufferedSignal, JournalStore, RunCreateParams, RunListParams, SignalDelivery, SuspensionListItem, SuspensionListParams, SweeperLease,
+} from '../store.js';
 import { notASuspension } from '../store-errors.js';
 import { assertEntriesFit, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
 import { suspensionListDue } from './deadlines-queries.js';
 import * as jq from './journal-queries.js';
 import { translatePgError, type ErrorContext } from './pg-errors.js';
+import * as signals from './signals-ops.js';
 import * as rq from './runs-queries.js';
+import * as slq from './sweeper-leader-queries.js';
+import * as sq from './sweeper-queries.js';
 import { WakeupListener, type WakeupSubscriber } from './wakeup-listener.js';
 
 /** The subset of a pino logger the store uses. */
@@ -177,7 +184,7 @@ export class PostgresStore implements JournalStore {
   }
 
   async runStatusForce(params: {
-    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError;
+    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError; leader?: SweeperLease;
   }): Promise<{ run: Run; entry: JournalEntry } | null> {
     if (params.status === 'RUNNING') {
       throw new TypeError('runStatusForce cannot set RUNNING: only a lease holder runs a run (runLeaseAcquire)');
@@ -185,10 +192,17 @@ export class PostgresStore implements JournalStore {
     assertStatusFits(params, this.limits);
     if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
     const terminal = isTerminalStatus(params.status);
-    const { rows } = await this.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runStatusForce({
+    const statement = rq.runStatusForce({
       runId: params.runId, namespace: params.namespace ?? null, status: params.status,
       output: terminal ? rq.jsonParam(params.output) : null, error: terminal ? rq.jsonParam(params.error) : null,
-    }));
+    });
+    const { leader } = params;
+    const { rows } = leader
+      ? await this.transaction(async (client) => {
+        await this.sweeperFence(client, leader);
+        return client.query<{ run: rq.RunRow; entry: jq.JournalRow }>(statement);
+      })
+      : await this.query<{ run: rq.RunRow; entry: jq.JournalRow }>(statement);
     if (rows[0]) return { run: rq.toRun(rows[0].run), entry: jq.toEntry(rows[0].entry) };
     await this.findRun(params.runId, params.namespace ?? null); // not found, or terminal already
     return null;
@@ -223,12 +237,13 @@ export class PostgresStore implements JournalStore {
    * before the lock was granted), write. test/conformance "applies one of many concurrent resolutions".
    */
   async journalResolve(params: {
-    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry;
+    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry; leader?: SweeperLease;
   }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }> {
     const { runId, suspensionSeq } = params;
     if (!isRunId(runId)) throw new RunNotFoundError(runId);
     assertEntriesFit([params.entry], this.limits, 'entry');
     return this.transaction(async (client) => {
+      if (params.leader) await this.sweeperFence(client, params.leader);
       const locked = (await client.query<{ status: RunStatus; next_seq: number }>(rq.runLockForResolve(runId, params.namespace ?? null))).rows[0];
       if (!locked) throw new RunNotFoundError(runId);
       const facts = (await client.query<{ duplicate: jq.JournalRow | null; target_status: string | null; winner: jq.JournalRow | null }>(
@@ -251,11 +266,12 @@ export class PostgresStore implements JournalStore {
   }
 
   async runRecoverExpired(params: {
-    limit: number; maxRecoveries: number; graceMs: number; failError: RunError;
+    limit: number; maxRecoveries: number; graceMs: number; failError: RunError; leader?: SweeperLease;
   }): Promise<{ recovered: string[]; failed: string[] }> {
     if (params.limit <= 0) return { recovered: [], failed: [] };
     const rows = await this.transaction(async (client) => {
       await client.query(`SET LOCAL lock_timeout = ${Math.trunc(this.options.sweeperLockTimeoutMs ?? 500)}`);
+      if (params.leader) await this.sweeperFence(client, params.leader);
       return (await client.query<{ id: string; status: RunStatus }>(rq.runRecoverExpired(params))).rows;
     });
     return {
@@ -270,8 +286,70 @@ export class PostgresStore implements JournalStore {
     return rows.map(jq.toEntry);
   }
 
+  async runListEndedChildren(params: { limit: number; graceMs: number }): Promise<Run[]> {
+    if (params.limit <= 0) return [];
+    const { rows } = await this.query<rq.RunRow>(sq.runListEndedChildren(params));
+    return rows.map(rq.toRun);
+  }
+
+  async runListOrphans(params: { limit: number; graceMs: number }): Promise<{ run: Run; parentStatus: RunStatus }[]> {
+    if (params.limit <= 0) return [];
+    const { rows } = await this.query<rq.RunRow & { parent_status: RunStatus }>(sq.runListOrphans(params));
+    return rows.map((row) => ({ run: rq.toRun(row), parentStatus: row.parent_status }));
+  }
+
+  async runCountByStatus(): Promise<Record<RunStatus, number>> {
+    const counts: Record<RunStatus, number> = { PENDING: 0, RUNNING: 0, SUSPENDED: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 };
+    const { rows } = await this.query<{ status: RunStatus; n: number }>(sq.runCountByStatus());
+    for (const row of rows) counts[row.status] = row.n;
+    return counts;
+  }
+
+  async sweeperLeaseAcquire(params: { holder: string; ttlMs: number }): Promise<SweeperLease | null> {
+    const { rows } = await this.query<slq.SweeperLeaseRow>(slq.sweeperLeaseAcquire(params), {}, this.leasePool);
+    return rows[0] ? toSweeperLease(rows[0]) : null;
+  }
+
+  async sweeperLeaseRenew(params: { lease: SweeperLease; ttlMs: number }): Promise<SweeperLease> {
+    const { holder, epoch } = params.lease;
+    const { rows } = await this.query<slq.SweeperLeaseRow>(slq.sweeperLeaseRenew({ holder, epoch, ttlMs: params.ttlMs }), {}, this.leasePool);
+    if (!rows[0]) throw new SweeperLeaseLostError(holder, epoch);
+    return toSweeperLease(rows[0]);
+  }
+
+  async sweeperLeaseRelease(params: { lease: SweeperLease }): Promise<void> {
+    await this.query(slq.sweeperLeaseRelease(params.lease), {}, this.leasePool);
+  }
+
   async wakeupSubscribe(params: WakeupSubscriber): Promise<() => Promise<void>> {
     return this.listener.subscribe(params);
+  }
+
+  async suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }> {
+    return signals.suspensionList(this.access(), params);
+  }
+
+  async signalDeliver(params: Parameters<JournalStore['signalDeliver']>[0]): Promise<SignalDelivery> {
+    return signals.signalDeliver(this.access(), params);
+  }
+
+  async signalInboxList(params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]> {
+    return signals.signalInboxList(this.access(), params);
+  }
+
+  async signalInboxConsume(params: Parameters<JournalStore['signalInboxConsume']>[0]): Promise<{ entry: JournalEntry | null; winner: JournalEntry | null }> {
+    return signals.signalInboxConsume(this.access(), params);
+  }
+
+  /** The helpers signals-ops.ts runs on. */
+  private access(): signals.PgAccess {
+    return {
+      limits: this.limits,
+      query: (query) => this.query(query),
+      transaction: (fn, runId) => this.transaction(fn, { runId }),
+      findRun: (runId, namespace) => this.findRun(runId, namespace),
+      fenceFailure: (lease) => this.fenceFailure(lease, 0),
+    };
   }
 
   async clockNow(): Promise<Date> {
@@ -327,6 +405,12 @@ export class PostgresStore implements JournalStore {
     }
   }
 
+  /** First statement of a fenced sweeper transaction (sweeper-leader-queries.ts says why it holds). */
+  private async sweeperFence(client: pg.PoolClient, lease: SweeperLease): Promise<void> {
+    const { rows } = await client.query(slq.sweeperFence(lease));
+    if (rows.length === 0) throw new SweeperLeaseLostError(lease.holder, lease.epoch);
+  }
+
   private async findRun(runId: string, namespace: string | null): Promise<Run> {
     if (!isRunId(runId)) throw new RunNotFoundError(runId);
     const row = (await this.query<rq.RunRow>(rq.runGet(runId, namespace))).rows[0];
@@ -347,4 +431,8 @@ export class PostgresStore implements JournalStore {
     }
     return null;
   }
+}
+
+function toSweeperLease(row: slq.SweeperLeaseRow): SweeperLease {
+  return { holder: row.holder, epoch: Number(row.epoch), expiresAt: new Date(row.expires_at) };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  ApprovalNotFoundError, defineWorkflow, InvalidResolutionError, SignalNotAwaitedError, SignalTimeoutError,
+  ApprovalNotFoundError, defineWorkflow, InvalidResolutionError, SignalTimeoutError,
 } from '../../../src/index.js';
 import type { JournalStore } from '../../../src/store/store.js';
 import { FakeClock, NS } from '../harness.js';
@@ -34,24 +34,49 @@ export function waitsSuite(suite: Suite): void {
       expect(pinned.schemaHash).toMatch(/^[0-9a-f]{32}$/);
     });
 
-    it('the first valid signal wins; the same signal id is applied once; a later one learns already_resolved', async () => {
+    it('the first valid signal wins; the same signal id is applied once; a later one waits in the inbox', async () => {
       const { engine, store } = await setup([wf]);
       const { run } = await engine.runStart({ namespace: NS, workflowName: 'order', input: {}, execute: true });
       const first = await engine.signalSend({ runId: run.id, namespace: NS, name: 'restock', payload: { qty: 3 }, signalId: 'a' });
-      expect(first).toMatchObject({ applied: true, duplicate: false, reason: null });
+      expect(first).toMatchObject({ applied: true, duplicate: false, buffered: false, reason: null });
       const dup = await engine.signalSend({ runId: run.id, namespace: NS, name: 'restock', payload: { qty: 3 }, signalId: 'a' });
       expect(dup).toMatchObject({ applied: true, duplicate: true });
+      expect(dup.entry!.seq).toBe(first.entry!.seq);
       const late = await engine.signalSend({ runId: run.id, namespace: NS, name: 'restock', payload: { qty: 9 }, signalId: 'b' });
-      expect(late).toMatchObject({ applied: false, duplicate: false, reason: 'already_resolved' });
+      expect(late).toMatchObject({ applied: false, duplicate: false, buffered: true, entry: null });
       expect((await store.runGet({ runId: run.id, namespace: NS })).status).toBe('PENDING');
       const [done] = await engine.runExecutePending();
       expect(done!.run!.output).toBe(3);
+      expect((await store.signalInboxList({ runId: run.id })).map((s) => s.signalId)).toEqual(['b']);
     });
 
-    it('a signal nobody waits for is refused with SignalNotAwaitedError', async () => {
-      const { engine } = await setup([wf]);
-      const { run } = await engine.runStart({ namespace: NS, workflowName: 'order', input: {}, execute: true });
-      await expect(engine.signalSend({ runId: run.id, namespace: NS, name: 'other', payload: 1, signalId: 'x' })).rejects.toBeInstanceOf(SignalNotAwaitedError);
+    it('a signal sent before the run waits is buffered, and the wait takes it without parking (journaled, replayable)', async () => {
+      const loop = defineWorkflow({ name: 'loop', input: z.object({}) }, async (ctx) => {
+        const got: number[] = [];
+        for (let i = 0; i < 3; i++) got.push(await ctx.signal('msg', { schema: z.number() }));
+        return got;
+      });
+      const { engine, store } = await setup([loop]);
+      const { run } = await engine.runStart({ namespace: NS, workflowName: 'loop', input: {} });
+      for (const [id, payload] of [['m1', 1], ['bad', 'not a number'], ['m2', 2]] as const) {
+        expect(await engine.signalSend({ runId: run.id, namespace: NS, name: 'msg', payload, signalId: id })).toMatchObject({ buffered: true });
+      }
+      expect(await engine.signalSend({ runId: run.id, namespace: NS, name: 'msg', payload: 1, signalId: 'm1' })).toMatchObject({ duplicate: true, buffered: true });
+      const [first] = await engine.runExecutePending();
+      expect(first!.outcome).toBe('suspended'); // took m1, refused "bad" (a no-op), took m2, then waits for the third
+      const third = await engine.signalSend({ runId: run.id, namespace: NS, name: 'msg', payload: 3, signalId: 'm3' });
+      expect(third).toMatchObject({ applied: true, buffered: false });
+      const [done] = await engine.runExecutePending();
+      expect(done!.run!.output).toEqual([1, 2, 3]);
+      const entries = await entriesOf(store, run.id);
+      const deliveries = entries.filter((e) => e.kind === 'signal' && e.status !== 'suspended');
+      expect(deliveries.map((e) => `${e.status} ${e.dedupeKey}`)).toEqual(['resolved signal:m1', 'noop signal:bad', 'resolved signal:m2', 'resolved signal:m3']);
+      expect(await store.signalInboxList({ runId: run.id })).toEqual([]);
+      const preview = await engine.runPreview({ runId: run.id, namespace: NS });
+      expect(preview).toMatchObject({ outcome: 'succeeded', output: [1, 2, 3], misses: 0, invalidResolutions: 1 });
+      // Every id stays delivered once, buffered or journaled.
+      expect(await engine.signalSend({ runId: run.id, namespace: NS, name: 'msg', payload: 'x', signalId: 'bad' }))
+        .toMatchObject({ duplicate: true, applied: false, reason: 'already_resolved' });
     });
 
     it('a deadline resolves a signal with its default', async () => {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/signal_service.proto.
  */
 export const file_waymark_v1_signal_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch93YXltYXJrL3YxL3NpZ25hbF9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIoABChFTZW5kU2lnbmFsUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSJwoHcGF5bG9hZBgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIRCglzaWduYWxfaWQYBSABKAkiQgoSU2VuZFNpZ25hbFJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSDgoGcmVhc29uGAIgASgJEgsKA3NlcRgDIAEoAyKKAgoUTGlzdEFwcHJvdmFsc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIQCgh3b3JrZmxvdxgDIAEoCRI8CgZsYWJlbHMYBCADKAsyLC53YXltYXJrLnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0LkxhYmVsc0VudHJ5EikKBnN0YXRlcxgFIAMoDjIZLndheW1hcmsudjEuQXBwcm92YWxTdGF0ZRIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlkKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRInCglhcHByb3ZhbHMYASADKAsyFC53YXltYXJrLnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIzChJHZXRBcHByb3ZhbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJIj0KE0dldEFwcHJvdmFsUmVzcG9uc2USJgoIYXBwcm92YWwYASABKAsyFC53YXltYXJrLnYxLkFwcHJvdmFsIqEBChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJEg8KB2FwcHJvdmUYAyABKAgSCgoCYnkYBCABKAkSDwoHY29tbWVudBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJEicKB3BheWxvYWQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUiYQoWRGVjaWRlQXBwcm92YWxSZXNwb25zZRImCghhcHByb3ZhbBgBIAEoCzIULndheW1hcmsudjEuQXBwcm92YWwSDwoHYXBwbGllZBgCIAEoCBIOCgZyZWFzb24YAyABKAky5QIKDVNpZ25hbFNlcnZpY2USSwoKU2VuZFNpZ25hbBIdLndheW1hcmsudjEuU2VuZFNpZ25hbFJlcXVlc3QaHi53YXltYXJrLnYxLlNlbmRTaWduYWxSZXNwb25zZRJZCg1MaXN0QXBwcm92YWxzEiAud2F5bWFyay52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlIgOQAgESUwoLR2V0QXBwcm92YWwSHi53YXltYXJrLnYxLkdldEFwcHJvdmFsUmVxdWVzdBofLndheW1hcmsudjEuR2V0QXBwcm92YWxSZXNwb25zZSIDkAIBElcKDkRlY2lkZUFwcHJvdmFsEiEud2F5bWFyay52MS5EZWNpZGVBcHByb3ZhbFJlcXVlc3QaIi53YXltYXJrLnYxLkRlY2lkZUFwcHJvdmFsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_waymark_v1_run]);
+  fileDesc("Ch93YXltYXJrL3YxL3NpZ25hbF9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIoABChFTZW5kU2lnbmFsUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSJwoHcGF5bG9hZBgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIRCglzaWduYWxfaWQYBSABKAkiVAoSU2VuZFNpZ25hbFJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSDgoGcmVhc29uGAIgASgJEgsKA3NlcRgDIAEoAxIQCghidWZmZXJlZBgEIAEoCCKKAgoUTGlzdEFwcHJvdmFsc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIQCgh3b3JrZmxvdxgDIAEoCRI8CgZsYWJlbHMYBCADKAsyLC53YXltYXJrLnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0LkxhYmVsc0VudHJ5EikKBnN0YXRlcxgFIAMoDjIZLndheW1hcmsudjEuQXBwcm92YWxTdGF0ZRIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlkKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRInCglhcHByb3ZhbHMYASADKAsyFC53YXltYXJrLnYxLkFwcHJvdmFsEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIzChJHZXRBcHByb3ZhbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJIj0KE0dldEFwcHJvdmFsUmVzcG9uc2USJgoIYXBwcm92YWwYASABKAsyFC53YXltYXJrLnYxLkFwcHJvdmFsIqEBChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgoKAmlkGAIgASgJEg8KB2FwcHJvdmUYAyABKAgSCgoCYnkYBCABKAkSDwoHY29tbWVudBgFIAEoCRISCgpyZXF1ZXN0X2lkGAYgASgJEicKB3BheWxvYWQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUiYQoWRGVjaWRlQXBwcm92YWxSZXNwb25zZRImCghhcHByb3ZhbBgBIAEoCzIULndheW1hcmsudjEuQXBwcm92YWwSDwoHYXBwbGllZBgCIAEoCBIOCgZyZWFzb24YAyABKAky5QIKDVNpZ25hbFNlcnZpY2USSwoKU2VuZFNpZ25hbBIdLndheW1hcmsudjEuU2VuZFNpZ25hbFJlcXVlc3QaHi53YXltYXJrLnYxLlNlbmRTaWduYWxSZXNwb25zZRJZCg1MaXN0QXBwcm92YWxzEiAud2F5bWFyay52MS5MaXN0QXBwcm92YWxzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlIgOQAgESUwoLR2V0QXBwcm92YWwSHi53YXltYXJrLnYxLkdldEFwcHJvdmFsUmVxdWVzdBofLndheW1hcmsudjEuR2V0QXBwcm92YWxSZXNwb25zZSIDkAIBElcKDkRlY2lkZUFwcHJvdmFsEiEud2F5bWFyay52MS5EZWNpZGVBcHByb3ZhbFJlcXVlc3QaIi53YXltYXJrLnYxLkRlY2lkZUFwcHJvdmFsUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_waymark_v1_run]);
 
 /**
  * The request of SendSignal.
@@ -87,11 +87,22 @@ export type SendSignalResponse = Message<"waymark.v1.SendSignalResponse"> & {
   reason: string;
 
   /**
-   * The seq of the journal entry recording the delivery (for a duplicate, the first one's).
+   * The seq of the journal entry recording the delivery (for a duplicate, the first one's); 0
+   * while the signal is buffered.
    *
    * @generated from field: int64 seq = 3;
    */
   seq: bigint;
+
+  /**
+   * True when the run had no open wait of that name (or earlier signals of that name were still
+   * queued): the signal is kept in the run's inbox, and the next ctx.signal of that name receives
+   * it, in arrival order. Its payload is validated against that wait's schema then; one that fails
+   * is journaled as a no-op.
+   *
+   * @generated from field: bool buffered = 4;
+   */
+  buffered: boolean;
 };
 
 /**
@@ -354,7 +365,9 @@ export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = 
  */
 export const SignalService: GenService<{
   /**
-   * Delivers a named signal to a run. The same signal_id delivered twice is applied once.
+   * Delivers a named signal to a run. The same signal_id delivered twice is applied once. A signal
+   * for a run that is not waiting for it yet is buffered, and the run's next wait of that name
+   * receives it (buffered = true).
    *
    * @generated from rpc waymark.v1.SignalService.SendSignal
    */

@@ -1,0 +1,73 @@
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import { createAgentRuntime } from '../agent/agent-runtime.js';
+import { Engine } from '../engine/engine.js';
+import { Executor } from '../engine/executor.js';
+import { Registry } from '../engine/registry.js';
+import { loadUserModule } from '../engine/user-module.js';
+import { instrumentedStore } from '../store/instrumented-store.js';
+import type { PostgresStore } from '../store/postgres/postgres-store.js';
+import type { Sweeper } from '../sweeper/sweeper.js';
+import type { Config } from './config.js';
+import { Metrics } from './metrics.js';
+import { startMetricsServer, type MetricsServer } from './metrics-server.js';
+import { createSweeper } from './sweeper-command.js';
+
+export interface Workers {
+  registry: Registry;
+  /** The engine the API and the executor share; it writes through the instrumented store. */
+  engine: Engine;
+  executor: Executor;
+  /** `waymark dev` only: the in-process sweeper. */
+  sweeper: Sweeper | null;
+  metrics: Metrics;
+  metricsServer: MetricsServer | null;
+  /**
+   * Stops in order: the sweeper (releasing leadership), then the executor (in-flight runs get
+   * `graceMs`, then their leases are released so another replica continues them at once).
+   */
+  stop(graceMs: number): Promise<void>;
+}
+
+/**
+ * The background half of `waymark server` and `waymark dev`: the workflow registry (with the
+ * user's --workflows module), the engine, the executor loop, the sweeper in dev, and metrics.
+ */
+export async function startWorkers(params: {
+  config: Config; store: PostgresStore; logger: Logger; dev: boolean;
+  /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
+  extend?: (registry: Registry) => Promise<void>;
+}): Promise<Workers> {
+  const { config, store, logger } = params;
+  // ctx.agent's runtime (models from the environment; the offline scripted model without a key).
+  const registry = new Registry({ agent: createAgentRuntime({ logger }) });
+  if (config.workflowsPath) {
+    const loaded = await loadUserModule(config.workflowsPath, registry);
+    logger.info({ path: loaded.path, workflows: loaded.workflows, tools: loaded.tools }, 'workflows module loaded');
+  }
+  await params.extend?.(registry);
+  const metrics = new Metrics();
+  const holder = `${hostname()}:${process.pid}`;
+  const engine = new Engine({
+    store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger,
+  });
+  metrics.watchEngine(engine);
+  metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
+  const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
+
+  const executor = new Executor({ engine, store, holder, logger });
+  metrics.watchExecutor(executor);
+  await executor.start();
+  const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
+  sweeper?.start();
+
+  return {
+    registry, engine, executor, sweeper, metrics, metricsServer,
+    async stop(graceMs) {
+      await sweeper?.stop();
+      await executor.stop({ graceMs });
+      metrics.stop();
+      await metricsServer?.close();
+    },
+  };
+}

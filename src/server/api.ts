@@ -1,0 +1,12 @@
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { ApiDeps } from './api-deps.js';
+import { registerRunService, runService } from './run-service.js';
+import { registerSignalService, signalService } from './signal-service.js';
+
+export type { ApiDeps } from './api-deps.js';
+
+/** Registers the Waymark API (RunService and SignalService) served by `deps`. */
+export function registerApi(router: ConnectRouter, deps: ApiDeps): void {
+  registerRunService(router, runService(deps));
+  registerSignalService(router, signalService(deps));
+}

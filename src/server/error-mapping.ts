@@ -1,0 +1,178 @@
+import type { DescService } from '@bufbuild/protobuf';
+import { durationFromMs } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
+import type { Logger } from 'pino';
+import {
+  BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
+} from '../gen/google/rpc/error_details_pb.js';
+import {
+  IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
+  StoreUnavailableError, UnstorableValueError, WaymarkError, WorkflowNotFoundError,
+} from '../journal/errors.js';
+import {
+  ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
+  NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
+} from '../engine/errors.js';
+import { InvalidRequestError } from './request-validation.js';
+import { StreamLimitError } from './stream-limit.js';
+
+/*
+ * The one place domain errors become gRPC statuses (STYLE habit 4; docs/api.md "Errors" is the
+ * table). Every error carries google.rpc.ErrorInfo with the domain error's stable `reason`, plus
+ * the detail a client acts on: BadRequest field violations for INVALID_ARGUMENT, ResourceInfo for
+ * NOT_FOUND, PreconditionFailure for FAILED_PRECONDITION, QuotaFailure for limits, RetryInfo where
+ * a retry can succeed. Messages are the domain errors' own, written to say what to do. Anything
+ * else is a bug: it is logged here with its stack and answered INTERNAL without internals.
+ */
+
+export const ERROR_DOMAIN = 'waymark';
+
+type Detail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
+
+const info = (reason: string, metadata: Record<string, string | number | undefined> = {}): Detail => ({
+  desc: ErrorInfoSchema,
+  value: {
+    reason, domain: ERROR_DOMAIN,
+    metadata: Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])),
+  },
+});
+const badRequest = (violations: FieldViolation[], prefix = ''): Detail => ({
+  desc: BadRequestSchema,
+  value: {
+    fieldViolations: violations.map((v) => ({
+      field: prefix && v.field ? `${prefix}.${v.field}` : prefix || v.field, description: v.description,
+    })),
+  },
+});
+const resource = (type: string, name: string, description: string): Detail => ({
+  desc: ResourceInfoSchema, value: { resourceType: type, resourceName: name, description },
+});
+const precondition = (type: string, subject: string, description: string): Detail => ({
+  desc: PreconditionFailureSchema, value: { violations: [{ type, subject, description }] },
+});
+const quota = (subject: string, description: string): Detail => ({
+  desc: QuotaFailureSchema, value: { violations: [{ subject, description }] },
+});
+const retryAfter = (ms: number): Detail => ({ desc: RetryInfoSchema, value: { retryDelay: durationFromMs(ms) } });
+
+function status(message: string, code: Code, details: Detail[]): ConnectError {
+  return new ConnectError(message, code, undefined, details);
+}
+
+/** The gRPC status of a domain error; undefined for an error this file does not know. */
+export function domainStatus(err: WaymarkError): ConnectError | undefined {
+  const m = err.message;
+  if (err instanceof InvalidRequestError) return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason)]);
+  if (err instanceof InvalidInputError) return status(m, Code.InvalidArgument, [badRequest(err.violations, 'input'), info(err.reason)]);
+  if (err instanceof InvalidResolutionError) {
+    return status(m, Code.InvalidArgument, [badRequest(err.violations, 'payload'), info(err.reason, { run_id: err.runId, seq: err.seq })]);
+  }
+  if (err instanceof InvalidateTargetError) {
+    return status(m, Code.InvalidArgument, [badRequest([{ field: 'invalidate', description: m }]), info(err.reason, { run_id: err.runId, seq: err.seq })]);
+  }
+  if (err instanceof UnstorableValueError) return status(m, Code.InvalidArgument, [badRequest([{ field: err.field, description: m }]), info(err.reason)]);
+  if (err instanceof NotJsonError) return status(m, Code.InvalidArgument, [info(err.reason)]);
+  if (err instanceof RunNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { run_id: err.runId }), resource('waymark.v1.Run', err.runId, 'no such run in this namespace')]);
+  }
+  if (err instanceof WorkflowNotFoundError) {
+    return status(m, Code.NotFound, [
+      info(err.reason, { workflow: err.workflowName }), resource('waymark.v1.Workflow', err.workflowName, 'not registered on this server'),
+      badRequest([{ field: 'workflow', description: 'not registered on this server; ListWorkflows shows the registered ones' }]),
+    ]);
+  }
+  if (err instanceof ApprovalNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { approval_id: err.approvalId }), resource('waymark.v1.Approval', err.approvalId, 'no such approval in this namespace')]);
+  }
+  if (err instanceof ToolNotFoundError) return status(m, Code.NotFound, [info(err.reason, { tool: err.toolName })]);
+  if (err instanceof FlowDriftError) {
+    return status(m, Code.FailedPrecondition, [
+      info(err.reason, {
+        run_id: err.runId, workflow: err.workflowName, pinned_digest: err.pinnedDigest, current_digest: err.currentDigest,
+        choices: err.choices.join(','),
+      }),
+      precondition('FLOW_DRIFT', `runs/${err.runId}`, 'resume with drift_recovery RESTART or ABANDON, or deploy the pinned definition'),
+    ]);
+  }
+  if (err instanceof RunStateError) {
+    return status(m, Code.FailedPrecondition, [
+      info(err.reason, { run_id: err.runId, status: err.status, wanted: err.wanted }),
+      precondition('WRONG_STATE', `runs/${err.runId}`, `the run is ${err.status}; it must be ${err.wanted}`),
+    ]);
+  }
+  if (err instanceof NonDeterminismError || err instanceof JournalCorruptError) {
+    return status(m, Code.FailedPrecondition, [info(err.reason, { run_id: err.runId })]);
+  }
+  if (err instanceof IdempotencyConflictError) {
+    return status(m, Code.AlreadyExists, [info(err.reason, { idempotency_key: err.idempotencyKey, existing_run_id: err.existingRunId })]);
+  }
+  if (err instanceof LeaseLostError) return status(m, Code.Aborted, [info(err.reason, { run_id: err.runId, epoch: err.epoch })]);
+  if (err instanceof PayloadTooLargeError) {
+    return status(m, Code.ResourceExhausted, [
+      info(err.reason, { field: err.field, size_bytes: err.sizeBytes, limit_bytes: err.limitBytes, limit: 'WAYMARK_MAX_PAYLOAD_BYTES' }),
+      quota(err.field, `a JSON payload may be at most ${err.limitBytes} bytes (WAYMARK_MAX_PAYLOAD_BYTES); this one is ${err.sizeBytes}`),
+      badRequest([{ field: err.field, description: `over the payload limit of ${err.limitBytes} bytes` }]),
+    ]);
+  }
+  if (err instanceof JournalFullError) {
+    return status(m, Code.ResourceExhausted, [
+      info(err.reason, { run_id: err.runId, limit_entries: err.limitEntries, limit: 'WAYMARK_MAX_JOURNAL_ENTRIES' }),
+      quota(`runs/${err.runId}`, `a journal may hold at most ${err.limitEntries} entries (WAYMARK_MAX_JOURNAL_ENTRIES)`),
+    ]);
+  }
+  if (err instanceof StreamLimitError) {
+    return status(m, Code.ResourceExhausted, [
+      info(err.reason, { limit_streams: err.limit, limit: 'WAYMARK_MAX_STREAMS' }),
+      quota('streams', `a replica serves at most ${err.limit} event streams at once (WAYMARK_MAX_STREAMS)`),
+      retryAfter(1_000),
+    ]);
+  }
+  if (err instanceof StoreUnavailableError) {
+    // The driver's text (hosts, SQLSTATEs) stays in the log; the client learns to retry.
+    return status('the journal store is unavailable; retry with backoff', Code.Unavailable, [info(err.reason), retryAfter(1_000)]);
+  }
+  return undefined;
+}
+
+/** The ConnectError a handler throws for `err`: ConnectErrors pass, domain errors map, the rest is INTERNAL. */
+export function toConnectError(err: unknown, logger: Logger): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (err instanceof WaymarkError) {
+    const mapped = domainStatus(err);
+    if (mapped) {
+      if (err instanceof StoreUnavailableError) logger.warn({ err }, 'journal store unavailable during an RPC');
+      return mapped;
+    }
+  }
+  logger.error({ err }, 'unexpected error in an RPC handler');
+  return new ConnectError('internal error; the server logged the details', Code.Internal);
+}
+
+type AnyHandler = (req: unknown, ctx: HandlerContext) => unknown;
+
+/**
+ * Wraps every method of a service implementation so whatever it throws leaves as a gRPC status
+ * with details, also when it is served in process (createRouterTransport in tests).
+ */
+export function withErrorMapping<S extends DescService>(service: S, impl: ServiceImpl<S>, logger: Logger): ServiceImpl<S> {
+  const wrapped: Record<string, AnyHandler> = {};
+  for (const method of service.methods) {
+    const handler = (impl as unknown as Record<string, AnyHandler>)[method.localName]!;
+    wrapped[method.localName] = method.methodKind === 'server_streaming'
+      ? async function* (req, ctx) {
+        try {
+          yield* handler(req, ctx) as AsyncIterable<unknown>;
+        } catch (err) {
+          throw toConnectError(err, logger);
+        }
+      }
+      : async (req, ctx) => {
+        try {
+          return await handler(req, ctx);
+        } catch (err) {
+          throw toConnectError(err, logger);
+        }
+      };
+  }
+  return wrapped as unknown as ServiceImpl<S>;
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import type { Value } from '@bufbuild/protobuf/wkt';
+import { WaymarkError } from '../journal/errors.js';
+import type { Limits } from '../journal/limits.js';
+import type { Json } from '../journal/run.js';
+import type { FieldViolation } from '../engine/errors.js';
+import { isRunId } from '../store/run-id.js';
+import { assertJsonStorable } from '../store/write-checks.js';
+import { jsonFromValue, ValueNotJsonError } from './convert-json.js';
+
+/*
+ * Request checks every route runs before it calls the engine, so a malformed request is refused
+ * with every problem at once (BadRequest field violations, snake_case proto field names) and
+ * nothing is written. The rules are in docs/api.md "Validation".
+ */
+
+/** A request that fails validation; error-mapping.ts answers INVALID_ARGUMENT with its violations. */
+export class InvalidRequestError extends WaymarkError {
+  readonly reason = 'INVALID_REQUEST';
+  constructor(readonly violations: FieldViolation[]) {
+    super(`the request is invalid: ${violations.map((v) => `${v.field}: ${v.description}`).join('; ')}`);
+  }
+}
+
+const NAMESPACE = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const WORKFLOW = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
+// NUL and other C0 controls: PostgreSQL text refuses NUL, and the rest only hide mistakes in logs.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export const MAX_LABELS = 64;
+export const MAX_LABEL_VALUE = 256;
+export const MAX_KEY_LENGTH = 256;
+export const MAX_TEXT_LENGTH = 4096;
+
+/** Page sizes per listing: 0 asks for the default, larger values are clamped to the maximum. */
+export const PAGE_SIZES = { runs: { default: 50, max: 1000 }, journal: { default: 100, max: 1000 }, approvals: { default: 50, max: 1000 } };
+
+/** Collects violations while reading a request; `done()` throws them all at once. */
+export class RequestCheck {
+  readonly violations: FieldViolation[] = [];
+
+  constructor(private readonly defaultNamespace: string) {}
+
+  fail(field: string, description: string): void {
+    this.violations.push({ field, description });
+  }
+
+  done(): void {
+    if (this.violations.length > 0) throw new InvalidRequestError(this.violations);
+  }
+
+  namespace(value: string): string {
+    if (value === '') return this.defaultNamespace;
+    if (!NAMESPACE.test(value)) this.fail('namespace', 'must be 1-63 lowercase letters, digits or "-", starting with a letter or digit');
+    return value;
+  }
+
+  runId(field: string, value: string, options: { required?: boolean } = {}): string {
+    if (value === '') {
+      if (options.required ?? true) this.fail(field, 'is required');
+    } else if (!isRunId(value)) {
+      this.fail(field, 'must be a run id (a UUID as StartRun returns it)');
+    }
+    return value;
+  }
+
+  workflow(field: string, value: string, options: { required?: boolean } = {}): string {
+    if (value === '') {
+      if (options.required ?? true) this.fail(field, 'is required');
+    } else if (!WORKFLOW.test(value)) {
+      this.fail(field, 'must be a workflow name: 1-128 letters, digits, ".", "_" or "-"');
+    }
+    return value;
+  }
+
+  /** A caller-chosen key or name (idempotency key, signal name or id, request id). */
+  key(field: string, value: string, options: { required?: boolean } = {}): string {
+    if (value === '') {
+      if (options.required) this.fail(field, 'is required');
+    } else if (value.length > MAX_KEY_LENGTH || CONTROL.test(value)) {
+      this.fail(field, `must be at most ${MAX_KEY_LENGTH} characters with no control characters`);
+    }
+    return value;
+  }
+
+  /** Free text (a comment, a reason, a name of who decided). */
+  text(field: string, value: string, options: { required?: boolean; max?: number } = {}): string {
+    const max = options.max ?? MAX_TEXT_LENGTH;
+    if (value === '' && options.required) this.fail(field, 'is required');
+    else if (value.length > max || value.includes('\u0000')) this.fail(field, `must be at most ${max} characters with no NUL character`);
+    return value;
+  }
+
+  labels(field: string, labels: Record<string, string>): Record<string, string> {
+    const entries = Object.entries(labels);
+    if (entries.length > MAX_LABELS) this.fail(field, `at most ${MAX_LABELS} labels`);
+    for (const [k, v] of entries) {
+      if (!LABEL_KEY.test(k)) this.fail(`${field}[${k}]`, 'a label key is 1-63 letters, digits, ".", "_", "/" or "-", starting with a letter or digit');
+      if (v.length > MAX_LABEL_VALUE || CONTROL.test(v)) this.fail(`${field}[${k}]`, `a label value is at most ${MAX_LABEL_VALUE} characters with no control characters`);
+    }
+    return labels;
+  }
+
+  pageSize(field: string, value: number, sizes: { default: number; max: number }): number {
+    if (value < 0) {
+      this.fail(field, 'must not be negative (0 asks for the default)');
+      return sizes.default;
+    }
+    return value === 0 ? sizes.default : Math.min(value, sizes.max);
+  }
+
+  /** An int64 seq cursor: -1 (or unset) means "from the start". */
+  afterSeq(field: string, value: bigint | undefined): number {
+    if (value === undefined) return -1;
+    if (value < -1n || value > 2_147_483_647n) {
+      this.fail(field, 'must be -1 (from the start) or the seq of an entry');
+      return -1;
+    }
+    return Number(value);
+  }
+
+  /** A google.protobuf.Value field as JSON (null when unset); a malformed one is a violation. */
+  json(field: string, value: Value | undefined): Json {
+    try {
+      return jsonFromValue(value, field);
+    } catch (err) {
+      if (!(err instanceof ValueNotJsonError)) throw err;
+      this.fail(err.field, err.description);
+      return null;
+    }
+  }
+
+  /** A caller-chosen id that may be omitted: then a fresh one, and the call is not idempotent. */
+  idOrGenerated(field: string, value: string): string {
+    return this.key(field, value) || `generated:${randomUUID()}`;
+  }
+
+  /** A JSON payload: within the payload limit and free of NUL characters (else the domain error, naming the limit). */
+  payload(field: string, value: Json, limits: Limits): Json {
+    assertJsonStorable(field, value, limits.payloadBytes);
+    return value;
+  }
+}

@@ -1,0 +1,39 @@
+import { WaymarkError } from '../journal/errors.js';
+
+/** A replica already serves its limit of event streams (DESIGN "Limits"); retry, or go to another replica. */
+export class StreamLimitError extends WaymarkError {
+  readonly reason = 'STREAM_LIMIT';
+  override readonly retryable = true;
+  constructor(readonly limit: number) {
+    super(`this replica already serves ${limit} event streams, its limit (WAYMARK_MAX_STREAMS); retry shortly or connect to another replica`);
+  }
+}
+
+/**
+ * Counts the event streams one replica serves. A stream takes a slot before it reads anything and
+ * gives it back however it ends, so the count cannot drift; past the limit a new stream is refused
+ * with RESOURCE_EXHAUSTED before it touches the database.
+ */
+export class StreamGate {
+  #open = 0;
+
+  constructor(readonly limit: number) {
+    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`the stream limit must be a whole number >= 1, got ${limit}`);
+  }
+
+  get open(): number {
+    return this.#open;
+  }
+
+  /** Takes a slot (StreamLimitError when none is free); call the returned function once to give it back. */
+  acquire(): () => void {
+    if (this.#open >= this.limit) throw new StreamLimitError(this.limit);
+    this.#open++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#open--;
+    };
+  }
+}
