@@ -21,12 +21,53 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
  * One entry per buf template, with the folders it writes (they must be generated-only: `clean`
- * wipes them). The polyglot clients join here as
- * `{ template: 'buf.gen.clients.yaml', outputs: ['clients/go/gen', 'clients/python/gen'] }`.
+ * wipes them) and the local plugins it needs besides node_modules. The clients' generators are
+ * installed by scripts/setup-clients.sh into .bin/ (Go) and .venv/ (Python).
  */
 const TARGETS = [
-  { template: 'buf.gen.yaml', outputs: ['src/gen'] },
+  { template: 'buf.gen.yaml', outputs: ['src/gen'], requires: [] },
+  {
+    template: 'buf.gen.clients.yaml',
+    outputs: ['clients/go/gen', 'clients/python/gen', 'clients/ts/src/gen'],
+    requires: [
+      { file: '.bin/protoc-gen-go', what: 'protoc-gen-go (Go)' },
+      { file: '.bin/protoc-gen-go-grpc', what: 'protoc-gen-go-grpc (Go)' },
+      { file: '.venv/bin/python', what: 'the Python virtualenv', python: 'grpc_tools.protoc' },
+      { file: '.venv/bin/protoc-gen-mypy', what: 'mypy-protobuf (Python)' },
+      { file: '.venv/bin/protoc-gen-mypy_grpc', what: 'mypy-protobuf (Python)' },
+    ],
+  },
 ];
+
+const SETUP_HINT = 'run `scripts/setup-clients.sh` (needs Go and Python 3; installs pinned generators into .bin/ and .venv/)';
+
+/** What `target` needs and this checkout lacks, as readable phrases; empty when it can run. */
+function missingTools(target) {
+  const missing = [];
+  for (const { file, what, python } of target.requires) {
+    if (!existsSync(path.join(root, file))) {
+      missing.push(`${what}: ${file} is missing`);
+    } else if (python) {
+      const probe = spawnSync(path.join(root, file), ['-c', `import ${python}`], { cwd: root, stdio: 'ignore' });
+      if (probe.status !== 0) missing.push(`${what}: ${file} cannot import ${python}`);
+    }
+  }
+  return missing;
+}
+
+/** Prints what is missing for each target that cannot run; true when every target can. */
+function reportMissing(verb) {
+  let ok = true;
+  for (const target of TARGETS) {
+    const missing = missingTools(target);
+    if (missing.length === 0) continue;
+    ok = false;
+    console.error(`generate: cannot ${verb} ${target.outputs.join(', ')} (${target.template}):`);
+    for (const line of missing) console.error(`  ${line}`);
+    console.error(`  ${SETUP_HINT}`);
+  }
+  return ok;
+}
 
 function buf(args) {
   const bin = path.join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'buf.cmd' : 'buf');
@@ -68,10 +109,17 @@ function staleFiles(base, output) {
 }
 
 function generate() {
-  for (const { template } of TARGETS) buf(['generate', '--template', template]);
+  for (const target of TARGETS) {
+    if (missingTools(target).length === 0) buf(['generate', '--template', target.template]);
+  }
+  // Generate what can be generated, then fail naming the setup step: a proto change with stale
+  // clients would only be caught later by `generate:check`.
+  if (!reportMissing('regenerate')) process.exit(1);
 }
 
 function check() {
+  // A check that skipped a target would pass while that target's committed code is stale.
+  if (!reportMissing('check')) process.exit(2);
   const base = mkdtempSync(path.join(tmpdir(), 'waymark-generate-'));
   try {
     const stale = [];
@@ -82,6 +130,9 @@ function check() {
     if (stale.length > 0) {
       console.error('generate --check: generated code is out of date with proto/; run `npm run generate` and commit:');
       for (const line of stale) console.error(`  ${line}`);
+      if (stale.some((line) => line.startsWith('clients/'))) {
+        console.error('  (client code also differs when .bin/ or .venv/ hold other generator versions than scripts/setup-clients.sh pins; rerun it)');
+      }
       process.exit(1);
     }
     console.log('generate --check: generated code is up to date');

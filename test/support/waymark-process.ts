@@ -41,7 +41,8 @@ export class WaymarkProcess {
   }
 
   static start(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): WaymarkProcess {
-    const env: Record<string, string | undefined> = { ...process.env, WAYMARK_LOG_LEVEL: 'info', ...options.env };
+    // Metrics on a free port: many test processes run at once and the default port is shared.
+    const env: Record<string, string | undefined> = { ...process.env, WAYMARK_LOG_LEVEL: 'info', WAYMARK_METRICS_ADDR: '127.0.0.1:0', ...options.env };
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
     const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     return new WaymarkProcess(child);

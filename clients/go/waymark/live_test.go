@@ -1,0 +1,328 @@
+package waymark
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+)
+
+// Live tests run against a real `waymark server --workflows test/clients/workflows.ts`, which
+// test/clients/clients.test.ts starts (`npm test`), passing its address in WAYMARK_ADDRESS and,
+// in WAYMARK_RESTART_URL, an endpoint that restarts the server on the same address. Without
+// WAYMARK_ADDRESS they skip.
+
+func liveClient(t *testing.T) *Client {
+	t.Helper()
+	address := os.Getenv("WAYMARK_ADDRESS")
+	if address == "" {
+		t.Skip("WAYMARK_ADDRESS is not set; npm test (test/clients/clients.test.ts) runs this against a real server")
+	}
+	// WaitForReady: after the harness restarts the server, calls wait for the connection instead
+	// of failing while grpc-go's reconnect backoff runs.
+	client, err := Dial(address, WithDialOptions(grpc.WithDefaultCallOptions(grpc.WaitForReady(true))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// restartServer asks the harness to restart the server and returns once the new one listens.
+func restartServer(t *testing.T, query string) {
+	t.Helper()
+	url := os.Getenv("WAYMARK_RESTART_URL")
+	if url == "" {
+		t.Fatal("WAYMARK_RESTART_URL is not set; the harness provides it with WAYMARK_ADDRESS")
+	}
+	res, err := http.Post(url+"?"+query, "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("restart failed: %s %s", res.Status, body)
+	}
+}
+
+// refundInput's order is how the harness's stand-in payment provider tells this test's refund
+// apart: it checks that the order was charged exactly once.
+var refundInput = map[string]any{"order": "go-A-1001", "amount": 42.5}
+
+func uniqueKey(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+func collect[T any](t *testing.T, seq func(func(T, error) bool)) []T {
+	t.Helper()
+	var out []T
+	for item, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, item)
+	}
+	return out
+}
+
+// The refund scenario: start, follow the events, see the run park on its approval, survive a
+// server restart while parked (the stream reconnects by itself and misses nothing), approve,
+// see it finish with the refund executed once.
+func TestLiveRefundSurvivesServerRestart(t *testing.T) {
+	client := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	key := uniqueKey("go-refund")
+	started, err := client.StartRun(ctx, "refund", refundInput, StartOptions{IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := started.GetRun().GetId()
+	again, err := client.StartRun(ctx, "refund", refundInput, StartOptions{IdempotencyKey: key})
+	if err != nil || again.GetCreated() || again.GetRun().GetId() != runID {
+		t.Fatalf("a repeated idempotency key must return the first run: %v %v", again, err)
+	}
+
+	var (
+		mu         sync.Mutex
+		events     []*waymarkv1.RunEvent
+		reconnects []int64
+	)
+	parked := make(chan struct{})
+	streamed := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(after int64, _ error) {
+			mu.Lock()
+			reconnects = append(reconnects, after)
+			mu.Unlock()
+		}}
+		for ev, err := range client.Events(ctx, runID, opts) {
+			if err != nil {
+				streamed <- err
+				return
+			}
+			mu.Lock()
+			events = append(events, ev)
+			mu.Unlock()
+			if ev.GetStatusChanged().GetStatus() == waymarkv1.RunStatus_RUN_STATUS_SUSPENDED {
+				once.Do(func() { close(parked) })
+			}
+		}
+		streamed <- nil
+	}()
+	select {
+	case <-parked:
+	case err := <-streamed:
+		t.Fatalf("the stream ended before the run parked: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the run never parked")
+	}
+
+	// Parked: GetRun says on what, and a resume preview replays the approval from the journal.
+	parkedRun, err := client.GetRun(ctx, runID)
+	if err != nil || len(parkedRun.GetWaitingOn()) != 1 || parkedRun.GetWaitingOn()[0].GetKind() != "approval" {
+		t.Fatalf("GetRun of the parked run: %v %v", parkedRun, err)
+	}
+	preview, err := client.PreviewResume(ctx, runID)
+	if err != nil || preview.GetHits() < 1 || preview.GetItems()[0].GetKind() != "approval" {
+		t.Fatalf("PreviewResume: %v %v", preview, err)
+	}
+
+	restartServer(t, "signal=SIGTERM")
+
+	approvals := collect(t, client.ListApprovals(ctx, ApprovalFilter{RunID: runID}))
+	if len(approvals) != 1 || approvals[0].GetState() != waymarkv1.ApprovalState_APPROVAL_STATE_PENDING {
+		t.Fatalf("want one pending approval, got %v", approvals)
+	}
+	decided, err := client.Approve(ctx, approvals[0].GetId(), Decision{By: "go-test", Comment: "within policy"})
+	if err != nil || !decided.GetApplied() {
+		t.Fatalf("approve: %v %v", decided, err)
+	}
+	// A second, different decision loses: AlreadyResolvedError, showing who won.
+	_, err = client.Deny(ctx, approvals[0].GetId(), Decision{By: "someone-else"})
+	var resolved *AlreadyResolvedError
+	if !errors.As(err, &resolved) || resolved.Approval.GetDecidedBy() != "go-test" {
+		t.Fatalf("want AlreadyResolvedError naming the first approver, got %#v", err)
+	}
+
+	if err := <-streamed; err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reconnects) == 0 {
+		t.Fatal("the stream never reconnected, so the restart was not exercised")
+	}
+	var seqs []int64
+	for i, ev := range events {
+		if i > 0 && ev.GetSeq() <= events[i-1].GetSeq() {
+			t.Fatalf("seq %d after %d: an event was repeated or out of order", ev.GetSeq(), events[i-1].GetSeq())
+		}
+		seqs = append(seqs, ev.GetSeq())
+	}
+	last := events[len(events)-1].GetStatusChanged()
+	if last.GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("last event %v, want SUCCEEDED", events[len(events)-1])
+	}
+	var output struct {
+		Status   string `json:"status"`
+		RefundID string `json:"refundId"`
+	}
+	if err := DecodeValue(last.GetOutput(), &output); err != nil || output.Status != "refunded" || output.RefundID == "" {
+		t.Fatalf("output %v (%v)", last.GetOutput(), err)
+	}
+
+	// Nothing missed: the stream saw exactly the journal's entries; the refund ran once.
+	journal := collect(t, client.Journal(ctx, runID, JournalOptions{}))
+	var journalSeqs []int64
+	charges := 0
+	for _, e := range journal {
+		journalSeqs = append(journalSeqs, e.GetSeq())
+		if e.GetKind() == "tool" && e.GetName() == "charge_back" && e.GetStatus() == waymarkv1.EntryStatus_ENTRY_STATUS_OK {
+			charges++
+		}
+	}
+	if !slices.Equal(seqs, journalSeqs) {
+		t.Fatalf("streamed seqs %v, journal seqs %v", seqs, journalSeqs)
+	}
+	if charges != 1 {
+		t.Fatalf("charge_back executed %d times, want once", charges)
+	}
+	got, err := client.GetRun(ctx, runID)
+	if err != nil || got.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("GetRun: %v %v", got, err)
+	}
+	found := false
+	for run, err := range client.ListRuns(ctx, RunFilter{Workflow: "refund", PageSize: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.GetId() == runID {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Fatal("ListRuns (one run per page) never reached the run")
+	}
+}
+
+// Each typed error, raised by a real server response.
+func TestLiveTypedErrors(t *testing.T) {
+	client := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("RunNotFound", func(t *testing.T) {
+		_, err := client.GetRun(ctx, "00000000-0000-4000-8000-000000000000")
+		var e *RunNotFoundError
+		if !errors.As(err, &e) || e.RunID != "00000000-0000-4000-8000-000000000000" || e.Code != codes.NotFound {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	t.Run("WorkflowNotFound", func(t *testing.T) {
+		_, err := client.StartRun(ctx, "no_such_workflow", map[string]any{}, StartOptions{})
+		var e *WorkflowNotFoundError
+		if !errors.As(err, &e) || e.Workflow != "no_such_workflow" {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	t.Run("InvalidArgument", func(t *testing.T) {
+		_, err := client.StartRun(ctx, "refund", map[string]any{"order": 7}, StartOptions{})
+		var e *InvalidArgumentError
+		if !errors.As(err, &e) || len(e.FieldViolations) == 0 || !strings.HasPrefix(e.FieldViolations[0].Field, "input") {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	t.Run("PayloadTooLarge", func(t *testing.T) {
+		big := strings.Repeat("x", 1<<20+1)
+		_, err := client.StartRun(ctx, "refund", map[string]any{"order": big, "amount": 1}, StartOptions{})
+		var e *PayloadTooLargeError
+		if !errors.As(err, &e) || e.LimitBytes == 0 || e.SizeBytes <= e.LimitBytes || e.Code != codes.ResourceExhausted {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	t.Run("IdempotencyConflict", func(t *testing.T) {
+		key := uniqueKey("go-conflict")
+		first, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{IdempotencyKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.StartRun(ctx, "refund", map[string]any{"order": "A-1", "amount": 1}, StartOptions{IdempotencyKey: key})
+		var e *IdempotencyConflictError
+		if !errors.As(err, &e) || e.ExistingRunID != first.GetRun().GetId() {
+			t.Fatalf("got %#v", err)
+		}
+		_, _ = client.Cancel(ctx, first.GetRun().GetId(), "test done")
+	})
+	t.Run("ApprovalNotFound", func(t *testing.T) {
+		_, err := client.GetApproval(ctx, "00000000-0000-4000-8000-000000000000:1")
+		var e *ApprovalNotFoundError
+		if !errors.As(err, &e) || e.ApprovalID == "" {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	t.Run("WrongState", func(t *testing.T) {
+		run, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Cancel(ctx, run.GetRun().GetId(), "to make it final"); err != nil {
+			t.Fatal(err)
+		}
+		// A finished run takes no more signals.
+		_, err = client.SendSignal(ctx, run.GetRun().GetId(), "nudge", map[string]any{}, "")
+		var e *WrongStateError
+		if !errors.As(err, &e) || e.Status == "" {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	t.Run("Unavailable", func(t *testing.T) {
+		dead, err := Dial("127.0.0.1:1", WithTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dead.Close()
+		// StartRun is not retried (not every start is safe to repeat), so it fails at once.
+		_, err = dead.StartRun(ctx, "refund", refundInput, StartOptions{})
+		var e *APIError
+		if !errors.As(err, &e) || e.Code != codes.Unavailable || !e.Retryable() {
+			t.Fatalf("got %#v", err)
+		}
+	})
+	// FlowDrift needs a server restart with a changed definition: a parked drift_probe run, then
+	// the harness restarts the server with drift_probe's next version.
+	t.Run("FlowDrift", func(t *testing.T) {
+		run, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{Wait: true})
+		if err != nil || run.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUSPENDED {
+			t.Fatalf("want a parked run: %v %v", run, err)
+		}
+		restartServer(t, "drift=bump")
+		_, err = client.Resume(ctx, run.GetRun().GetId(), ResumeOptions{})
+		var e *FlowDriftError
+		if !errors.As(err, &e) || !slices.Equal(e.Choices, []string{"restart", "abandon"}) || e.PinnedDigest == e.CurrentDigest {
+			t.Fatalf("got %#v", err)
+		}
+		res, err := client.Resume(ctx, run.GetRun().GetId(), ResumeOptions{DriftRecovery: waymarkv1.DriftRecovery_DRIFT_RECOVERY_ABANDON})
+		if err != nil || res.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_CANCELLED {
+			t.Fatalf("abandon: %v %v", res, err)
+		}
+	})
+}

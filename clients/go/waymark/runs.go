@@ -1,0 +1,178 @@
+package waymark
+
+import (
+	"context"
+	"iter"
+
+	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+)
+
+// StartOptions are the optional parts of StartRun.
+type StartOptions struct {
+	// IdempotencyKey makes the start idempotent in the namespace: a repeat returns the first
+	// run, with Created false.
+	IdempotencyKey string
+	// Wait executes the run on the server that received the call and answers once it ends or
+	// parks (or the context's deadline passes). Without it the call answers at once.
+	Wait bool
+	// Labels to attach to the run.
+	Labels map[string]string
+	// BudgetUSD caps model spending; nil means no cap.
+	BudgetUSD *float64
+	// DryRun starts a dry run: tools declared mutating are not executed.
+	DryRun bool
+}
+
+// StartRun starts a run of workflow with input (anything encoding/json marshals).
+func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts StartOptions) (*waymarkv1.StartRunResponse, error) {
+	value, err := ToValue(input)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	res, err := c.Runs.StartRun(ctx, &waymarkv1.StartRunRequest{
+		Namespace:      c.namespace,
+		Workflow:       workflow,
+		Input:          value,
+		IdempotencyKey: opts.IdempotencyKey,
+		Wait:           opts.Wait,
+		BudgetUsd:      opts.BudgetUSD,
+		DryRun:         opts.DryRun,
+		Labels:         opts.Labels,
+	})
+	return res, mapError(err)
+}
+
+// GetRun returns a run and, when it is suspended, what it waits for.
+func (c *Client) GetRun(ctx context.Context, runID string) (*waymarkv1.GetRunResponse, error) {
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	res, err := c.Runs.GetRun(ctx, &waymarkv1.GetRunRequest{Namespace: c.namespace, RunId: runID})
+	return res, mapError(err)
+}
+
+// RunFilter selects runs for ListRuns; the zero value lists every run, newest first.
+type RunFilter struct {
+	Statuses    []waymarkv1.RunStatus
+	Workflow    string
+	Labels      map[string]string
+	ParentRunID string
+	// PageSize is how many runs each call fetches (0: the server's default).
+	PageSize int32
+}
+
+// ListRuns iterates over the runs matching filter, fetching pages as the loop advances. A
+// failed call ends the iteration with its error.
+func (c *Client) ListRuns(ctx context.Context, filter RunFilter) iter.Seq2[*waymarkv1.Run, error] {
+	return pages(ctx, c, func(ctx context.Context, token string) ([]*waymarkv1.Run, string, error) {
+		res, err := c.Runs.ListRuns(ctx, &waymarkv1.ListRunsRequest{
+			Namespace:   c.namespace,
+			Statuses:    filter.Statuses,
+			Workflow:    filter.Workflow,
+			Labels:      filter.Labels,
+			ParentRunId: filter.ParentRunID,
+			PageSize:    filter.PageSize,
+			PageToken:   token,
+		})
+		return res.GetRuns(), res.GetNextPageToken(), err
+	})
+}
+
+// JournalOptions select a part of a run's journal.
+type JournalOptions struct {
+	// AfterSeq returns entries with a greater seq; nil returns the journal from seq 0.
+	AfterSeq *int64
+	PageSize int32
+}
+
+// Journal iterates over a run's journal entries in seq order, up to the last entry written
+// when the final page is fetched.
+func (c *Client) Journal(ctx context.Context, runID string, opts JournalOptions) iter.Seq2[*waymarkv1.JournalEntry, error] {
+	return pages(ctx, c, func(ctx context.Context, token string) ([]*waymarkv1.JournalEntry, string, error) {
+		res, err := c.Runs.GetJournal(ctx, &waymarkv1.GetJournalRequest{
+			Namespace: c.namespace,
+			RunId:     runID,
+			AfterSeq:  opts.AfterSeq,
+			PageSize:  opts.PageSize,
+			PageToken: token,
+		})
+		return res.GetEntries(), res.GetNextPageToken(), err
+	})
+}
+
+// ResumeOptions shape a resume.
+type ResumeOptions struct {
+	// Invalidate lists seqs of journal entries whose effects should run again.
+	Invalidate []int64
+	// DriftRecovery recovers a run whose workflow definition changed under a strict drift policy
+	// (the choices of a *FlowDriftError): RESTART cancels it and starts a new run with the same
+	// input, ABANDON cancels it. Unset: a drifted run fails with *FlowDriftError.
+	DriftRecovery waymarkv1.DriftRecovery
+}
+
+// Resume makes a suspended or failed run execute again from its journal. With
+// DriftRecovery RESTART the response's RestartedAs is the new run.
+func (c *Client) Resume(ctx context.Context, runID string, opts ResumeOptions) (*waymarkv1.ResumeRunResponse, error) {
+	return c.resume(ctx, &waymarkv1.ResumeRunRequest{Namespace: c.namespace, RunId: runID, Invalidate: opts.Invalidate, DriftRecovery: opts.DriftRecovery})
+}
+
+// PreviewResume computes what Resume would do without executing or writing anything.
+func (c *Client) PreviewResume(ctx context.Context, runID string, invalidate ...int64) (*waymarkv1.ResumePreview, error) {
+	res, err := c.resume(ctx, &waymarkv1.ResumeRunRequest{Namespace: c.namespace, RunId: runID, DryRun: true, Invalidate: invalidate})
+	return res.GetPreview(), err
+}
+
+func (c *Client) resume(ctx context.Context, req *waymarkv1.ResumeRunRequest) (*waymarkv1.ResumeRunResponse, error) {
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	res, err := c.Runs.ResumeRun(ctx, req)
+	return res, mapError(err)
+}
+
+// Cancel cancels a run; cancelling a finished run returns it unchanged.
+func (c *Client) Cancel(ctx context.Context, runID, reason string) (*waymarkv1.Run, error) {
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	res, err := c.Runs.CancelRun(ctx, &waymarkv1.CancelRunRequest{Namespace: c.namespace, RunId: runID, Reason: reason})
+	return res.GetRun(), mapError(err)
+}
+
+// ListWorkflows returns the workflows registered with the server.
+func (c *Client) ListWorkflows(ctx context.Context) ([]*waymarkv1.Workflow, error) {
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	res, err := c.Runs.ListWorkflows(ctx, &waymarkv1.ListWorkflowsRequest{Namespace: c.namespace})
+	return res.GetWorkflows(), mapError(err)
+}
+
+// IsTerminal reports whether a run in this status has ended.
+func IsTerminal(s waymarkv1.RunStatus) bool {
+	return s == waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED || s == waymarkv1.RunStatus_RUN_STATUS_FAILED || s == waymarkv1.RunStatus_RUN_STATUS_CANCELLED
+}
+
+// pages turns a paged List call into an iterator; each page gets the client's default deadline.
+func pages[T any](ctx context.Context, c *Client, fetch func(ctx context.Context, token string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		token := ""
+		for {
+			callCtx, cancel := c.unary(ctx)
+			items, next, err := fetch(callCtx, token)
+			cancel()
+			if err != nil {
+				var zero T
+				yield(zero, mapError(err))
+				return
+			}
+			for _, item := range items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			token = next
+		}
+	}
+}

@@ -1,0 +1,53 @@
+"""Waymark client: start, follow, resume and approve durable AI-agent runs over gRPC.
+
+``waymark.Client`` is the blocking client, ``waymark.AsyncClient`` the asyncio one; both raise
+the typed errors of :mod:`waymark.errors`. The generated protobuf and gRPC modules are
+``waymark.v1.*`` (``run_pb2``, ``run_service_pb2_grpc``, ...).
+"""
+
+# The generated code is the package waymark.v1, written by buf into a separate, generated-only
+# folder (clients/python/gen). Extending __path__ lets both folders make up this one package
+# when they sit side by side on sys.path (an editable install); a wheel merges them.
+__path__ = __import__("pkgutil").extend_path(__path__, __name__)
+
+from waymark._calls import DEFAULT_ADDRESS, Backoff  # noqa: E402
+from waymark._json import from_value, to_value  # noqa: E402
+from waymark.aio import AsyncClient  # noqa: E402
+from waymark.client import Client  # noqa: E402
+from waymark.errors import (  # noqa: E402
+    AlreadyResolved,
+    ApprovalNotFound,
+    FieldViolation,
+    FlowDrift,
+    IdempotencyConflict,
+    InvalidArgument,
+    LeaseLost,
+    PayloadTooLarge,
+    RunNotFound,
+    Unavailable,
+    WaymarkError,
+    WorkflowNotFound,
+    WrongState,
+)
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "AlreadyResolved",
+    "ApprovalNotFound",
+    "AsyncClient",
+    "Backoff",
+    "Client",
+    "FieldViolation",
+    "FlowDrift",
+    "IdempotencyConflict",
+    "InvalidArgument",
+    "LeaseLost",
+    "PayloadTooLarge",
+    "RunNotFound",
+    "Unavailable",
+    "WaymarkError",
+    "WorkflowNotFound",
+    "WrongState",
+    "from_value",
+    "to_value",
+]
