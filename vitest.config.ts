@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'clients/ts/test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     // Database tests each get their own database, so files run in parallel; 2 cores here.
     pool: 'forks',

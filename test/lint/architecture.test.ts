@@ -32,6 +32,13 @@ describe('architecture rules', () => {
     expect(ids).toContain('import-x/no-restricted-paths');
   });
 
+  it('the engine does not import agent/ (ctx.agent reaches it through the AgentRuntime seam)', async () => {
+    const code = "import { createAgentRuntime } from '../agent/agent-runtime.js';\nexport const p = createAgentRuntime;\n";
+    expect(await ruleIds('src/engine/probe.ts', code)).toContain('import-x/no-restricted-paths');
+    const upward = "import { perform } from '../engine/effect-runner.js';\nexport const p = perform;\n";
+    expect(await ruleIds('src/agent/probe.ts', upward)).not.toContain('import-x/no-restricted-paths');
+  });
+
   it('a clean file in the right place passes', async () => {
     const ids = await ruleIds('src/engine/probe.ts', "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n");
     expect(ids).toEqual([]);
