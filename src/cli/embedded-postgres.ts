@@ -161,14 +161,21 @@ function launch(postgresBin: string, dataDir: string, port: number, owner: Owner
   });
 }
 
-/** Fast shutdown (SIGINT): open sessions are ended and the server checkpoints; SIGQUIT if it hangs. */
+/**
+ * Smart shutdown first (SIGTERM): PostgreSQL waits for sessions to end, so connections our pools
+ * are still closing end cleanly instead of being cut with "terminating connection". If sessions
+ * linger (another waymark process sharing this server), fast shutdown (SIGINT) after 3 s ends
+ * them; SIGQUIT if even that hangs.
+ */
 async function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGINT');
-  const timer = setTimeout(() => child.kill('SIGQUIT'), 15_000);
+  child.kill('SIGTERM');
+  const fast = setTimeout(() => child.kill('SIGINT'), 3_000);
+  const quit = setTimeout(() => child.kill('SIGQUIT'), 20_000);
   await exited;
-  clearTimeout(timer);
+  clearTimeout(fast);
+  clearTimeout(quit);
 }
 
 function handleFor(port: number, owned: boolean, stop: () => Promise<void>): EmbeddedPostgresHandle {
