@@ -6,16 +6,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchDbos, measureDbos, shutdownDbos } from './dbos.js';
 import { measureFloor } from './floor.js';
+import { measureEvents, measureGrpc, startServer } from './grpc.js';
 import { openBenchDatabase, walCounters } from './postgres.js';
 import { measureReplay, longRun } from './replay.js';
 import { fmt, repeat } from './stats.js';
-import { measureWaymark, openEngine, STEPS } from './waymark-inprocess.js';
+import { measureWaymark, openEngine, STEPS, tenIntentSteps } from './waymark-inprocess.js';
 
 const quick = process.env.BENCH_QUICK === '1';
 const REPS = quick ? 1 : Number(process.env.BENCH_REPS ?? 3);
 const RUNS = quick ? 40 : 200;
 const FLOOR_INSERTS = quick ? 1000 : 4000;
 const REPLAY_ENTRIES = quick ? 2000 : 10_000;
+const EVENT_ROUNDS = quick ? 30 : 200;
 
 const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
 
@@ -40,10 +42,47 @@ try {
   progress(`waymark in-process: concurrency 16`);
   const w16 = await repeat(REPS, () => measureWaymark(bench, RUNS, 16));
   const stepsDone = REPS * RUNS * STEPS;
-  const commitsPerStep = (w1.commits - w0.commits) / stepsDone;
+  const commitsPerStep = (w1.commits - w0.commits - 1) / stepsDone; // minus the second reading's own transaction
   const walPerStep = (w1.walBytes - w0.walBytes) / stepsDone;
   row('waymark in-process, sequential', `${fmt(wSeq.stepsPerSec, 0)} steps/s`, fmt(wSeq.stepP50Ms, 3), fmt(wSeq.stepP99Ms, 3));
   row('waymark in-process, concurrency 16', `${fmt(w16.stepsPerSec, 0)} steps/s`, fmt(w16.stepP50Ms, 3), fmt(w16.stepP99Ms, 3));
+
+  progress('waymark in-process, concurrency 16, group commit off (appendsInFlight: 0)');
+  const solo = await openEngine(wmUrl, [], { appendsInFlight: 0 });
+  const n16 = await repeat(REPS, () => measureWaymark(solo, RUNS, 16));
+  await solo.close();
+  row('waymark in-process, concurrency 16, group commit off', `${fmt(n16.stepsPerSec, 0)} steps/s`, fmt(n16.stepP50Ms, 3), fmt(n16.stepP99Ms, 3));
+
+  progress('waymark in-process, steps with { intent: true } (two writes per step): sequential and concurrency 16');
+  const i0 = await walCounters(wmUrl);
+  const iSeq = await repeat(REPS, () => measureWaymark(bench, RUNS, 1, tenIntentSteps.name));
+  const i1 = await walCounters(wmUrl);
+  const i16 = await repeat(REPS, () => measureWaymark(bench, RUNS, 16, tenIntentSteps.name));
+  const intentCommitsPerStep = (i1.commits - i0.commits - 1) / stepsDone;
+  const intentWalPerStep = (i1.walBytes - i0.walBytes) / stepsDone;
+  row('waymark in-process, { intent: true } steps, sequential', `${fmt(iSeq.stepsPerSec, 0)} steps/s`, fmt(iSeq.stepP50Ms, 3), fmt(iSeq.stepP99Ms, 3));
+  row('waymark in-process, { intent: true } steps, concurrency 16', `${fmt(i16.stepsPerSec, 0)} steps/s`, fmt(i16.stepP50Ms, 3), fmt(i16.stepP99Ms, 3));
+
+  progress(`waymark gRPC: a server process and a client process, ${RUNS} runs, sequential and concurrency 16`);
+  const server = await startServer(wmUrl);
+  let gSeq, g16, events;
+  try {
+    gSeq = await repeat(REPS, () => measureGrpc(server, RUNS, 1, STEPS));
+    g16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS));
+    progress(`event latency: a signal on replica A to the emitted entry at a follower on replica B, ${EVENT_ROUNDS} rounds`);
+    const other = await startServer(wmUrl);
+    try {
+      events = await measureEvents(server, other, EVENT_ROUNDS);
+    } finally {
+      await other.stop();
+    }
+  } finally {
+    await server.stop();
+  }
+  row('waymark gRPC StartRun(wait), sequential (p50/p99: per run)', `${fmt(gSeq.stepsPerSec, 0)} steps/s`, fmt(gSeq.runP50Ms, 3), fmt(gSeq.runP99Ms, 3));
+  row('waymark gRPC StartRun(wait), concurrency 16 (p50/p99: per run)', `${fmt(g16.stepsPerSec, 0)} steps/s`, fmt(g16.runP50Ms, 3), fmt(g16.runP99Ms, 3));
+  row('events across replicas: signal sent on A to entry seen on B', '', fmt(events.sendP50Ms, 3), fmt(events.sendP99Ms, 3));
+  row('events across replicas: entry create_time to receipt on B', '', fmt(events.commitP50Ms, 3), fmt(events.commitP99Ms, 3));
 
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
   const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);
@@ -64,9 +103,15 @@ try {
     ['Waymark per-step p50 / floor commit p50 (goal <= 1.5)', fmt(wSeq.stepP50Ms / floor1.p50Ms)],
     ['Waymark steps/s / DBOS steps/s, sequential', fmt(wSeq.stepsPerSec / dSeq.stepsPerSec)],
     ['Waymark steps/s / DBOS steps/s, concurrency 16 (goal >= 3)', fmt(w16.stepsPerSec / d16.stepsPerSec)],
+    ['Waymark gRPC steps/s / in-process steps/s, concurrency 16', fmt(g16.stepsPerSec / w16.stepsPerSec)],
+    ['Waymark gRPC steps/s / DBOS steps/s, concurrency 16', fmt(g16.stepsPerSec / d16.stepsPerSec)],
     ['Waymark steps/s at 16 / floor rows/s at 8 conns', fmt(w16.stepsPerSec / floor8.rowsPerSec)],
-    ['Postgres commits per step (sequential)', fmt(commitsPerStep)],
+    ['Postgres commits per step (sequential; per run: 10 steps + start + end)', fmt(commitsPerStep)],
     ['WAL bytes per step (sequential)', fmt(walPerStep, 0)],
+    ['{ intent: true } steps: per-step p50 / floor commit p50', fmt(iSeq.stepP50Ms / floor1.p50Ms)],
+    ['{ intent: true } steps: commits per step, WAL bytes per step', `${fmt(intentCommitsPerStep)}, ${fmt(intentWalPerStep, 0)}`],
+    ['group commit speed-up at concurrency 16 (on / off)', fmt(w16.stepsPerSec / n16.stepsPerSec)],
+    ['one-write step speed-up, sequential / concurrency 16', `${fmt(wSeq.stepsPerSec / iSeq.stepsPerSec)} / ${fmt(w16.stepsPerSec / i16.stepsPerSec)}`],
   ];
 
   const header = `# Benchmark results\n\n${new Date().toISOString()} · ${os.cpus().length} cores · Node ${process.version} · ` +

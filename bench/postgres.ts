@@ -49,17 +49,19 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
   };
 }
 
-/** Commits and WAL bytes of one database between two readings (pg_stat_database, pg_stat_wal). */
+/**
+ * Write transactions and WAL bytes so far, read exactly rather than from the statistics views
+ * (pg_stat_database is flushed by idle backends only every few seconds): the transaction id counter
+ * (every committed write transaction takes one; this reading takes one too, subtracted) and the WAL
+ * insert position. Both are cluster-wide: take readings while nothing else writes.
+ */
 export async function walCounters(url: string): Promise<{ commits: number; walBytes: number }> {
-  // Backends flush their statistics at most once a second; wait so the reading includes the work.
-  await new Promise((r) => setTimeout(r, 1500));
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query('SELECT pg_stat_clear_snapshot()');
-    const db = await c.query<{ xact_commit: string }>('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
-    const wal = await c.query<{ wal_bytes: string }>('SELECT wal_bytes FROM pg_stat_wal');
-    return { commits: Number(db.rows[0]!.xact_commit), walBytes: Number(wal.rows[0]!.wal_bytes) };
+    const { rows } = await c.query<{ xid: string; wal: string }>(
+      "SELECT pg_current_xact_id()::text AS xid, pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::text AS wal");
+    return { commits: Number(rows[0]!.xid), walBytes: Number(rows[0]!.wal) };
   } finally {
     await c.end();
   }

@@ -12,15 +12,20 @@ export const STEPS = 10;
 /** Per-step latencies observed inside the workflow body (time from calling ctx.step to its result). */
 const stepLatencies: number[] = [];
 
-export const tenSteps = defineWorkflow({ name: 'bench-ten-steps', input: z.object({ n: z.number() }) }, async (ctx, { n }) => {
+const stepsWorkflow = (name: string, intent: boolean) => defineWorkflow({ name, input: z.object({ n: z.number() }) }, async (ctx, { n }) => {
   let total = 0;
   for (let i = 0; i < STEPS; i++) {
     const t = performance.now();
-    total += await ctx.step(`step-${i}`, () => n + i);
+    total += await ctx.step(`step-${i}`, () => n + i, { intent });
     stepLatencies.push(performance.now() - t);
   }
   return { total };
 });
+
+/** The default step: one journal write (its result). */
+export const tenSteps = stepsWorkflow('bench-ten-steps', false);
+/** Steps with `{ intent: true }`: an intent, then the result (two writes; the default before 0.2). */
+export const tenIntentSteps = stepsWorkflow('bench-ten-intent-steps', true);
 
 export interface EngineBench {
   engine: Engine;
@@ -28,20 +33,21 @@ export interface EngineBench {
   close(): Promise<void>;
 }
 
-export async function openEngine(url: string, extra: Parameters<Registry['register']> = []): Promise<EngineBench> {
-  const store = await PostgresStore.connect({ url, poolSize: 20, applicationName: 'waymark-bench' });
+/** `appendsInFlight: 0` turns group commit off (PostgresStoreOptions). */
+export async function openEngine(url: string, extra: Parameters<Registry['register']> = [], options: { appendsInFlight?: number } = {}): Promise<EngineBench> {
+  const store = await PostgresStore.connect({ url, poolSize: 20, applicationName: 'waymark-bench', ...options });
   await migrate({ pool: store.pool });
-  const registry = new Registry().register(tenSteps, ...extra);
+  const registry = new Registry().register(tenSteps, tenIntentSteps, ...extra);
   const engine = new Engine({ store, registry, holder: `bench:${process.pid}`, leaseTtlMs: 30_000, logger: pino({ level: 'warn' }) });
   return { engine, store, close: () => store.close() };
 }
 
 /** 200 runs of the ten-step workflow, each started with execute=true (StartRun with wait, in process). */
-export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number) {
+export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number, workflowName = tenSteps.name) {
   stepLatencies.length = 0;
   const started = performance.now();
   await pool(runs, concurrency, async (i) => {
-    const { execution } = await bench.engine.runStart({ namespace: 'bench', workflowName: tenSteps.name, input: { n: i }, execute: true });
+    const { execution } = await bench.engine.runStart({ namespace: 'bench', workflowName, input: { n: i }, execute: true });
     if (execution?.outcome !== 'succeeded') throw new Error(`bench run ended ${execution?.outcome}: ${String(execution?.error)}`);
   });
   const seconds = (performance.now() - started) / 1000;

@@ -54,8 +54,9 @@ export function toEntry(row: JournalRow): JournalEntry {
 }
 
 /** The entries as one JSON array for jsonb_to_recordset: one parameter however large the batch. */
-function entriesJson(entries: readonly NewJournalEntry[], deadlines: readonly (Date | null)[]): string {
+function entriesJson(entries: readonly NewJournalEntry[], deadlines: readonly (Date | null)[], runId?: string): string {
   return JSON.stringify(entries.map((e, i) => ({
+    ...(runId === undefined ? {} : { rid: runId, i: i + 1 }),
     scope: e.scope, kind: e.kind, name: e.name, content_key: e.contentKey, occurrence: e.occurrence,
     status: e.status, payload: e.payload, error: e.error, ref_seq: e.refSeq, idempotency_key: e.idempotencyKey,
     dedupe_key: e.dedupeKey, usage: e.usage, cost_usd: e.costUsd, deadline_at: deadlines[i]?.toISOString() ?? null,
@@ -104,6 +105,46 @@ export function journalAppend(p: {
   };
 }
 
+/**
+ * The fenced append for several runs in one statement, so one transaction (one WAL flush) commits
+ * the appends of many executions (group commit, append-batcher.ts). Each run is fenced on its own
+ * row: a run whose fence refuses gets no rows back and the others are written. Run ids are
+ * distinct within a call; `i` numbers each run's entries from 1.
+ */
+export function journalAppendMany(p: {
+  requests: readonly { runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[] }[];
+  maxEntries: number;
+}): pg.QueryConfig {
+  const runs = JSON.stringify(p.requests.map((r) => ({ run_id: r.runId, epoch: r.epoch, n: r.entries.length })));
+  const entries = `[${p.requests.map((r) => entriesJson(r.entries, r.deadlines, r.runId).slice(1, -1)).filter((s) => s.length > 0).join(',')}]`;
+  const typed = RECORD_COLUMNS.map(([c, t]) => `${c} ${t}`).join(', ');
+  return {
+    name: 'journal_append_many',
+    text: `WITH req AS (
+        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(run_id uuid, epoch bigint, n integer)
+      ), fence AS (
+        UPDATE runs SET next_seq = runs.next_seq + req.n, recovery_count = 0, updated_at = now()
+          FROM req
+         WHERE runs.id = req.run_id AND runs.lease_epoch = req.epoch AND runs.lease_holder IS NOT NULL
+           AND runs.next_seq + req.n <= $2
+        RETURNING runs.id AS run_id, runs.next_seq - req.n AS first_seq
+      ), rows AS (
+        SELECT fence.run_id, fence.first_seq + e.i - 1 AS seq, e.*
+          FROM jsonb_to_recordset($3::jsonb) AS e(rid uuid, i integer, ${typed})
+          JOIN fence ON fence.run_id = e.rid
+      ), deadlines AS (
+        INSERT INTO suspension_deadlines (run_id, seq, deadline_at)
+        SELECT run_id, seq, deadline_at FROM rows WHERE status = 'suspended' AND deadline_at IS NOT NULL
+      )
+      INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+                           ref_seq, idempotency_key, dedupe_key, usage, cost_usd)
+      SELECT run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+             ref_seq, idempotency_key, dedupe_key, usage, cost_usd FROM rows
+      RETURNING ${JOURNAL_COLUMNS}`,
+    values: [runs, p.maxEntries, entries],
+  };
+}
+
 /** Why a fenced statement matched no row: is there a run, is the epoch still ours, how full is it. */
 export function journalFenceState(runId: string): pg.QueryConfig {
   return {
@@ -122,6 +163,16 @@ export function journalList(p: { runId: string; afterSeq: number; limit: number 
         AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($4::text IS NULL OR namespace = $4))
       ORDER BY seq LIMIT $3`,
     values: [p.runId, p.afterSeq, p.limit, p.namespace],
+  };
+}
+
+/** Per run, the sum of its own entries' cost_usd (0 when none); runs outside `namespace` are left out. */
+export function journalCostTotals(p: { runIds: string[]; namespace: string | null }): pg.QueryConfig {
+  return {
+    name: 'journal_cost_totals',
+    text: `SELECT r.id::text AS id, COALESCE((SELECT SUM(j.cost_usd) FROM journal j WHERE j.run_id = r.id), 0)::text AS total
+      FROM runs r WHERE r.id = ANY($1::uuid[]) AND ($2::text IS NULL OR r.namespace = $2)`,
+    values: [p.runIds, p.namespace],
   };
 }
 
