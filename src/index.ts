@@ -5,7 +5,7 @@
  */
 export { defineWorkflow, isWorkflow, DEFAULT_APPROVAL_SCHEMA } from './engine/workflow.js';
 export type {
-  ApprovalDecision, ApprovalRequest, DriftPolicy, SignalOptions, StepInfo, Workflow, WorkflowContext, WorkflowDefinition,
+  ApprovalDecision, ApprovalRequest, DriftPolicy, SignalOptions, StepInfo, StepOptions, Workflow, WorkflowContext, WorkflowDefinition,
 } from './engine/workflow.js';
 export { defineTool, isTool } from './engine/tool.js';
 export type { Tool, ToolCallInfo, ToolDefinition, ToolPolicy } from './engine/tool.js';

@@ -102,11 +102,15 @@ export async function runAgentLoop(
     const requestDigest = sha256Hex(bodyText);
     // Reserved before the budget check awaits; the identity is the conversation so far.
     const call = host.modelCall(model, { request: requestDigest });
-    const estimate = call.live && !host.preview ? await guardBudget(host, deps, model, bodyText.length, options) : null;
+    // A dry run calls no provider (docs/journal.md "Dry runs"): nothing is spent, so no budget check.
+    const dry = host.run.dryRun;
+    const estimate = call.live && !host.preview && !dry ? await guardBudget(host, deps, model, bodyText.length, options) : null;
     const sent = [...conversation];
     const record = (await call.perform({
-      intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length },
-      execute: (info) => callModel(deps, { model, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
+      intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length, ...(dry ? { __dryRun: true } : {}) },
+      execute: dry
+        ? async () => dryRunModelCall({ model, agentType, step, requestDigest })
+        : (info) => callModel(deps, { model, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
     })) as unknown as ModelCallRecord;
     last = record;
     usage.inputTokens += record.usage.inputTokens;
@@ -147,6 +151,19 @@ async function guardBudget(host: AgentHost, deps: LoopDeps, model: string, chars
     throw new BudgetExceededError(budgetRunId, budgetUsd, spentUsd, estimatedCostUsd, model);
   }
   return estimate;
+}
+
+/**
+ * The stand-in for a model call in a dry run: journaled like a call (so a replay answers it), with
+ * the `__dryRun` marker, no text, no tool calls (the agent's turn ends here), no usage and no cost.
+ */
+function dryRunModelCall(req: { model: string; agentType: string; step: number; requestDigest: string }): ModelCallOutcome {
+  const record: ModelCallRecord & { __dryRun: true } = {
+    __dryRun: true, model: req.model, provider: 'dry-run', modelId: req.model, agentType: req.agentType, step: req.step,
+    requestDigest: req.requestDigest, messages: [], text: '', finishReason: 'other', toolCalls: [],
+    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 }, costUsd: null, usageReported: false,
+  };
+  return { value: toJson(record, 'a model call record'), usage: null, costUsd: null };
 }
 
 async function callModel(

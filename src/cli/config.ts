@@ -27,6 +27,7 @@ const schema = z.object({
   WAYMARK_LEASE_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(30_000),
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
   WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
+  WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
   WAYMARK_NAMESPACE: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a lowercase name like "default"').default('default'),
@@ -48,6 +49,8 @@ export interface Config {
   leaseTtlMs: number;
   sweepIntervalMs: number;
   shutdownGraceMs: number;
+  /** After the grace period, how long aborted executions get to settle before their leases are left to expire. */
+  shutdownSettleMs: number;
   workflowsPath: string | undefined;
   dataDir: string;
   namespace: string;
@@ -81,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.WAYMARK_LEASE_TTL_MS,
     sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
     shutdownGraceMs: e.WAYMARK_SHUTDOWN_GRACE_MS,
+    shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,
     workflowsPath: e.WAYMARK_WORKFLOWS,
     dataDir: e.WAYMARK_DATA_DIR,
     namespace: e.WAYMARK_NAMESPACE,

@@ -164,14 +164,14 @@ function launch(postgresBin: string, dataDir: string, port: number, owner: Owner
 /**
  * Smart shutdown first (SIGTERM): PostgreSQL waits for sessions to end, so connections our pools
  * are still closing end cleanly instead of being cut with "terminating connection". If sessions
- * linger (another waymark process sharing this server), fast shutdown (SIGINT) after 3 s ends
- * them; SIGQUIT if even that hangs.
+ * linger (another waymark process sharing this server, or clients of a test that restarts the
+ * server), fast shutdown (SIGINT) after 300 ms ends them; SIGQUIT if even that hangs.
  */
 async function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
-  const fast = setTimeout(() => child.kill('SIGINT'), 3_000);
+  const fast = setTimeout(() => child.kill('SIGINT'), 300);
   const quit = setTimeout(() => child.kill('SIGQUIT'), 20_000);
   await exited;
   clearTimeout(fast);

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { createAgentRuntime } from '../agent/agent-runtime.js';
 import { migrate } from '../store/postgres/migrate.js';
 import { PostgresStore } from '../store/postgres/postgres-store.js';
 import { registerApi } from '../server/api.js';
@@ -16,14 +17,20 @@ import { LIVENESS, startReadiness } from './readiness.js';
 import { startWorkers } from './workers.js';
 
 /**
- * `waymark dev` and `waymark server`: open the database (embedded when DATABASE_URL is unset),
- * migrate, start the workers (registry with the user's module and, in dev, the examples; engine;
- * executor; sweeper in dev), serve the API, and on SIGINT/SIGTERM drain in order: health
- * NOT_SERVING; server closed (streams end UNAVAILABLE at once, calls get the grace period); runs
- * still executing get what is left of the grace period, then their leases are released so another
- * replica continues them; store closed; embedded database stopped. Resolves with the exit status.
+ * `waymark dev` and `waymark server`: validate the model settings (a bad one throws
+ * ModelConfigError, exit 78, before the database is touched), open the database (embedded when
+ * DATABASE_URL is unset), migrate, build the workers (registry with the user's module and, in dev,
+ * the examples; engine), serve the API and log "listening", and only then start the executor (and
+ * the sweeper in dev), so a process that crashes executing has logged its address. On SIGINT or
+ * SIGTERM it drains in order: health NOT_SERVING; server closed (streams end UNAVAILABLE at once,
+ * calls get the grace period); runs still executing get what is left of the grace period, are then
+ * aborted, and the leases of those that settled within WAYMARK_SHUTDOWN_SETTLE_MS are released so
+ * another replica continues them (the others expire); store closed; embedded database stopped.
+ * Resolves with the exit status.
  */
 export async function runServe(config: Config, logger: Logger, options: { dev: boolean }): Promise<number> {
+  // ctx.agent's runtime (models from the environment; the offline scripted model without a key).
+  const agent = createAgentRuntime({ logger });
   const db = await openDatabase(config, logger);
   const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
   const stopAll = async () => {
@@ -56,9 +63,10 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Checked once before anything starts, so the server is ready the moment it listens (and the
     // executor starts no earlier before that than it did without the check).
     await readiness.checkNow();
-    // Engine, executor loop, metrics, and in dev the sweeper; stopped after the server drains.
+    // Engine, executor loop, metrics, and in dev the sweeper (started once the server listens);
+    // stopped after the server drains. The examples are registered here, before anything is claimed.
     const workers = await startWorkers({
-      config, store, logger, dev: options.dev,
+      config, store, logger, dev: options.dev, agent,
       ...(options.dev ? {
         extend: async (registry) => {
           const examples = await registerExamples(registry, logger);
@@ -66,7 +74,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
         },
       } : {}),
     });
-    const inline = new InlineExecutions({ engine: workers.engine, logger });
+    const inline = new InlineExecutions({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs });
     cleanup.push(() => Promise.all([workers.stop(remaining()), inline.stop({ graceMs: remaining() })]));
 
     const api = {
@@ -85,12 +93,15 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       },
     });
     cleanup.push(() => server.close(remaining()));
+    // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
+    const stopSignal = waitForStopSignal();
     logger.info(
       { address: server.address, database: db.source, worker: workers.engine.holder, host: hostname() },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
+    await workers.start();
 
-    const signal = await waitForStopSignal();
+    const signal = await stopSignal;
     deadline = Date.now() + config.shutdownGraceMs;
     logger.info({ signal, graceMs: config.shutdownGraceMs }, 'stopping: draining calls and releasing runs');
     // Out of every Service at once; liveness stays SERVING so Kubernetes does not restart a draining pod.

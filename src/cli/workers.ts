@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { createAgentRuntime } from '../agent/agent-runtime.js';
+import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
 import { Engine } from '../engine/engine.js';
 import { Executor } from '../engine/executor.js';
 import { Registry } from '../engine/registry.js';
@@ -23,6 +23,11 @@ export interface Workers {
   metrics: Metrics;
   metricsServer: MetricsServer | null;
   /**
+   * Starts claiming runs: the executor loop and, in dev, the sweeper. Called once the API listens,
+   * so a process that crashes while executing has always logged its address first.
+   */
+  start(): Promise<void>;
+  /**
    * Stops in order: the sweeper (releasing leadership), then the executor (in-flight runs get
    * `graceMs`, then their leases are released so another replica continues them at once).
    */
@@ -32,15 +37,17 @@ export interface Workers {
 /**
  * The background half of `waymark server` and `waymark dev`: the workflow registry (with the
  * user's --workflows module), the engine, the executor loop, the sweeper in dev, and metrics.
+ * Nothing is claimed until `start()`: the executor and the sweeper are built here but not started.
  */
 export async function startWorkers(params: {
   config: Config; store: PostgresStore; logger: Logger; dev: boolean;
+  /** ctx.agent's runtime, built (and its model settings validated) before the database is opened. */
+  agent: WaymarkAgentRuntime;
   /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
   extend?: (registry: Registry) => Promise<void>;
 }): Promise<Workers> {
   const { config, store, logger } = params;
-  // ctx.agent's runtime (models from the environment; the offline scripted model without a key).
-  const registry = new Registry({ agent: createAgentRuntime({ logger }) });
+  const registry = new Registry({ agent: params.agent });
   if (config.workflowsPath) {
     const loaded = await loadUserModule(config.workflowsPath, registry);
     logger.info({ path: loaded.path, workflows: loaded.workflows, tools: loaded.tools }, 'workflows module loaded');
@@ -55,17 +62,22 @@ export async function startWorkers(params: {
   metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
   const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
 
-  const executor = new Executor({ engine, store, holder, logger });
+  const executor = new Executor({ engine, store, holder, logger, settleMs: config.shutdownSettleMs });
   metrics.watchExecutor(executor);
-  await executor.start();
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
-  sweeper?.start();
+  let started = false;
 
   return {
     registry, engine, executor, sweeper, metrics, metricsServer,
+    async start() {
+      if (started) return;
+      started = true;
+      await executor.start();
+      sweeper?.start();
+    },
     async stop(graceMs) {
       await sweeper?.stop();
-      await executor.stop({ graceMs });
+      if (started) await executor.stop({ graceMs });
       metrics.stop();
       await metricsServer?.close();
     },

@@ -1,12 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
-import { LeaseLostError, PayloadTooLargeError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
+import { LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
 import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './approvals.js';
 import { toJson } from './content-key.js';
 import { errorRecord } from './error-codec.js';
-import { FlowDriftError, InvalidInputError, InvalidOutputError } from './errors.js';
+import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from './errors.js';
 import { Execution, type ExecutionEnd } from './execution.js';
 import { zodViolations } from './payload-schema.js';
 import type { Registry } from './registry.js';
@@ -49,7 +49,10 @@ export type ExecuteOutcome = 'succeeded' | 'failed' | 'suspended' | 'pending' | 
 
 export interface ExecuteResult {
   runId: string;
-  /** `pending`: a resolution arrived while parking, so the run is claimable again. `aborted`: a store failure stopped it (the lease expires and the sweeper recovers it). */
+  /**
+   * `pending`: a resolution arrived while parking, so the run is claimable again. `aborted`: a store
+   * failure stopped it (the lease expires and the sweeper recovers it), or executionsAbort did.
+   */
   outcome: ExecuteOutcome;
   /** The run after this execution; null when it was stopped before it could write. */
   run: Run | null;
@@ -84,6 +87,10 @@ export class Engine {
   private readonly logger: Logger;
   private readonly clock: () => Promise<Date>;
   private readonly renewEveryMs: number;
+  /** Live executions of this engine, from start until nothing of them is in flight (Execution.quiet). */
+  private readonly executing = new Map<string, Execution>();
+  /** Runs executionsAbort named before their execution existed: it stops before it starts. */
+  private readonly abortRequested = new Set<string>();
 
   constructor(options: EngineOptions) {
     if (!(options.leaseTtlMs > 0)) throw new RangeError(`leaseTtlMs must be > 0, got ${options.leaseTtlMs}`);
@@ -242,13 +249,15 @@ export class Engine {
   }
 
   /**
-   * CancelRun: fences the holder (runStatusForce bumps the epoch), closes the parent's wait, and
-   * cancels the run's unfinished children, recursively. Returns the ids it cancelled.
+   * CancelRun: journals a `cancelled` entry for each open suspension of a run nobody executes
+   * (closeOpenWaits), fences the holder (runStatusForce bumps the epoch), closes the parent's wait,
+   * and does the same for the run's unfinished children, recursively. Returns the ids it cancelled.
    */
   async runCancel(params: { runId: string; namespace: string; reason?: string }): Promise<{ run: Run; cancelled: string[] }> {
     const error: RunError = { name: 'RunCancelledError', message: params.reason ?? 'the run was cancelled', reason: 'cancelled' };
     const cancelled: string[] = [];
     const cancelTree = async (runId: string, namespace: string): Promise<void> => {
+      await this.closeOpenWaits(runId, namespace, params.reason ?? null);
       const forced = await this.store.runStatusForce({ runId, namespace, status: 'CANCELLED', error });
       if (forced) {
         cancelled.push(runId);
@@ -265,6 +274,36 @@ export class Engine {
     return { run: await this.store.runGet({ runId: params.runId, namespace: params.namespace }), cancelled };
   }
 
+  /**
+   * Before a cancel: takes the lease of a PENDING or SUSPENDED run and appends one `cancelled`
+   * entry per open suspension (the journal must say the wait ended; a terminal run takes no more
+   * writes, so this comes first). The forced CANCELLED that follows releases the lease. A run
+   * another worker executes right now is not taken: it is fenced by the cancel, and its waits stay
+   * as they are. Best effort: a failure here is logged and the cancel goes on.
+   */
+  private async closeOpenWaits(runId: string, namespace: string, reason: string | null): Promise<void> {
+    let lease: Lease | null;
+    try {
+      lease = await this.store.runLeaseAcquire({ runId, namespace, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING', 'SUSPENDED'] });
+    } catch (err) {
+      if (err instanceof RunNotFoundError) throw err;
+      this.logger.warn({ runId, err }, 'could not take the run to close its open waits; cancelling it anyway');
+      return;
+    }
+    if (!lease) return;
+    try {
+      const entries = await this.store.journalList({ runId });
+      const index = JournalIndex.build(runId, entries);
+      const open = openSuspensions(index, resolutionIsValid);
+      if (open.length === 0) return;
+      const closing = invalidationEntries(index, entries, open.map((e) => e.seq))
+        .map((e) => ({ ...e, payload: { reason: 'run_cancelled', seq: e.refSeq, ...(reason ? { message: reason } : {}) } }));
+      await this.store.journalAppend({ lease, entries: closing });
+    } catch (err) {
+      this.logger.warn({ runId, err }, 'could not journal the cancellation of open waits; cancelling the run anyway');
+    }
+  }
+
   private async recoverDrift(run: Run, choice: 'restart' | 'abandon'): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null }> {
     const reason = `abandoned after its workflow definition changed (${choice})`;
     const { run: ended } = await this.runCancel({ runId: run.id, namespace: run.namespace, reason });
@@ -274,6 +313,26 @@ export class Engine {
       budgetUsd: run.budgetUsd, dryRun: run.dryRun, execute: true,
     });
     return { run: ended, execution: started.execution, restartedAs: started.run };
+  }
+
+  /**
+   * Stops the executions of `runIds` in this process: no further writes, and the AbortSignal handed
+   * to their tools and model calls is aborted (an execution not started yet never starts). Returns,
+   * per run executing here, a promise that resolves once nothing of it is in flight any more, i.e.
+   * once it stopped touching the world; only then may its lease be handed to another worker.
+   */
+  executionsAbort(params: { runIds: Iterable<string>; why: string }): Map<string, Promise<void>> {
+    const settling = new Map<string, Promise<void>>();
+    for (const runId of params.runIds) {
+      const execution = this.executing.get(runId);
+      if (!execution) {
+        this.abortRequested.add(runId);
+        continue;
+      }
+      execution.stop('shutdown', new ExecutionAbortedError(runId, params.why));
+      settling.set(runId, execution.quiet());
+    }
+    return settling;
   }
 
   /** Executes under a lease; if parking found a resolution already waiting, takes the run again here. */
@@ -320,16 +379,23 @@ export class Engine {
     } catch (error) {
       return this.stopped(runId, error);
     }
+    if (this.abortRequested.delete(runId)) return this.stopped(runId, new ExecutionAbortedError(runId, 'stopped before it started'));
     const execution = new Execution({
       run, entries, mode: 'live', store: this.store, lease, leaseTtlMs: this.leaseTtlMs, renewEveryMs: this.renewEveryMs,
       now: this.clock, logger: log, onLeaseRenewed: (renewed) => this.events.emit('lease-renewed', { runId, lease: renewed }),
     });
+    this.executing.set(runId, execution);
+    const forget = (): void => {
+      if (this.executing.get(runId) === execution) this.executing.delete(runId);
+    };
     const ctx = new WorkflowContextImpl(execution, this.registry, this.childStarter(run));
     const parsed = workflow.input.safeParse(run.input);
     const end = await execution.start(async () => {
       if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
       return workflow.body(ctx, parsed.data as never);
     });
+    // An execution stopped mid-effect ends at once; it is forgotten when that effect settled.
+    void execution.quiet().then(forget);
     return this.finish(execution, workflow, end, log);
   }
 
@@ -383,7 +449,8 @@ export class Engine {
 
   private stopped(runId: string, error: unknown): ExecuteResult {
     const outcome: ExecuteOutcome = error instanceof LeaseLostError ? 'lease_lost' : 'aborted';
-    if (outcome === 'aborted') this.logger.error({ runId, err: error }, 'execution aborted by a store failure; the lease will expire and the sweeper recovers the run');
+    if (error instanceof ExecutionAbortedError) this.logger.info({ runId, why: error.why }, 'execution stopped on this worker');
+    else if (outcome === 'aborted') this.logger.error({ runId, err: error }, 'execution aborted by a store failure; the lease will expire and the sweeper recovers the run');
     return { runId, outcome, run: null, waitingOn: [], error };
   }
 

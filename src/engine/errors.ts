@@ -172,3 +172,16 @@ export class AgentRuntimeMissingError extends WaymarkError {
 function describe(violations: FieldViolation[]): string {
   return violations.map((v) => (v.field ? `${v.field}: ${v.description}` : v.description)).join('; ') || 'no details';
 }
+
+/**
+ * The reason an execution was stopped by its own process (Engine.executionsAbort, on shutdown):
+ * the AbortSignal handed to tools and model calls carries it. Nothing more is written; the run's
+ * lease is released once the execution settled, or expires and the sweeper recovers the run.
+ */
+export class ExecutionAbortedError extends WaymarkError {
+  readonly reason = 'EXECUTION_ABORTED';
+  override readonly retryable = true;
+  constructor(readonly runId: string, readonly why: string) {
+    super(`the execution of run ${runId} was stopped on this worker (${why}); another worker continues the run`);
+  }
+}

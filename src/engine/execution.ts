@@ -24,8 +24,10 @@ export type ExecutionEnd =
   | { kind: 'threw'; error: unknown }
   /** Every branch waits on an open suspension and nothing is in flight. */
   | { kind: 'blocked'; parked: JournalEntry[] }
-  /** Lease lost, a store failure, or (preview) a call that would run live. No further writes. */
-  | { kind: 'stopped'; reason: 'lease_lost' | 'store_error' | 'live_call'; error: unknown };
+  /** Lease lost, a store failure, (preview) a call that would run live, or shutdown (Engine.executionsAbort). No further writes. */
+  | { kind: 'stopped'; reason: StopReason; error: unknown };
+
+export type StopReason = 'lease_lost' | 'store_error' | 'live_call' | 'shutdown';
 
 export interface PreviewCounts {
   hits: number;
@@ -98,6 +100,7 @@ export class Execution {
   private resolveEnd!: (end: ExecutionEnd) => void;
   private readonly ended = new Promise<ExecutionEnd>((resolve) => (this.resolveEnd = resolve));
   private renewTimer: NodeJS.Timeout | null = null;
+  private quietWaiters: Array<() => void> = [];
 
   constructor(private readonly options: ExecutionOptions) {
     this.run = options.run;
@@ -305,8 +308,17 @@ export class Execution {
     this.bump();
   }
 
-  /** Ends the execution without further writes. */
-  stop(reason: 'lease_lost' | 'store_error' | 'live_call', error: unknown): void {
+  /**
+   * Resolves once nothing of this execution is in flight: no effect executing, no append queued.
+   * After a stop no new effect starts, so this is when it has stopped touching the world.
+   */
+  quiet(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.quietWaiters.push(resolve));
+  }
+
+  /** Ends the execution without further writes (its AbortSignal is aborted). */
+  stop(reason: StopReason, error: unknown): void {
     if (this.end) return;
     if (reason !== 'live_call') this.logger.warn({ runId: this.run.id, reason, err: error }, 'execution stopped');
     this.conclude({ kind: 'stopped', reason, error });
@@ -314,6 +326,7 @@ export class Execution {
 
   private release(): void {
     this.pending--;
+    if (this.pending === 0 && this.quietWaiters.length > 0) for (const resolve of this.quietWaiters.splice(0)) resolve();
     this.bump();
     if (this.pending === 0 && this.bodySettled && !this.end) this.conclude(this.bodySettled);
   }

@@ -22,10 +22,15 @@ export interface ExecutorOptions {
   pollMs?: number;
   /** Claim only runs of this namespace (default: every namespace). */
   namespace?: string;
+  /**
+   * On stop, after the grace period: how long executions still running, once aborted, get to
+   * settle (their in-flight tool or model call to return) before their leases are left to expire.
+   */
+  settleMs?: number;
   logger?: Logger;
 }
 
-export const EXECUTOR_DEFAULTS = { concurrency: 16, pollMs: 1_000 } as const;
+export const EXECUTOR_DEFAULTS = { concurrency: 16, pollMs: 1_000, settleMs: 2_000 } as const;
 
 export interface ExecutorEvents {
   /** A run was claimed and is about to execute here. */
@@ -36,8 +41,12 @@ export interface ExecutorEvents {
   idle: [];
   /** A claim failed (database unavailable); the next wake-up or poll retries. */
   'claim-failed': [{ error: unknown }];
-  /** stop() finished: `released` runs were handed back as PENDING after the grace period. */
-  stopped: [{ released: string[] }];
+  /**
+   * stop() finished: `released` runs were aborted after the grace period, settled, and were handed
+   * back as PENDING; `unsettled` ones were still touching the world, so their leases were kept to
+   * expire (the sweeper recovers them).
+   */
+  stopped: [{ released: string[]; unsettled: string[] }];
 }
 
 export class Executor {
@@ -45,6 +54,7 @@ export class Executor {
   readonly holder: string;
   readonly concurrency: number;
   readonly pollMs: number;
+  readonly settleMs: number;
   private readonly engine: Engine;
   private readonly store: JournalStore;
   private readonly namespace: string | undefined;
@@ -66,6 +76,9 @@ export class Executor {
     const pollMs = options.pollMs ?? EXECUTOR_DEFAULTS.pollMs;
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number >= 1, got ${concurrency}`);
     if (!(pollMs > 0)) throw new RangeError(`pollMs must be > 0, got ${pollMs}`);
+    const settleMs = options.settleMs ?? EXECUTOR_DEFAULTS.settleMs;
+    if (!(settleMs >= 0)) throw new RangeError(`settleMs must be >= 0, got ${settleMs}`);
+    this.settleMs = settleMs;
     this.engine = options.engine;
     this.store = options.store;
     this.holder = options.holder ?? options.engine.holder;
@@ -100,13 +113,16 @@ export class Executor {
   }
 
   /**
-   * Stops taking work, lets in-flight runs finish for up to `graceMs`, then releases the leases of
-   * the ones still executing (they become PENDING, so another replica continues them at once; this
-   * replica's late writes are fenced). Resolves with the released run ids.
+   * Stops taking work and lets in-flight runs finish for up to `graceMs`. Then it aborts the ones
+   * still executing (no further writes; their tools' and model calls' AbortSignal fires) and gives
+   * them `settleMs` to stop touching the world. Only the leases of those that settled are released
+   * (they become PENDING, so another replica continues them at once): releasing one whose effect
+   * still runs would let another replica redispatch it, and the effect would run twice at once.
+   * The others keep their leases until they expire and the sweeper recovers them.
    */
-  async stop(options: { graceMs: number }): Promise<{ released: string[] }> {
+  async stop(options: { graceMs: number }): Promise<{ released: string[]; unsettled: string[] }> {
     if (this.state === 'new') this.state = 'stopped';
-    if (this.state === 'stopped') return { released: [] };
+    if (this.state === 'stopped') return { released: [], unsettled: [] };
     this.state = 'stopping';
     if (this.pollTimer) clearTimeout(this.pollTimer);
     await this.unsubscribe?.().catch((err: unknown) => this.logger.warn({ err }, 'unsubscribing the executor failed'));
@@ -117,8 +133,24 @@ export class Executor {
     const finished = await Promise.race([drained, timedOut]);
     clearTimeout(timer);
     const released: string[] = [];
+    const unsettled: string[] = [];
     if (!finished) {
-      for (const [runId, { lease }] of this.inFlight) {
+      // Snapshot first: an aborted execution ends at once and leaves inFlight.
+      const running = [...this.inFlight].map(([runId, { lease, done }]) => ({ runId, lease, done }));
+      const settling = this.engine.executionsAbort({ runIds: running.map((r) => r.runId), why: 'the worker is shutting down' });
+      const settled = new Set<string>();
+      const all = Promise.all(running.map(async ({ runId, done }) => {
+        await Promise.all([done, settling.get(runId)]);
+        settled.add(runId);
+      }));
+      let settleTimer: NodeJS.Timeout | undefined;
+      await Promise.race([all, new Promise<void>((resolve) => (settleTimer = setTimeout(resolve, this.settleMs)))]);
+      clearTimeout(settleTimer);
+      for (const { runId, lease } of running) {
+        if (!settled.has(runId)) {
+          unsettled.push(runId);
+          continue;
+        }
         try {
           await this.store.runLeaseRelease({ lease });
           released.push(runId);
@@ -126,13 +158,16 @@ export class Executor {
           this.logger.warn({ runId, err }, 'could not release a lease on shutdown; it expires and the sweeper recovers the run');
         }
       }
-      if (released.length) this.logger.info({ released }, 'released runs still executing after the grace period');
+      if (released.length) this.logger.info({ released }, 'released runs aborted after the grace period');
+      if (unsettled.length) {
+        this.logger.warn({ unsettled, settleMs: this.settleMs }, 'runs still performing an effect after being aborted keep their leases; they expire and the sweeper recovers the runs');
+      }
     }
     this.engine.events.off('lease-acquired', this.onLease);
     this.engine.events.off('lease-renewed', this.onLease);
     this.state = 'stopped';
-    this.events.emit('stopped', { released });
-    return { released };
+    this.events.emit('stopped', { released, unsettled });
+    return { released, unsettled };
   }
 
   /** Asks for a claim pass; coalesces with one in progress. */

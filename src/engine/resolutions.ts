@@ -60,7 +60,12 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   if (!target || target.status !== 'suspended' || target.kind !== 'approval') throw new ApprovalNotFoundError(shownId);
   // An invalidated approval was replaced by a new one (a new seq): deciding the old one would do nothing.
   const attempt = JournalIndex.build(address.runId, entries).attemptsBySeq.get(target.seq);
-  if (attempt?.terminal?.status === 'cancelled') throw new ApprovalNotFoundError(shownId);
+  if (attempt?.terminal?.status === 'cancelled') {
+    // CancelRun closed it (engine.ts closeOpenWaits): the run is over, as the store would say.
+    const closing = attempt.terminal.payload as { reason?: unknown } | null;
+    if (closing?.reason === 'run_cancelled') throw new RunStateError(address.runId, 'CANCELLED', 'not finished');
+    throw new ApprovalNotFoundError(shownId);
+  }
   const value = toJson({ ...params.payload, approved: params.approve, ...(params.comment ? { comment: params.comment } : {}) }, 'approval decision');
   const violations = validatePinned(pinnedOf(target), value);
   if (violations.length > 0) throw new InvalidResolutionError(address.runId, address.seq, violations);

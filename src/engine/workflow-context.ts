@@ -16,7 +16,7 @@ import { resolutionPayload, type SuspensionPayload } from './suspension.js';
 import { isTool, type Tool } from './tool.js';
 import {
   DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
-  type StepInfo, type Workflow, type WorkflowContext,
+  type StepInfo, type StepOptions, type Workflow, type WorkflowContext,
 } from './workflow.js';
 
 /** How ctx.child creates (or finds again) the child run; the Engine supplies it. */
@@ -55,10 +55,10 @@ export class WorkflowContextImpl implements WorkflowContext {
     return this.execution.currentScope(this.scope);
   }
 
-  async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<Awaited<T>> {
+  async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>, options: StepOptions = {}): Promise<Awaited<T>> {
     const call = this.execution.call('step', name, null, this.here);
     const value = await perform(this.execution, call, {
-      twoPhase: true,
+      twoPhase: options.intent === true,
       execute: async () => toJson(await fn(this.info(call.idempotencyKey)), `the result of step "${name}"`),
     });
     return value as Awaited<T>;

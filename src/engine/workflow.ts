@@ -20,6 +20,16 @@ export interface StepInfo {
   signal: AbortSignal;
 }
 
+/** Options of ctx.step. */
+export interface StepOptions {
+  /**
+   * Journal a `running` intent before `fn` starts (two commits instead of one). A crash after the
+   * intent redispatches the same attempt; without it, a crash mid-step re-runs `fn` (at-least-once).
+   * Default false.
+   */
+  intent?: boolean;
+}
+
 export const DEFAULT_APPROVAL_SCHEMA = z.object({ approved: z.boolean(), comment: z.string().optional() });
 type DefaultApproval = typeof DEFAULT_APPROVAL_SCHEMA;
 
@@ -52,8 +62,8 @@ export interface WorkflowContext {
   readonly runId: string;
   /** True in a dry run: mutating tools return `{ __dryRun: true }` without executing. */
   readonly dryRun: boolean;
-  /** Runs `fn` once; its result (JSON) is journaled and replayed. */
-  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<Awaited<T>>;
+  /** Runs `fn` and journals its result (JSON, one write), replayed after; `{ intent: true }` journals an intent first. */
+  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
   /** Calls a registered tool with validated arguments, exactly once given its idempotency key. */
   tool<A, R>(tool: Tool<A, R>, args: A): Promise<R>;
   tool(name: string, args: unknown): Promise<unknown>;

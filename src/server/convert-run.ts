@@ -37,7 +37,11 @@ export function runErrorToProto(error: DomainRunError): RunError {
   });
 }
 
-export function runToProto(run: DomainRun): Run {
+/**
+ * `spentUsd`: what the caller folded from the journal (GetRun: the run and its children, as budgets
+ * count it; ListRuns: the run's own entries); 0 where nothing was folded.
+ */
+export function runToProto(run: DomainRun, spentUsd = 0): Run {
   return create(RunSchema, {
     id: run.id,
     namespace: run.namespace,
@@ -52,8 +56,7 @@ export function runToProto(run: DomainRun): Run {
     idempotencyKey: run.idempotencyKey ?? '',
     parentRunId: run.parentRunId ?? '',
     budgetUsd: run.budgetUsd ?? undefined,
-    // Spend is folded from model entries; the agents issue adds them (until then nothing is spent).
-    spentUsd: 0,
+    spentUsd,
     dryRun: run.dryRun,
     createTime: timestampFromDate(run.createdAt),
     updateTime: timestampFromDate(run.updatedAt),

@@ -1,10 +1,14 @@
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { DriftRecovery, RunService } from '../gen/waymark/v1/run_service_pb.js';
+import { runSpend } from '../agent/budget.js';
+import { roundUsd } from '../agent/prices.js';
+import { runProvenance } from '../agent/provenance.js';
 import type { Run } from '../journal/run.js';
 import { decodeRunCursor } from '../store/run-cursor.js';
 import type { ApiDeps } from './api-deps.js';
 import { entryToProto } from './convert-journal.js';
 import { previewToProto } from './convert-preview.js';
+import { runProvenanceToProto } from './convert-provenance.js';
 import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } from './convert-run.js';
 import { withErrorMapping } from './error-mapping.js';
 import { decodePageToken, encodePageToken } from './page-token.js';
@@ -35,7 +39,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const input = c.json('input', req.input);
       c.done();
       c.payload('input', input, deps.limits);
-      const started = deps.inline.track(engine.runStart({
+      const started = deps.inline.track(() => engine.runStart({
         namespace, workflowName, input, labels, idempotencyKey: idempotencyKey || null, budgetUsd: req.budgetUsd ?? null,
         dryRun: req.dryRun, execute: req.wait,
       }));
@@ -53,7 +57,9 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const runId = c.runId('run_id', req.runId);
       c.done();
       const run = await store.runGet({ runId, namespace });
-      return { run: runToProto(run), waitingOn: (await waiting(run)).map(waitingToProto) };
+      // The spend budgets count: the run's own model calls and its children's, folded from the journal.
+      const spent = await runSpend({ store, runId: run.id, namespace });
+      return { run: runToProto(run, spent.totalUsd), waitingOn: (await waiting(run)).map(waitingToProto) };
     },
 
     async listRuns(req) {
@@ -74,7 +80,12 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
         namespace, pageSize, cursor, ...(statuses.length ? { statuses } : {}), ...(workflowName ? { workflowName } : {}),
         ...(Object.keys(labels).length ? { labels } : {}), ...(parentRunId ? { parentRunId } : {}),
       });
-      return { runs: page.runs.map(runToProto), nextPageToken: page.nextCursor ? encodePageToken('runs', filter, page.nextCursor) : '' };
+      // Kept cheap: one summing read for the page, each run's own entries only (not its children's).
+      const spent = await store.journalCostTotals({ namespace, runIds: page.runs.map((r) => r.id) });
+      return {
+        runs: page.runs.map((r) => runToProto(r, roundUsd(spent.get(r.id) ?? 0))),
+        nextPageToken: page.nextCursor ? encodePageToken('runs', filter, page.nextCursor) : '',
+      };
     },
 
     async getJournal(req) {
@@ -117,7 +128,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       }
       // The run becomes PENDING, then executes here in the background (the response does not wait
       // for it); a restart executes the new run here before answering, like StartRun with wait.
-      const resumed = await abortable(deps.inline.track(engine.runResume({ runId, namespace, invalidate, execute: false, ...(drift ? { drift } : {}) })), ctx.signal);
+      const resumed = await abortable(deps.inline.track(() => engine.runResume({ runId, namespace, invalidate, execute: false, ...(drift ? { drift } : {}) })), ctx.signal);
       if (drift === undefined) deps.inline.kick(runId, namespace);
       const restartedAs = resumed.restartedAs ? (resumed.execution?.run ?? resumed.restartedAs) : null;
       return { run: runToProto(resumed.run), ...(restartedAs ? { restartedAs: runToProto(restartedAs) } : {}) };
@@ -138,6 +149,14 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       c.namespace(req.namespace);
       c.done();
       return { workflows: engine.registry.workflows().map(workflowToProto) };
+    },
+
+    async getRunProvenance(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      c.done();
+      return { provenance: runProvenanceToProto(await runProvenance({ store, runId, namespace })) };
     },
   };
 }

@@ -95,6 +95,12 @@ export interface JournalStore {
    */
   journalList(params: { runId: string; afterSeq?: number; limit?: number; namespace?: string }): Promise<JournalEntry[]>;
   /**
+   * Per run id, the sum of `costUsd` over the run's own entries (not its children's): 0 when none
+   * has a cost. One read for a page of runs (ListRuns' `spent_usd`). Unknown ids (or ids outside
+   * `namespace`) are absent from the map; nothing throws for them.
+   */
+  journalCostTotals(params: { runIds: string[]; namespace?: string }): Promise<Map<string, number>>;
+  /**
    * Appends a resolution of the suspension at `suspensionSeq` without a lease, under the run-row lock:
    * - a repeated `dedupeKey` on the same run returns the first entry with `duplicate: true` and writes nothing;
    * - the first resolution of a suspension is `resolved` (applied); later ones are `noop` (already resolved);

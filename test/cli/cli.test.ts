@@ -31,6 +31,18 @@ describe('waymark command', () => {
     expect(p.stderr).not.toContain('secret'); // a database URL's password is never echoed
   });
 
+  it('refuses bad model settings with exit 78 before touching the database', async () => {
+    // Nothing listens on port 1: opening the database first would fail differently (exit 1).
+    const p = WaymarkProcess.start(['server'], { env: { WAYMARK_MODELS: '{bad', DATABASE_URL: 'postgres://u:secret@127.0.0.1:1/none' } });
+    const { code } = await p.exited;
+    expect(code).toBe(78);
+    const lines = p.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('WAYMARK_MODELS');
+    expect(p.stderr).not.toContain('secret');
+    expect(p.logs.some((l) => /migrat|PostgreSQL|listening/.test(String(l.msg)))).toBe(false);
+  });
+
   it('rejects an unknown command with usage', async () => {
     const p = WaymarkProcess.start(['frobnicate']);
     const { code } = await p.exited;
@@ -69,6 +81,11 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     }
     expect((await p.stop('SIGTERM')).code).toBe(0);
     expect(p.logs.some((l) => l.msg === 'stopped')).toBe(true);
+    // The executor starts claiming only once the server listens (and said where).
+    const listeningAt = p.logs.findIndex((l) => String(l.msg).includes(' listening on '));
+    const executorAt = p.logs.findIndex((l) => l.msg === 'executor started');
+    expect(listeningAt).toBeGreaterThanOrEqual(0);
+    expect(executorAt).toBeGreaterThan(listeningAt);
   });
 });
 

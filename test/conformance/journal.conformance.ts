@@ -6,6 +6,20 @@ import { startRun, step } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 export function journalSection({ h }: SuiteContext): void {
+  it('sums each run\'s own costUsd for a page of runs; unknown ids and other namespaces are left out', async () => {
+    const { store } = h();
+    const { run: a, lease: la } = await startRun(store);
+    const { run: b } = await startRun(store);
+    const { run: other, lease: lo } = await startRun(store, { namespace: 'elsewhere' });
+    await store.journalAppend({ lease: la, entries: [step('x', { costUsd: 0.25 }), step('y'), step('z', { costUsd: 0.5 })] });
+    await store.journalAppend({ lease: lo, entries: [step('x', { costUsd: 1 })] });
+    const unknown = '018f0000-0000-7000-8000-000000000000';
+    const totals = await store.journalCostTotals({ namespace: 'default', runIds: [a.id, b.id, other.id, unknown, 'not-a-run-id'] });
+    expect([...totals.entries()].sort()).toEqual([[a.id, 0.75], [b.id, 0]].sort());
+    expect((await store.journalCostTotals({ runIds: [other.id] })).get(other.id)).toBe(1);
+    expect((await store.journalCostTotals({ runIds: [] })).size).toBe(0);
+  });
+
   it('appends at dense seqs from 0, a batch at consecutive seqs, and lists after a cursor', async () => {
     const { store } = h();
     const { run, lease } = await startRun(store);

@@ -11,7 +11,7 @@ import { FakeClock } from './harness.js';
 
 /*
  * research/reliability.md §4.1 in process: random workflows of steps, tools, parallel branches,
- * Promise.all and approvals; the worker crashes at random fenced writes (before or after the write
+ * Promise.all and approvals (steps with and without an intent); the worker crashes at random fenced writes (before or after the write
  * commits) and a new lease recovers the run, any number of times. An oracle outside the engine
  * records every execution and every committed `ok`. Then:
  *   - no effect executes after its `ok` committed (completed effects never run again);
@@ -20,7 +20,7 @@ import { FakeClock } from './harness.js';
  */
 
 type Node =
-  | { t: 'step'; label: string }
+  | { t: 'step'; label: string; intent: boolean } // one write, or an intent first ({ intent: true })
   | { t: 'tool'; label: string; readOnly: boolean }
   | { t: 'approval'; label: string; approve: boolean; then: Node[] }
   | { t: 'par'; branches: Node[][] }
@@ -38,7 +38,7 @@ const readTool = defineTool({ name: 'read_tool', description: 'read-only', input
 async function one(ctx: WorkflowContext, n: Node): Promise<Json> {
   switch (n.t) {
     case 'step':
-      return ctx.step(n.label, ({ idempotencyKey }) => { deliver(n.label, idempotencyKey); return `${n.label}:ok`; });
+      return ctx.step(n.label, ({ idempotencyKey }) => { deliver(n.label, idempotencyKey); return `${n.label}:ok`; }, { intent: n.intent });
     case 'tool':
       return (await ctx.tool(n.readOnly ? 'read_tool' : 'write_tool', { label: n.label })) as Json;
     case 'approval': {
@@ -63,12 +63,12 @@ const program = defineWorkflow({ name: 'program', input: z.object({ nodes: z.arr
 const nodeArb: fc.Arbitrary<Node[]> = fc.letrec<{ node: Node; list: Node[] }>((tie) => ({
   node: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
-    fc.constant<Node>({ t: 'step', label: '' }),
+    fc.boolean().map<Node>((intent) => ({ t: 'step', label: '', intent })),
     fc.boolean().map<Node>((readOnly) => ({ t: 'tool', label: '', readOnly })),
     fc.record({ approve: fc.boolean(), then: tie('list') }).map<Node>(({ approve, then }) => ({ t: 'approval', label: '', approve, then: then as Node[] })),
     fc.array(tie('list'), { minLength: 1, maxLength: 3 }).map<Node>((branches) => ({ t: 'par', branches: branches as Node[][] })),
     fc.array(fc.oneof(
-      fc.constant<Node>({ t: 'step', label: '' }),
+      fc.boolean().map<Node>((intent) => ({ t: 'step', label: '', intent })),
       fc.boolean().map<Node>((readOnly) => ({ t: 'tool', label: '', readOnly })),
       fc.boolean().map<Node>((approve) => ({ t: 'approval', label: '', approve, then: [] })),
     ), { minLength: 1, maxLength: 3 }).map<Node>((items) => ({ t: 'all', items })),

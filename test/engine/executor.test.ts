@@ -80,9 +80,66 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
     });
   });
 
+  /** An effect that, once aborted, settles only when the test says so (or never, when `honour` is false). */
+  const slow = new Map<string, { aborted: ReturnType<typeof deferred<void>>; settle: ReturnType<typeof deferred<void>>; done: ReturnType<typeof deferred<void>>; started: ReturnType<typeof deferred<void>>; honour: boolean }>();
+  const lingering = defineWorkflow({ name: 'lingering', input: z.object({ key: z.string() }) }, async (ctx, { key }) => {
+    return ctx.step('work', async ({ idempotencyKey, signal }) => {
+      const s = slow.get(key)!;
+      if (s.honour) signal.addEventListener('abort', () => s.aborted.resolve());
+      s.started.resolve();
+      await s.settle.promise;
+      sink.deliver(key, idempotencyKey);
+      s.done.resolve();
+      return key;
+    });
+  });
+
   function engineOn(store: JournalStore, holder: string): Engine {
-    return new Engine({ store, registry: new Registry().register(gated), holder, leaseTtlMs: 30_000 });
+    return new Engine({ store, registry: new Registry().register(gated).register(lingering), holder, leaseTtlMs: 30_000 });
   }
+
+  it('on stop aborts what still executes after the grace period and releases its lease only once its effect settled', async () => {
+    const store = await stores[storeName]!();
+    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    const engine = engineOn(store, `${storeName}-s1`);
+    const a = new Executor({ engine, store, concurrency: 1, pollMs: 3_600_000, settleMs: 3_600_000 });
+    await a.start();
+    const key = `s1${storeName}`;
+    const s = { aborted: deferred(), settle: deferred(), done: deferred(), started: deferred(), honour: true };
+    slow.set(key, s);
+    const { run } = await engine.runStart({ namespace: NS, workflowName: 'lingering', input: { key } });
+    await s.started.promise; // its effect is in flight
+    const stopping = a.stop({ graceMs: 0 });
+    // The effect saw its AbortSignal fire; while it is still running the lease is kept.
+    await s.aborted.promise;
+    expect((await store.runGet({ runId: run.id, namespace: NS })).status).toBe('RUNNING');
+    s.settle.resolve();
+    expect(await stopping).toEqual({ released: [run.id], unsettled: [] });
+    expect((await store.runGet({ runId: run.id, namespace: NS })).status).toBe('PENDING');
+    // Aborted: the settled effect's result was not journaled (another worker redispatches it).
+    expect((await store.journalList({ runId: run.id })).filter((e) => e.kind === 'step' && e.status === 'ok')).toEqual([]);
+  });
+
+  it('on stop keeps the lease of an execution whose effect ignores the abort: it expires and the sweeper recovers it', async () => {
+    const store = await stores[storeName]!();
+    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    const engine = engineOn(store, `${storeName}-s2`);
+    const a = new Executor({ engine, store, concurrency: 1, pollMs: 3_600_000, settleMs: 0 });
+    await a.start();
+    const key = `s2${storeName}`;
+    const s = { aborted: deferred(), settle: deferred(), done: deferred(), started: deferred(), honour: false };
+    slow.set(key, s);
+    const { run } = await engine.runStart({ namespace: NS, workflowName: 'lingering', input: { key } });
+    await s.started.promise; // its effect is in flight
+    expect(await a.stop({ graceMs: 0 })).toEqual({ released: [], unsettled: [run.id] });
+    const held = await store.runGet({ runId: run.id, namespace: NS });
+    expect(held.status).toBe('RUNNING');
+    // No other worker can take it while the effect may still run here.
+    expect(await store.runClaim({ holder: `${storeName}-s2-other`, ttlMs: 30_000, limit: 10, namespace: NS })).toEqual([]);
+    s.settle.resolve();
+    await s.done.promise;
+    expect((await store.journalList({ runId: run.id })).filter((e) => e.kind === 'step' && e.status === 'ok')).toEqual([]);
+  });
 
   it('claims and executes pending runs, at most `concurrency` at once, woken without waiting for its poll', async () => {
     const store = await stores[storeName]!();
@@ -115,7 +172,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
     await claimed;
     const stopping = executor.stop({ graceMs: 60_000 });
     gate.resolve();
-    expect(await stopping).toEqual({ released: [] });
+    expect(await stopping).toEqual({ released: [], unsettled: [] });
     expect((await store.runGet({ runId: run.id, namespace: NS })).status).toBe('SUCCEEDED');
   });
 

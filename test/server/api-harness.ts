@@ -44,12 +44,14 @@ export interface ApiHarness {
  */
 export function apiHarness(options: {
   store?: JournalStore; limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; shutdownSignal?: AbortSignal;
+  /** A registry built by the test (e.g. with an agent runtime); `items` is then ignored. */
+  registry?: Registry;
 } = {}): ApiHarness {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const store = options.store ?? new MemoryStore({ limits });
   const logs: LogLine[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
-  const registry = new Registry().register(...(options.items ?? FIXTURE_ITEMS));
+  const registry = options.registry ?? new Registry().register(...(options.items ?? FIXTURE_ITEMS));
   const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
   const deps: ApiDeps = {
     engine, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/engine/workflow.js';
 import { ErrorInfoSchema, PreconditionFailureSchema } from '../../src/gen/google/rpc/error_details_pb.js';
-import { ResumeOutcome, RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
+import { EntryStatus, ResumeOutcome, RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { DriftRecovery } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { apiHarness, detail, failure, FIXTURE_ITEMS, json, plain, shapeOf, snapshot } from './api-harness.js';
@@ -79,6 +79,27 @@ describe('ResumeRun', () => {
 });
 
 describe('CancelRun', () => {
+  it('journals a cancelled resolution for each open suspension of the run and of its children', async () => {
+    const t = apiHarness();
+    const { run: parent } = await t.runs.startRun({ workflow: 'parent-flow', input: json({}), wait: true });
+    const [child] = (await t.runs.listRuns({ parentRunId: parent!.id })).runs;
+    await t.engine.runExecute({ runId: child!.id, namespace: 'default' }); // parks on its signal
+    expect((await t.runs.getRun({ runId: child!.id })).waitingOn.map((w) => w.kind)).toEqual(['signal']);
+
+    await t.runs.cancelRun({ runId: parent!.id, reason: 'customer withdrew' });
+    for (const runId of [parent!.id, child!.id]) {
+      const { entries } = await t.runs.getJournal({ runId });
+      const suspended = entries.filter((e) => e.status === EntryStatus.SUSPENDED);
+      const closed = entries.filter((e) => e.status === EntryStatus.CANCELLED);
+      expect(suspended).toHaveLength(1);
+      expect(closed.map((e) => e.refSeq)).toEqual([suspended[0]!.seq]);
+      expect(plain(closed[0]!.payload)).toMatchObject({ reason: 'run_cancelled', message: 'customer withdrew' });
+      // The cancellation entry comes before the terminal status change.
+      expect(entries[entries.length - 1]!.kind).toBe('status');
+      expect((await t.runs.getRun({ runId })).run?.status).toBe(RunStatus.CANCELLED);
+    }
+  });
+
   it('cancels a run and its unfinished children; cancelling a finished run returns it unchanged', async () => {
     const t = apiHarness();
     const { run: parent } = await t.runs.startRun({ workflow: 'parent-flow', input: json({}), wait: true });

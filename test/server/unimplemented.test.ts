@@ -26,7 +26,7 @@ describe('RunService and SignalService before the API is wired', () => {
   });
 
   it('covers every RPC of both services', () => {
-    expect(rpcs).toHaveLength(12);
+    expect(rpcs).toHaveLength(13);
   });
 
   it.each(rpcs)('%s answers UNIMPLEMENTED over gRPC (grpc-js)', async (path, _service, method) => {

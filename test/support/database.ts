@@ -30,7 +30,18 @@ export async function createTestDatabase(prefix = 'waymark_test'): Promise<TestD
       const c = new pg.Client({ connectionString: adminUrl });
       await c.connect();
       try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        // pg's pool.end() resolves before its connections have finished closing; terminating them
+        // (FORCE) then surfaces as an unhandled 57P01 in the test. Let closing sessions go first,
+        // and force only what a test leaked.
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await c.query(`DROP DATABASE IF EXISTS ${name}${attempt >= 40 ? ' WITH (FORCE)' : ''}`);
+            break;
+          } catch (err) {
+            if ((err as { code?: string }).code !== '55006' || attempt >= 40) throw err;
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        }
       } finally {
         await c.end();
       }

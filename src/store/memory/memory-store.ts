@@ -224,6 +224,16 @@ export class MemoryStore implements JournalStore {
     return rec.entries.slice(from, to).map(clone);
   }
 
+  async journalCostTotals(params: { runIds: string[]; namespace?: string }): Promise<Map<string, number>> {
+    const totals = new Map<string, number>();
+    for (const runId of params.runIds) {
+      const rec = this.runs.get(runId);
+      if (!rec || (params.namespace !== undefined && rec.run.namespace !== params.namespace)) continue;
+      totals.set(runId, rec.entries.reduce((sum, e) => sum + (e.costUsd ?? 0), 0));
+    }
+    return totals;
+  }
+
   async journalResolve(params: {
     runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry; leader?: SweeperLease;
   }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }> {

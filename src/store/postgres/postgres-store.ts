@@ -14,7 +14,8 @@ import { notASuspension } from '../store-errors.js';
 import { assertEntriesFit, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
 import { suspensionListDue } from './deadlines-queries.js';
 import * as jq from './journal-queries.js';
-import { translatePgError, type ErrorContext } from './pg-errors.js';
+import { AppendBatcher, type AppendRequest } from './append-batcher.js';
+import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './pg-errors.js';
 import * as signals from './signals-ops.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
@@ -43,6 +44,11 @@ export interface PostgresStoreOptions {
   sweeperLockTimeoutMs?: number;
   /** Reconnect backoff of the LISTEN connection (doubling, jittered). Default 50 to 5000 ms. */
   listenerBackoffMs?: { min: number; max: number };
+  /**
+   * Journal appends running at once; appends arriving meanwhile wait and then go together, one
+   * statement for many runs (group commit, append-batcher.ts). Default 4; 0 sends each on its own.
+   */
+  appendsInFlight?: number;
 }
 
 /**
@@ -56,6 +62,7 @@ export class PostgresStore implements JournalStore {
   /** Wake-up connection; emits 'connected' and 'lost'. */
   readonly listener: WakeupListener;
   private closing: Promise<void> | null = null;
+  private readonly batcher: AppendBatcher | null;
 
   private constructor(
     readonly pool: pg.Pool,
@@ -64,6 +71,8 @@ export class PostgresStore implements JournalStore {
     private readonly options: PostgresStoreOptions,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    const inFlight = options.appendsInFlight ?? 4;
+    this.batcher = inFlight > 0 ? new AppendBatcher({ maxInFlight: inFlight, maxBatch: 64, send: (batch) => this.appendBatch(batch) }) : null;
     const onError = (err: unknown, message: string) => options.logger?.warn({ err }, message);
     this.listener = new WakeupListener({
       client: listenConfig, onError,
@@ -213,6 +222,11 @@ export class PostgresStore implements JournalStore {
     const deadlines = params.entries.map(suspensionDeadline);
     const { lease, entries } = params;
     if (!isRunId(lease.runId)) throw new RunNotFoundError(lease.runId);
+    if (this.batcher && entries.length > 0) return this.batcher.append({ lease, entries, deadlines });
+    return this.appendOne({ lease, entries, deadlines });
+  }
+
+  private async appendOne({ lease, entries, deadlines }: AppendRequest): Promise<JournalEntry[]> {
     const { rows } = await this.query<jq.JournalRow>(jq.journalAppend({
       runId: lease.runId, epoch: lease.epoch, entries, deadlines, maxEntries: this.limits.journalEntries,
     }), { runId: lease.runId });
@@ -222,6 +236,38 @@ export class PostgresStore implements JournalStore {
     return [];
   }
 
+  /**
+   * Appends of several runs in one statement. A run its fence refused gets its own error, as
+   * appendOne would give it. A statement the server rejected (a value Postgres cannot store in one
+   * of the runs) was rolled back whole: each append is then sent on its own, so only the culprit fails.
+   */
+  private async appendBatch(batch: AppendRequest[]): Promise<(JournalEntry[] | { error: unknown })[]> {
+    const settle = (r: AppendRequest) => this.appendOne(r).then((e) => e, (error: unknown) => ({ error }));
+    if (batch.length === 1) return [await settle(batch[0]!)];
+    let rows: jq.JournalRow[];
+    try {
+      rows = (await this.pool.query<jq.JournalRow>(jq.journalAppendMany({
+        requests: batch.map((r) => ({ runId: r.lease.runId, epoch: r.lease.epoch, entries: r.entries, deadlines: r.deadlines })),
+        maxEntries: this.limits.journalEntries,
+      }))).rows;
+    } catch (err) {
+      if (sqlState(err) !== undefined && !isUnavailable(err)) return Promise.all(batch.map(settle));
+      throw translatePgError(err, {});
+    }
+    const byRun = new Map<string, JournalEntry[]>();
+    for (const row of rows) {
+      const entry = jq.toEntry(row);
+      const key = entry.runId.toLowerCase();
+      byRun.set(key, [...(byRun.get(key) ?? []), entry]);
+    }
+    return Promise.all(batch.map(async (r) => {
+      const got = byRun.get(r.lease.runId.toLowerCase()) ?? [];
+      if (got.length === r.entries.length) return got.sort((a, b) => a.seq - b.seq);
+      const failure = await this.fenceFailure(r.lease, r.entries.length).catch((error: unknown) => error as Error);
+      return failure ? { error: failure } : [];
+    }));
+  }
+
   async journalList(params: { runId: string; afterSeq?: number; limit?: number; namespace?: string }): Promise<JournalEntry[]> {
     if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
     const { rows } = await this.query<jq.JournalRow>(jq.journalList({
@@ -229,6 +275,20 @@ export class PostgresStore implements JournalStore {
     }));
     if (rows.length === 0) await this.findRun(params.runId, params.namespace ?? null);
     return rows.map(jq.toEntry);
+  }
+
+  async journalCostTotals(params: { runIds: string[]; namespace?: string }): Promise<Map<string, number>> {
+    const ids = params.runIds.filter(isRunId);
+    const totals = new Map<string, number>();
+    if (ids.length === 0) return totals;
+    const { rows } = await this.query<{ id: string; total: string }>(jq.journalCostTotals({ runIds: ids, namespace: params.namespace ?? null }));
+    // Ids as the caller spelled them (the database returns them lowercase).
+    const byLower = new Map(rows.map((r) => [r.id.toLowerCase(), Number(r.total)]));
+    for (const id of ids) {
+      const total = byLower.get(id.toLowerCase());
+      if (total !== undefined) totals.set(id, total);
+    }
+    return totals;
   }
 
   /**

@@ -56,7 +56,7 @@ export function recoverySuite(suite: Suite): void {
       expect(sink.count('b')).toBe(countBefore + 1);
       expect(sink.keysOf('b')).toEqual(keysBefore);
       const cancelled = (await entriesOf(store, run.id)).filter((e) => e.status === 'cancelled');
-      expect(cancelled).toMatchObject([{ kind: 'step', name: 'b', refSeq: bOk.refSeq, payload: { reason: 'invalidated', seq: bOk.seq } }]);
+      expect(cancelled).toMatchObject([{ kind: 'step', name: 'b', refSeq: bOk.refSeq ?? bOk.seq, payload: { reason: 'invalidated', seq: bOk.seq } }]);
       await expect(engine.runResume({ runId: run.id, namespace: NS, invalidate: [9999] })).rejects.toThrow(/no entry at that seq/);
     });
 
@@ -131,7 +131,7 @@ export function recoverySuite(suite: Suite): void {
           keys.push(idempotencyKey);
           if (keys.length === 1) { entered.resolve(); await gate.promise; }
           return `done by attempt ${keys.length}`;
-        }));
+        }, { intent: true }));
       const clock = new FakeClock();
       const one = await setup([wf], { clock, holder: 'worker-1' });
       const two = await setup([wf], { clock, holder: 'worker-2', store: one.store });

@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { JournalEntry, ResumePreview, Run, RunEvent, RunStatus, WaitingOn, Workflow } from "./run_pb.js";
+import type { JournalEntry, ResumePreview, Run, RunError, RunEvent, RunStatus, Usage, WaitingOn, Workflow } from "./run_pb.js";
 import { file_waymark_v1_run } from "./run_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/run_service.proto.
  */
 export const file_waymark_v1_run_service: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXltYXJrL3YxL3J1bl9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIqUCCg9TdGFydFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEiUKBWlucHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIMCgR3YWl0GAUgASgIEhcKCmJ1ZGdldF91c2QYBiABKAFIAIgBARIPCgdkcnlfcnVuGAcgASgIEjcKBmxhYmVscxgIIAMoCzInLndheW1hcmsudjEuU3RhcnRSdW5SZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX2J1ZGdldF91c2QibAoQU3RhcnRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIPCgdjcmVhdGVkGAIgASgIEikKCndhaXRpbmdfb24YAyADKAsyFS53YXltYXJrLnYxLldhaXRpbmdPbiIyCg1HZXRSdW5SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZydW5faWQYAiABKAkiWQoOR2V0UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8ud2F5bWFyay52MS5SdW4SKQoKd2FpdGluZ19vbhgCIAMoCzIVLndheW1hcmsudjEuV2FpdGluZ09uIoUCCg9MaXN0UnVuc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEicKCHN0YXR1c2VzGAIgAygOMhUud2F5bWFyay52MS5SdW5TdGF0dXMSEAoId29ya2Zsb3cYAyABKAkSNwoGbGFiZWxzGAQgAygLMicud2F5bWFyay52MS5MaXN0UnVuc1JlcXVlc3QuTGFiZWxzRW50cnkSFQoNcGFyZW50X3J1bl9pZBgFIAEoCRIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEExpc3RSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLndheW1hcmsudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKDAQoRR2V0Sm91cm5hbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIWCglhZnRlcl9zZXEYAyABKANIAIgBARIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCUIMCgpfYWZ0ZXJfc2VxIlgKEkdldEpvdXJuYWxSZXNwb25zZRIpCgdlbnRyaWVzGAEgAygLMhgud2F5bWFyay52MS5Kb3VybmFsRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInsKFlN0cmVhbVJ1bkV2ZW50c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIWCglhZnRlcl9zZXEYAyABKANIAIgBARIYChBmb2xsb3dfc3VzcGVuZGVkGAQgASgIQgwKCl9hZnRlcl9zZXEiPgoXU3RyZWFtUnVuRXZlbnRzUmVzcG9uc2USIwoFZXZlbnQYASABKAsyFC53YXltYXJrLnYxLlJ1bkV2ZW50Io0BChBSZXN1bWVSdW5SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZydW5faWQYAiABKAkSDwoHZHJ5X3J1bhgDIAEoCBISCgppbnZhbGlkYXRlGAQgAygDEjEKDmRyaWZ0X3JlY292ZXJ5GAUgASgOMhkud2F5bWFyay52MS5EcmlmdFJlY292ZXJ5IoQBChFSZXN1bWVSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIqCgdwcmV2aWV3GAIgASgLMhkud2F5bWFyay52MS5SZXN1bWVQcmV2aWV3EiUKDHJlc3RhcnRlZF9hcxgDIAEoCzIPLndheW1hcmsudjEuUnVuIkUKEENhbmNlbFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8ud2F5bWFyay52MS5SdW4iKQoUTGlzdFdvcmtmbG93c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJIkAKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93KmcKDURyaWZ0UmVjb3ZlcnkSHgoaRFJJRlRfUkVDT1ZFUllfVU5TUEVDSUZJRUQQABIaChZEUklGVF9SRUNPVkVSWV9SRVNUQVJUEAESGgoWRFJJRlRfUkVDT1ZFUllfQUJBTkRPThACMoQFCgpSdW5TZXJ2aWNlEkUKCFN0YXJ0UnVuEhsud2F5bWFyay52MS5TdGFydFJ1blJlcXVlc3QaHC53YXltYXJrLnYxLlN0YXJ0UnVuUmVzcG9uc2USRAoGR2V0UnVuEhkud2F5bWFyay52MS5HZXRSdW5SZXF1ZXN0Ghoud2F5bWFyay52MS5HZXRSdW5SZXNwb25zZSIDkAIBEkoKCExpc3RSdW5zEhsud2F5bWFyay52MS5MaXN0UnVuc1JlcXVlc3QaHC53YXltYXJrLnYxLkxpc3RSdW5zUmVzcG9uc2UiA5ACARJQCgpHZXRKb3VybmFsEh0ud2F5bWFyay52MS5HZXRKb3VybmFsUmVxdWVzdBoeLndheW1hcmsudjEuR2V0Sm91cm5hbFJlc3BvbnNlIgOQAgESXAoPU3RyZWFtUnVuRXZlbnRzEiIud2F5bWFyay52MS5TdHJlYW1SdW5FdmVudHNSZXF1ZXN0GiMud2F5bWFyay52MS5TdHJlYW1SdW5FdmVudHNSZXNwb25zZTABEkgKCVJlc3VtZVJ1bhIcLndheW1hcmsudjEuUmVzdW1lUnVuUmVxdWVzdBodLndheW1hcmsudjEuUmVzdW1lUnVuUmVzcG9uc2USSAoJQ2FuY2VsUnVuEhwud2F5bWFyay52MS5DYW5jZWxSdW5SZXF1ZXN0Gh0ud2F5bWFyay52MS5DYW5jZWxSdW5SZXNwb25zZRJZCg1MaXN0V29ya2Zsb3dzEiAud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_google_protobuf_struct, file_waymark_v1_run]);
+  fileDesc("Chx3YXltYXJrL3YxL3J1bl9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIqUCCg9TdGFydFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEiUKBWlucHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIMCgR3YWl0GAUgASgIEhcKCmJ1ZGdldF91c2QYBiABKAFIAIgBARIPCgdkcnlfcnVuGAcgASgIEjcKBmxhYmVscxgIIAMoCzInLndheW1hcmsudjEuU3RhcnRSdW5SZXF1ZXN0LkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX2J1ZGdldF91c2QibAoQU3RhcnRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIPCgdjcmVhdGVkGAIgASgIEikKCndhaXRpbmdfb24YAyADKAsyFS53YXltYXJrLnYxLldhaXRpbmdPbiIyCg1HZXRSdW5SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZydW5faWQYAiABKAkiWQoOR2V0UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8ud2F5bWFyay52MS5SdW4SKQoKd2FpdGluZ19vbhgCIAMoCzIVLndheW1hcmsudjEuV2FpdGluZ09uIoUCCg9MaXN0UnVuc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEicKCHN0YXR1c2VzGAIgAygOMhUud2F5bWFyay52MS5SdW5TdGF0dXMSEAoId29ya2Zsb3cYAyABKAkSNwoGbGFiZWxzGAQgAygLMicud2F5bWFyay52MS5MaXN0UnVuc1JlcXVlc3QuTGFiZWxzRW50cnkSFQoNcGFyZW50X3J1bl9pZBgFIAEoCRIRCglwYWdlX3NpemUYBiABKAUSEgoKcGFnZV90b2tlbhgHIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkoKEExpc3RSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLndheW1hcmsudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKDAQoRR2V0Sm91cm5hbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIWCglhZnRlcl9zZXEYAyABKANIAIgBARIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCUIMCgpfYWZ0ZXJfc2VxIlgKEkdldEpvdXJuYWxSZXNwb25zZRIpCgdlbnRyaWVzGAEgAygLMhgud2F5bWFyay52MS5Kb3VybmFsRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInsKFlN0cmVhbVJ1bkV2ZW50c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIWCglhZnRlcl9zZXEYAyABKANIAIgBARIYChBmb2xsb3dfc3VzcGVuZGVkGAQgASgIQgwKCl9hZnRlcl9zZXEiPgoXU3RyZWFtUnVuRXZlbnRzUmVzcG9uc2USIwoFZXZlbnQYASABKAsyFC53YXltYXJrLnYxLlJ1bkV2ZW50Io0BChBSZXN1bWVSdW5SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZydW5faWQYAiABKAkSDwoHZHJ5X3J1bhgDIAEoCBISCgppbnZhbGlkYXRlGAQgAygDEjEKDmRyaWZ0X3JlY292ZXJ5GAUgASgOMhkud2F5bWFyay52MS5EcmlmdFJlY292ZXJ5IoQBChFSZXN1bWVSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIqCgdwcmV2aWV3GAIgASgLMhkud2F5bWFyay52MS5SZXN1bWVQcmV2aWV3EiUKDHJlc3RhcnRlZF9hcxgDIAEoCzIPLndheW1hcmsudjEuUnVuIkUKEENhbmNlbFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8ud2F5bWFyay52MS5SdW4iKQoUTGlzdFdvcmtmbG93c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJIkAKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRInCgl3b3JrZmxvd3MYASADKAsyFC53YXltYXJrLnYxLldvcmtmbG93IjwKF0dldFJ1blByb3ZlbmFuY2VSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZydW5faWQYAiABKAkiSQoYR2V0UnVuUHJvdmVuYW5jZVJlc3BvbnNlEi0KCnByb3ZlbmFuY2UYASABKAsyGS53YXltYXJrLnYxLlJ1blByb3ZlbmFuY2UihAIKDVJ1blByb3ZlbmFuY2USDgoGcnVuX2lkGAEgASgJEhUKDXdvcmtmbG93X25hbWUYAiABKAkSJQoGc3RhdHVzGAMgASgOMhUud2F5bWFyay52MS5SdW5TdGF0dXMSFwoKYnVkZ2V0X3VzZBgEIAEoAUgAiAEBEiMKBXNwZW5kGAUgASgLMhQud2F5bWFyay52MS5SdW5TcGVuZBIrCgZhZ2VudHMYBiADKAsyGy53YXltYXJrLnYxLkFnZW50UHJvdmVuYW5jZRIrCghjaGlsZHJlbhgHIAMoCzIZLndheW1hcmsudjEuUnVuUHJvdmVuYW5jZUINCgtfYnVkZ2V0X3VzZCJaCghSdW5TcGVuZBIPCgdvd25fdXNkGAEgASgBEhQKDGNoaWxkcmVuX3VzZBgCIAEoARIRCgl0b3RhbF91c2QYAyABKAESFAoMcHJpY2VkX2NhbGxzGAQgASgFIs4CCg9BZ2VudFByb3ZlbmFuY2USDQoFc2NvcGUYASABKAkSEgoKYWdlbnRfdHlwZRgCIAEoCRINCgVtb2RlbBgDIAEoCRITCgZhbnN3ZXIYBCABKAlIAIgBARIXCgphbnN3ZXJfc2VxGAUgASgDSAGIAQESHwoXZHJld19vbl9tb2RlbF9jYWxsX3NlcXMYBiADKAMSIAoYZHJld19vbl90b29sX3Jlc3VsdF9zZXFzGAcgAygDEjQKC21vZGVsX2NhbGxzGAggAygLMh8ud2F5bWFyay52MS5Qcm92ZW5hbmNlTW9kZWxDYWxsEjYKDHRvb2xfcmVzdWx0cxgJIAMoCzIgLndheW1hcmsudjEuUHJvdmVuYW5jZVRvb2xSZXN1bHQSEAoIY29zdF91c2QYCiABKAFCCQoHX2Fuc3dlckINCgtfYW5zd2VyX3NlcSKOAgoTUHJvdmVuYW5jZU1vZGVsQ2FsbBILCgNzZXEYASABKAMSDAoEc3RlcBgCIAEoBRINCgVtb2RlbBgDIAEoCRIQCghwcm92aWRlchgEIAEoCRIQCghtb2RlbF9pZBgFIAEoCRI1CgZzdGF0dXMYBiABKA4yJS53YXltYXJrLnYxLlByb3ZlbmFuY2VNb2RlbENhbGxTdGF0dXMSFQoNZmluaXNoX3JlYXNvbhgHIAEoCRIgCgV1c2FnZRgIIAEoCzIRLndheW1hcmsudjEuVXNhZ2USFQoIY29zdF91c2QYCSABKAFIAIgBARIVCg10b29sX2NhbGxfaWRzGAogAygJQgsKCV9jb3N0X3VzZCLdAgoUUHJvdmVuYW5jZVRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIlCgVpbnB1dBgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIYChByZXF1ZXN0ZWRfYnlfc2VxGAQgASgDEhAKA3NlcRgFIAEoA0gAiAEBEhkKDGFwcHJvdmFsX3NlcRgGIAEoA0gBiAEBEjYKBnN0YXR1cxgHIAEoDjImLndheW1hcmsudjEuUHJvdmVuYW5jZVRvb2xSZXN1bHRTdGF0dXMSJQoFdmFsdWUYCCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoFZXJyb3IYCSABKAsyFC53YXltYXJrLnYxLlJ1bkVycm9yEhEKCWRlbmllZF9ieRgKIAEoCUIGCgRfc2VxQg8KDV9hcHByb3ZhbF9zZXEqZwoNRHJpZnRSZWNvdmVyeRIeChpEUklGVF9SRUNPVkVSWV9VTlNQRUNJRklFRBAAEhoKFkRSSUZUX1JFQ09WRVJZX1JFU1RBUlQQARIaChZEUklGVF9SRUNPVkVSWV9BQkFORE9OEAIqwgEKGVByb3ZlbmFuY2VNb2RlbENhbGxTdGF0dXMSLAooUFJPVkVOQU5DRV9NT0RFTF9DQUxMX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1BST1ZFTkFOQ0VfTU9ERUxfQ0FMTF9TVEFUVVNfT0sQARImCiJQUk9WRU5BTkNFX01PREVMX0NBTExfU1RBVFVTX0VSUk9SEAISKgomUFJPVkVOQU5DRV9NT0RFTF9DQUxMX1NUQVRVU19JTl9GTElHSFQQAyr8AgoaUHJvdmVuYW5jZVRvb2xSZXN1bHRTdGF0dXMSLQopUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIkCiBQUk9WRU5BTkNFX1RPT0xfUkVTVUxUX1NUQVRVU19PSxABEicKI1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0VSUk9SEAISKAokUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfREVOSUVEEAMSKQolUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfSU5WQUxJRBAEEisKJ1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0lOX0ZMSUdIVBAFEjMKL1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0FXQUlUSU5HX0FQUFJPVkFMEAYSKQolUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfTk9UX1JVThAHMugFCgpSdW5TZXJ2aWNlEkUKCFN0YXJ0UnVuEhsud2F5bWFyay52MS5TdGFydFJ1blJlcXVlc3QaHC53YXltYXJrLnYxLlN0YXJ0UnVuUmVzcG9uc2USRAoGR2V0UnVuEhkud2F5bWFyay52MS5HZXRSdW5SZXF1ZXN0Ghoud2F5bWFyay52MS5HZXRSdW5SZXNwb25zZSIDkAIBEkoKCExpc3RSdW5zEhsud2F5bWFyay52MS5MaXN0UnVuc1JlcXVlc3QaHC53YXltYXJrLnYxLkxpc3RSdW5zUmVzcG9uc2UiA5ACARJQCgpHZXRKb3VybmFsEh0ud2F5bWFyay52MS5HZXRKb3VybmFsUmVxdWVzdBoeLndheW1hcmsudjEuR2V0Sm91cm5hbFJlc3BvbnNlIgOQAgESXAoPU3RyZWFtUnVuRXZlbnRzEiIud2F5bWFyay52MS5TdHJlYW1SdW5FdmVudHNSZXF1ZXN0GiMud2F5bWFyay52MS5TdHJlYW1SdW5FdmVudHNSZXNwb25zZTABEkgKCVJlc3VtZVJ1bhIcLndheW1hcmsudjEuUmVzdW1lUnVuUmVxdWVzdBodLndheW1hcmsudjEuUmVzdW1lUnVuUmVzcG9uc2USSAoJQ2FuY2VsUnVuEhwud2F5bWFyay52MS5DYW5jZWxSdW5SZXF1ZXN0Gh0ud2F5bWFyay52MS5DYW5jZWxSdW5SZXNwb25zZRJZCg1MaXN0V29ya2Zsb3dzEiAud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlIgOQAgESYgoQR2V0UnVuUHJvdmVuYW5jZRIjLndheW1hcmsudjEuR2V0UnVuUHJvdmVuYW5jZVJlcXVlc3QaJC53YXltYXJrLnYxLkdldFJ1blByb3ZlbmFuY2VSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_struct, file_waymark_v1_run]);
 
 /**
  * The request of StartRun.
@@ -598,6 +598,412 @@ export const ListWorkflowsResponseSchema: GenMessage<ListWorkflowsResponse> = /*
   messageDesc(file_waymark_v1_run_service, 15);
 
 /**
+ * The request of GetRunProvenance.
+ *
+ * @generated from message waymark.v1.GetRunProvenanceRequest
+ */
+export type GetRunProvenanceRequest = Message<"waymark.v1.GetRunProvenanceRequest"> & {
+  /**
+   * The run's namespace; empty means "default".
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The run's id.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message waymark.v1.GetRunProvenanceRequest.
+ * Use `create(GetRunProvenanceRequestSchema)` to create a new message.
+ */
+export const GetRunProvenanceRequestSchema: GenMessage<GetRunProvenanceRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 16);
+
+/**
+ * The response of GetRunProvenance.
+ *
+ * @generated from message waymark.v1.GetRunProvenanceResponse
+ */
+export type GetRunProvenanceResponse = Message<"waymark.v1.GetRunProvenanceResponse"> & {
+  /**
+   * The provenance of the run and of its children.
+   *
+   * @generated from field: waymark.v1.RunProvenance provenance = 1;
+   */
+  provenance?: RunProvenance | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.GetRunProvenanceResponse.
+ * Use `create(GetRunProvenanceResponseSchema)` to create a new message.
+ */
+export const GetRunProvenanceResponseSchema: GenMessage<GetRunProvenanceResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 17);
+
+/**
+ * What one run's agents answered and what each answer drew on.
+ *
+ * @generated from message waymark.v1.RunProvenance
+ */
+export type RunProvenance = Message<"waymark.v1.RunProvenance"> & {
+  /**
+   * The run's id.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Name of the workflow the run executes.
+   *
+   * @generated from field: string workflow_name = 2;
+   */
+  workflowName: string;
+
+  /**
+   * Where the run is in its lifecycle.
+   *
+   * @generated from field: waymark.v1.RunStatus status = 3;
+   */
+  status: RunStatus;
+
+  /**
+   * The run's spending cap in US dollars; unset means no cap.
+   *
+   * @generated from field: optional double budget_usd = 4;
+   */
+  budgetUsd?: number | undefined;
+
+  /**
+   * What the run and its children spent, folded from the journal.
+   *
+   * @generated from field: waymark.v1.RunSpend spend = 5;
+   */
+  spend?: RunSpend | undefined;
+
+  /**
+   * The run's agents, in the order of their first model call.
+   *
+   * @generated from field: repeated waymark.v1.AgentProvenance agents = 6;
+   */
+  agents: AgentProvenance[];
+
+  /**
+   * The provenance of each child run, recursively.
+   *
+   * @generated from field: repeated waymark.v1.RunProvenance children = 7;
+   */
+  children: RunProvenance[];
+};
+
+/**
+ * Describes the message waymark.v1.RunProvenance.
+ * Use `create(RunProvenanceSchema)` to create a new message.
+ */
+export const RunProvenanceSchema: GenMessage<RunProvenance> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 18);
+
+/**
+ * Spend of a run, folded from the cost of its journal entries.
+ *
+ * @generated from message waymark.v1.RunSpend
+ */
+export type RunSpend = Message<"waymark.v1.RunSpend"> & {
+  /**
+   * US dollars spent by the run's own model calls.
+   *
+   * @generated from field: double own_usd = 1;
+   */
+  ownUsd: number;
+
+  /**
+   * US dollars spent by its child runs, recursively.
+   *
+   * @generated from field: double children_usd = 2;
+   */
+  childrenUsd: number;
+
+  /**
+   * own_usd plus children_usd: what budgets count.
+   *
+   * @generated from field: double total_usd = 3;
+   */
+  totalUsd: number;
+
+  /**
+   * Model calls that completed with a price, here and in the children.
+   *
+   * @generated from field: int32 priced_calls = 4;
+   */
+  pricedCalls: number;
+};
+
+/**
+ * Describes the message waymark.v1.RunSpend.
+ * Use `create(RunSpendSchema)` to create a new message.
+ */
+export const RunSpendSchema: GenMessage<RunSpend> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 19);
+
+/**
+ * One agent (one ctx.agent call) of a run.
+ *
+ * @generated from message waymark.v1.AgentProvenance
+ */
+export type AgentProvenance = Message<"waymark.v1.AgentProvenance"> & {
+  /**
+   * The journal scope the agent's model and tool calls share.
+   *
+   * @generated from field: string scope = 1;
+   */
+  scope: string;
+
+  /**
+   * The agent type given to ctx.agent ("agent" by default).
+   *
+   * @generated from field: string agent_type = 2;
+   */
+  agentType: string;
+
+  /**
+   * The Waymark model name, e.g. "openai:gpt-4o-mini".
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * The final answer's text; unset until the agent has answered.
+   *
+   * @generated from field: optional string answer = 4;
+   */
+  answer?: string | undefined;
+
+  /**
+   * Seq of the model call that produced the answer; unset until the agent has answered.
+   *
+   * @generated from field: optional int64 answer_seq = 5;
+   */
+  answerSeq?: bigint | undefined;
+
+  /**
+   * Seqs of the model calls the answer drew on (its whole conversation).
+   *
+   * @generated from field: repeated int64 drew_on_model_call_seqs = 6;
+   */
+  drewOnModelCallSeqs: bigint[];
+
+  /**
+   * Seqs of the tool results (or approval resolutions) the answer drew on.
+   *
+   * @generated from field: repeated int64 drew_on_tool_result_seqs = 7;
+   */
+  drewOnToolResultSeqs: bigint[];
+
+  /**
+   * Every model call of the agent, in order.
+   *
+   * @generated from field: repeated waymark.v1.ProvenanceModelCall model_calls = 8;
+   */
+  modelCalls: ProvenanceModelCall[];
+
+  /**
+   * Every tool call a model call asked for, in order.
+   *
+   * @generated from field: repeated waymark.v1.ProvenanceToolResult tool_results = 9;
+   */
+  toolResults: ProvenanceToolResult[];
+
+  /**
+   * US dollars the agent's model calls cost.
+   *
+   * @generated from field: double cost_usd = 10;
+   */
+  costUsd: number;
+};
+
+/**
+ * Describes the message waymark.v1.AgentProvenance.
+ * Use `create(AgentProvenanceSchema)` to create a new message.
+ */
+export const AgentProvenanceSchema: GenMessage<AgentProvenance> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 20);
+
+/**
+ * One model call of an agent.
+ *
+ * @generated from message waymark.v1.ProvenanceModelCall
+ */
+export type ProvenanceModelCall = Message<"waymark.v1.ProvenanceModelCall"> & {
+  /**
+   * The entry holding the response, or the intent while the call is in flight.
+   *
+   * @generated from field: int64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * Which model call of the agent loop it is, from 1.
+   *
+   * @generated from field: int32 step = 2;
+   */
+  step: number;
+
+  /**
+   * The Waymark model name.
+   *
+   * @generated from field: string model = 3;
+   */
+  model: string;
+
+  /**
+   * The provider the SDK reported; empty when unknown.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
+
+  /**
+   * The model id the provider reported; empty when unknown.
+   *
+   * @generated from field: string model_id = 5;
+   */
+  modelId: string;
+
+  /**
+   * Where the call stands.
+   *
+   * @generated from field: waymark.v1.ProvenanceModelCallStatus status = 6;
+   */
+  status: ProvenanceModelCallStatus;
+
+  /**
+   * Why the model stopped (e.g. "stop", "tool-calls"); empty when unknown.
+   *
+   * @generated from field: string finish_reason = 7;
+   */
+  finishReason: string;
+
+  /**
+   * Token counts; unset when none were recorded.
+   *
+   * @generated from field: waymark.v1.Usage usage = 8;
+   */
+  usage?: Usage | undefined;
+
+  /**
+   * US dollars the call cost; unset when it has no price or no outcome.
+   *
+   * @generated from field: optional double cost_usd = 9;
+   */
+  costUsd?: number | undefined;
+
+  /**
+   * Ids of the tool calls this response asked for.
+   *
+   * @generated from field: repeated string tool_call_ids = 10;
+   */
+  toolCallIds: string[];
+};
+
+/**
+ * Describes the message waymark.v1.ProvenanceModelCall.
+ * Use `create(ProvenanceModelCallSchema)` to create a new message.
+ */
+export const ProvenanceModelCallSchema: GenMessage<ProvenanceModelCall> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 21);
+
+/**
+ * One tool call an agent's model asked for, and its result.
+ *
+ * @generated from message waymark.v1.ProvenanceToolResult
+ */
+export type ProvenanceToolResult = Message<"waymark.v1.ProvenanceToolResult"> & {
+  /**
+   * The id the model gave the call.
+   *
+   * @generated from field: string tool_call_id = 1;
+   */
+  toolCallId: string;
+
+  /**
+   * The tool's name.
+   *
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * The arguments the model gave.
+   *
+   * @generated from field: google.protobuf.Value input = 3;
+   */
+  input?: Value | undefined;
+
+  /**
+   * Seq of the model call that asked for it.
+   *
+   * @generated from field: int64 requested_by_seq = 4;
+   */
+  requestedBySeq: bigint;
+
+  /**
+   * Seq of the tool's outcome entry; unset when it has none.
+   *
+   * @generated from field: optional int64 seq = 5;
+   */
+  seq?: bigint | undefined;
+
+  /**
+   * Seq of the approval's resolution, for a tool with policy "ask"; unset otherwise.
+   *
+   * @generated from field: optional int64 approval_seq = 6;
+   */
+  approvalSeq?: bigint | undefined;
+
+  /**
+   * Where the call stands.
+   *
+   * @generated from field: waymark.v1.ProvenanceToolResultStatus status = 7;
+   */
+  status: ProvenanceToolResultStatus;
+
+  /**
+   * What the tool returned (or the denial it was answered with); unset otherwise.
+   *
+   * @generated from field: google.protobuf.Value value = 8;
+   */
+  value?: Value | undefined;
+
+  /**
+   * Why the tool failed or the call was invalid; unset otherwise.
+   *
+   * @generated from field: waymark.v1.RunError error = 9;
+   */
+  error?: RunError | undefined;
+
+  /**
+   * Who denied the call ("policy", "timeout" or a person); empty unless denied.
+   *
+   * @generated from field: string denied_by = 10;
+   */
+  deniedBy: string;
+};
+
+/**
+ * Describes the message waymark.v1.ProvenanceToolResult.
+ * Use `create(ProvenanceToolResultSchema)` to create a new message.
+ */
+export const ProvenanceToolResultSchema: GenMessage<ProvenanceToolResult> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 22);
+
+/**
  * A recovery for a run whose pinned workflow definition is no longer the registered one.
  *
  * @generated from enum waymark.v1.DriftRecovery
@@ -630,6 +1036,116 @@ export enum DriftRecovery {
  */
 export const DriftRecoverySchema: GenEnum<DriftRecovery> = /*@__PURE__*/
   enumDesc(file_waymark_v1_run_service, 0);
+
+/**
+ * Where a model call of an agent stands.
+ *
+ * @generated from enum waymark.v1.ProvenanceModelCallStatus
+ */
+export enum ProvenanceModelCallStatus {
+  /**
+   * Not set; never sent by the server.
+   *
+   * @generated from enum value: PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The model answered; the response is journaled.
+   *
+   * @generated from enum value: PROVENANCE_MODEL_CALL_STATUS_OK = 1;
+   */
+  OK = 1,
+
+  /**
+   * The call failed after the SDK's retries.
+   *
+   * @generated from enum value: PROVENANCE_MODEL_CALL_STATUS_ERROR = 2;
+   */
+  ERROR = 2,
+
+  /**
+   * The intent is journaled but no outcome yet (in flight, or lost in a crash).
+   *
+   * @generated from enum value: PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT = 3;
+   */
+  IN_FLIGHT = 3,
+}
+
+/**
+ * Describes the enum waymark.v1.ProvenanceModelCallStatus.
+ */
+export const ProvenanceModelCallStatusSchema: GenEnum<ProvenanceModelCallStatus> = /*@__PURE__*/
+  enumDesc(file_waymark_v1_run_service, 1);
+
+/**
+ * Where a tool call an agent's model asked for stands.
+ *
+ * @generated from enum waymark.v1.ProvenanceToolResultStatus
+ */
+export enum ProvenanceToolResultStatus {
+  /**
+   * Not set; never sent by the server.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The tool ran and returned value.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_OK = 1;
+   */
+  OK = 1,
+
+  /**
+   * The tool failed; see error.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_ERROR = 2;
+   */
+  ERROR = 2,
+
+  /**
+   * The call was denied (by its policy, a person or a timeout); see denied_by.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_DENIED = 3;
+   */
+  DENIED = 3,
+
+  /**
+   * The model's call could not be used (unknown tool, arguments not JSON); see error.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_INVALID = 4;
+   */
+  INVALID = 4,
+
+  /**
+   * The tool's intent is journaled but no outcome yet.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT = 5;
+   */
+  IN_FLIGHT = 5,
+
+  /**
+   * The tool waits for a person's approval.
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL = 6;
+   */
+  AWAITING_APPROVAL = 6,
+
+  /**
+   * The tool has not run (yet).
+   *
+   * @generated from enum value: PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN = 7;
+   */
+  NOT_RUN = 7,
+}
+
+/**
+ * Describes the enum waymark.v1.ProvenanceToolResultStatus.
+ */
+export const ProvenanceToolResultStatusSchema: GenEnum<ProvenanceToolResultStatus> = /*@__PURE__*/
+  enumDesc(file_waymark_v1_run_service, 2);
 
 /**
  * Starts, inspects, follows, resumes and cancels runs.
@@ -707,8 +1223,10 @@ export const RunService: GenService<{
     output: typeof ResumeRunResponseSchema;
   },
   /**
-   * Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-   * cancelling a finished run returns it unchanged.
+   * Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+   * child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+   * it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+   * Cancelling a finished run returns it unchanged.
    *
    * @generated from rpc waymark.v1.RunService.CancelRun
    */
@@ -726,6 +1244,18 @@ export const RunService: GenService<{
     methodKind: "unary";
     input: typeof ListWorkflowsRequestSchema;
     output: typeof ListWorkflowsResponseSchema;
+  },
+  /**
+   * Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+   * run, its answer and the model calls and tool results that answer drew on, and the same for
+   * each child run, recursively.
+   *
+   * @generated from rpc waymark.v1.RunService.GetRunProvenance
+   */
+  getRunProvenance: {
+    methodKind: "unary";
+    input: typeof GetRunProvenanceRequestSchema;
+    output: typeof GetRunProvenanceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_run_service, 0);

@@ -439,7 +439,9 @@ type Run struct {
 	ParentRunId string `protobuf:"bytes,12,opt,name=parent_run_id,json=parentRunId,proto3" json:"parent_run_id,omitempty"`
 	// Spending cap in US dollars for model calls; unset means no cap.
 	BudgetUsd *float64 `protobuf:"fixed64,13,opt,name=budget_usd,json=budgetUsd,proto3,oneof" json:"budget_usd,omitempty"`
-	// US dollars spent so far, folded from the journal's model entries.
+	// US dollars spent so far, folded from the journal's model entries. GetRun reports what
+	// budgets count: the run's own model calls plus its child runs', recursively. ListRuns reports
+	// the run's own entries only, to stay one read per page.
 	SpentUsd float64 `protobuf:"fixed64,14,opt,name=spent_usd,json=spentUsd,proto3" json:"spent_usd,omitempty"`
 	// True when the run was started as a dry run.
 	DryRun bool `protobuf:"varint,15,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`

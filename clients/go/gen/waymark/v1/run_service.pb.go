@@ -75,6 +75,136 @@ func (DriftRecovery) EnumDescriptor() ([]byte, []int) {
 	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{0}
 }
 
+// Where a model call of an agent stands.
+type ProvenanceModelCallStatus int32
+
+const (
+	// Not set; never sent by the server.
+	ProvenanceModelCallStatus_PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED ProvenanceModelCallStatus = 0
+	// The model answered; the response is journaled.
+	ProvenanceModelCallStatus_PROVENANCE_MODEL_CALL_STATUS_OK ProvenanceModelCallStatus = 1
+	// The call failed after the SDK's retries.
+	ProvenanceModelCallStatus_PROVENANCE_MODEL_CALL_STATUS_ERROR ProvenanceModelCallStatus = 2
+	// The intent is journaled but no outcome yet (in flight, or lost in a crash).
+	ProvenanceModelCallStatus_PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT ProvenanceModelCallStatus = 3
+)
+
+// Enum value maps for ProvenanceModelCallStatus.
+var (
+	ProvenanceModelCallStatus_name = map[int32]string{
+		0: "PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED",
+		1: "PROVENANCE_MODEL_CALL_STATUS_OK",
+		2: "PROVENANCE_MODEL_CALL_STATUS_ERROR",
+		3: "PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT",
+	}
+	ProvenanceModelCallStatus_value = map[string]int32{
+		"PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED": 0,
+		"PROVENANCE_MODEL_CALL_STATUS_OK":          1,
+		"PROVENANCE_MODEL_CALL_STATUS_ERROR":       2,
+		"PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT":   3,
+	}
+)
+
+func (x ProvenanceModelCallStatus) Enum() *ProvenanceModelCallStatus {
+	p := new(ProvenanceModelCallStatus)
+	*p = x
+	return p
+}
+
+func (x ProvenanceModelCallStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProvenanceModelCallStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_waymark_v1_run_service_proto_enumTypes[1].Descriptor()
+}
+
+func (ProvenanceModelCallStatus) Type() protoreflect.EnumType {
+	return &file_waymark_v1_run_service_proto_enumTypes[1]
+}
+
+func (x ProvenanceModelCallStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProvenanceModelCallStatus.Descriptor instead.
+func (ProvenanceModelCallStatus) EnumDescriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{1}
+}
+
+// Where a tool call an agent's model asked for stands.
+type ProvenanceToolResultStatus int32
+
+const (
+	// Not set; never sent by the server.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED ProvenanceToolResultStatus = 0
+	// The tool ran and returned value.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_OK ProvenanceToolResultStatus = 1
+	// The tool failed; see error.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_ERROR ProvenanceToolResultStatus = 2
+	// The call was denied (by its policy, a person or a timeout); see denied_by.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_DENIED ProvenanceToolResultStatus = 3
+	// The model's call could not be used (unknown tool, arguments not JSON); see error.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_INVALID ProvenanceToolResultStatus = 4
+	// The tool's intent is journaled but no outcome yet.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT ProvenanceToolResultStatus = 5
+	// The tool waits for a person's approval.
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL ProvenanceToolResultStatus = 6
+	// The tool has not run (yet).
+	ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN ProvenanceToolResultStatus = 7
+)
+
+// Enum value maps for ProvenanceToolResultStatus.
+var (
+	ProvenanceToolResultStatus_name = map[int32]string{
+		0: "PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED",
+		1: "PROVENANCE_TOOL_RESULT_STATUS_OK",
+		2: "PROVENANCE_TOOL_RESULT_STATUS_ERROR",
+		3: "PROVENANCE_TOOL_RESULT_STATUS_DENIED",
+		4: "PROVENANCE_TOOL_RESULT_STATUS_INVALID",
+		5: "PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT",
+		6: "PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL",
+		7: "PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN",
+	}
+	ProvenanceToolResultStatus_value = map[string]int32{
+		"PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED":       0,
+		"PROVENANCE_TOOL_RESULT_STATUS_OK":                1,
+		"PROVENANCE_TOOL_RESULT_STATUS_ERROR":             2,
+		"PROVENANCE_TOOL_RESULT_STATUS_DENIED":            3,
+		"PROVENANCE_TOOL_RESULT_STATUS_INVALID":           4,
+		"PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT":         5,
+		"PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL": 6,
+		"PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN":           7,
+	}
+)
+
+func (x ProvenanceToolResultStatus) Enum() *ProvenanceToolResultStatus {
+	p := new(ProvenanceToolResultStatus)
+	*p = x
+	return p
+}
+
+func (x ProvenanceToolResultStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProvenanceToolResultStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_waymark_v1_run_service_proto_enumTypes[2].Descriptor()
+}
+
+func (ProvenanceToolResultStatus) Type() protoreflect.EnumType {
+	return &file_waymark_v1_run_service_proto_enumTypes[2]
+}
+
+func (x ProvenanceToolResultStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProvenanceToolResultStatus.Descriptor instead.
+func (ProvenanceToolResultStatus) EnumDescriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{2}
+}
+
 // The request of StartRun.
 type StartRunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1124,6 +1254,661 @@ func (x *ListWorkflowsResponse) GetWorkflows() []*Workflow {
 	return nil
 }
 
+// The request of GetRunProvenance.
+type GetRunProvenanceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run's namespace; empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The run's id.
+	RunId         string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunProvenanceRequest) Reset() {
+	*x = GetRunProvenanceRequest{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunProvenanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunProvenanceRequest) ProtoMessage() {}
+
+func (x *GetRunProvenanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunProvenanceRequest.ProtoReflect.Descriptor instead.
+func (*GetRunProvenanceRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetRunProvenanceRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetRunProvenanceRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// The response of GetRunProvenance.
+type GetRunProvenanceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The provenance of the run and of its children.
+	Provenance    *RunProvenance `protobuf:"bytes,1,opt,name=provenance,proto3" json:"provenance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunProvenanceResponse) Reset() {
+	*x = GetRunProvenanceResponse{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunProvenanceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunProvenanceResponse) ProtoMessage() {}
+
+func (x *GetRunProvenanceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunProvenanceResponse.ProtoReflect.Descriptor instead.
+func (*GetRunProvenanceResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetRunProvenanceResponse) GetProvenance() *RunProvenance {
+	if x != nil {
+		return x.Provenance
+	}
+	return nil
+}
+
+// What one run's agents answered and what each answer drew on.
+type RunProvenance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run's id.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Name of the workflow the run executes.
+	WorkflowName string `protobuf:"bytes,2,opt,name=workflow_name,json=workflowName,proto3" json:"workflow_name,omitempty"`
+	// Where the run is in its lifecycle.
+	Status RunStatus `protobuf:"varint,3,opt,name=status,proto3,enum=waymark.v1.RunStatus" json:"status,omitempty"`
+	// The run's spending cap in US dollars; unset means no cap.
+	BudgetUsd *float64 `protobuf:"fixed64,4,opt,name=budget_usd,json=budgetUsd,proto3,oneof" json:"budget_usd,omitempty"`
+	// What the run and its children spent, folded from the journal.
+	Spend *RunSpend `protobuf:"bytes,5,opt,name=spend,proto3" json:"spend,omitempty"`
+	// The run's agents, in the order of their first model call.
+	Agents []*AgentProvenance `protobuf:"bytes,6,rep,name=agents,proto3" json:"agents,omitempty"`
+	// The provenance of each child run, recursively.
+	Children      []*RunProvenance `protobuf:"bytes,7,rep,name=children,proto3" json:"children,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunProvenance) Reset() {
+	*x = RunProvenance{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunProvenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunProvenance) ProtoMessage() {}
+
+func (x *RunProvenance) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunProvenance.ProtoReflect.Descriptor instead.
+func (*RunProvenance) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RunProvenance) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunProvenance) GetWorkflowName() string {
+	if x != nil {
+		return x.WorkflowName
+	}
+	return ""
+}
+
+func (x *RunProvenance) GetStatus() RunStatus {
+	if x != nil {
+		return x.Status
+	}
+	return RunStatus_RUN_STATUS_UNSPECIFIED
+}
+
+func (x *RunProvenance) GetBudgetUsd() float64 {
+	if x != nil && x.BudgetUsd != nil {
+		return *x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *RunProvenance) GetSpend() *RunSpend {
+	if x != nil {
+		return x.Spend
+	}
+	return nil
+}
+
+func (x *RunProvenance) GetAgents() []*AgentProvenance {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *RunProvenance) GetChildren() []*RunProvenance {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+// Spend of a run, folded from the cost of its journal entries.
+type RunSpend struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// US dollars spent by the run's own model calls.
+	OwnUsd float64 `protobuf:"fixed64,1,opt,name=own_usd,json=ownUsd,proto3" json:"own_usd,omitempty"`
+	// US dollars spent by its child runs, recursively.
+	ChildrenUsd float64 `protobuf:"fixed64,2,opt,name=children_usd,json=childrenUsd,proto3" json:"children_usd,omitempty"`
+	// own_usd plus children_usd: what budgets count.
+	TotalUsd float64 `protobuf:"fixed64,3,opt,name=total_usd,json=totalUsd,proto3" json:"total_usd,omitempty"`
+	// Model calls that completed with a price, here and in the children.
+	PricedCalls   int32 `protobuf:"varint,4,opt,name=priced_calls,json=pricedCalls,proto3" json:"priced_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunSpend) Reset() {
+	*x = RunSpend{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunSpend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunSpend) ProtoMessage() {}
+
+func (x *RunSpend) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunSpend.ProtoReflect.Descriptor instead.
+func (*RunSpend) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RunSpend) GetOwnUsd() float64 {
+	if x != nil {
+		return x.OwnUsd
+	}
+	return 0
+}
+
+func (x *RunSpend) GetChildrenUsd() float64 {
+	if x != nil {
+		return x.ChildrenUsd
+	}
+	return 0
+}
+
+func (x *RunSpend) GetTotalUsd() float64 {
+	if x != nil {
+		return x.TotalUsd
+	}
+	return 0
+}
+
+func (x *RunSpend) GetPricedCalls() int32 {
+	if x != nil {
+		return x.PricedCalls
+	}
+	return 0
+}
+
+// One agent (one ctx.agent call) of a run.
+type AgentProvenance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The journal scope the agent's model and tool calls share.
+	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	// The agent type given to ctx.agent ("agent" by default).
+	AgentType string `protobuf:"bytes,2,opt,name=agent_type,json=agentType,proto3" json:"agent_type,omitempty"`
+	// The Waymark model name, e.g. "openai:gpt-4o-mini".
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// The final answer's text; unset until the agent has answered.
+	Answer *string `protobuf:"bytes,4,opt,name=answer,proto3,oneof" json:"answer,omitempty"`
+	// Seq of the model call that produced the answer; unset until the agent has answered.
+	AnswerSeq *int64 `protobuf:"varint,5,opt,name=answer_seq,json=answerSeq,proto3,oneof" json:"answer_seq,omitempty"`
+	// Seqs of the model calls the answer drew on (its whole conversation).
+	DrewOnModelCallSeqs []int64 `protobuf:"varint,6,rep,packed,name=drew_on_model_call_seqs,json=drewOnModelCallSeqs,proto3" json:"drew_on_model_call_seqs,omitempty"`
+	// Seqs of the tool results (or approval resolutions) the answer drew on.
+	DrewOnToolResultSeqs []int64 `protobuf:"varint,7,rep,packed,name=drew_on_tool_result_seqs,json=drewOnToolResultSeqs,proto3" json:"drew_on_tool_result_seqs,omitempty"`
+	// Every model call of the agent, in order.
+	ModelCalls []*ProvenanceModelCall `protobuf:"bytes,8,rep,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	// Every tool call a model call asked for, in order.
+	ToolResults []*ProvenanceToolResult `protobuf:"bytes,9,rep,name=tool_results,json=toolResults,proto3" json:"tool_results,omitempty"`
+	// US dollars the agent's model calls cost.
+	CostUsd       float64 `protobuf:"fixed64,10,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentProvenance) Reset() {
+	*x = AgentProvenance{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentProvenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentProvenance) ProtoMessage() {}
+
+func (x *AgentProvenance) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentProvenance.ProtoReflect.Descriptor instead.
+func (*AgentProvenance) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AgentProvenance) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *AgentProvenance) GetAgentType() string {
+	if x != nil {
+		return x.AgentType
+	}
+	return ""
+}
+
+func (x *AgentProvenance) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *AgentProvenance) GetAnswer() string {
+	if x != nil && x.Answer != nil {
+		return *x.Answer
+	}
+	return ""
+}
+
+func (x *AgentProvenance) GetAnswerSeq() int64 {
+	if x != nil && x.AnswerSeq != nil {
+		return *x.AnswerSeq
+	}
+	return 0
+}
+
+func (x *AgentProvenance) GetDrewOnModelCallSeqs() []int64 {
+	if x != nil {
+		return x.DrewOnModelCallSeqs
+	}
+	return nil
+}
+
+func (x *AgentProvenance) GetDrewOnToolResultSeqs() []int64 {
+	if x != nil {
+		return x.DrewOnToolResultSeqs
+	}
+	return nil
+}
+
+func (x *AgentProvenance) GetModelCalls() []*ProvenanceModelCall {
+	if x != nil {
+		return x.ModelCalls
+	}
+	return nil
+}
+
+func (x *AgentProvenance) GetToolResults() []*ProvenanceToolResult {
+	if x != nil {
+		return x.ToolResults
+	}
+	return nil
+}
+
+func (x *AgentProvenance) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+// One model call of an agent.
+type ProvenanceModelCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entry holding the response, or the intent while the call is in flight.
+	Seq int64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// Which model call of the agent loop it is, from 1.
+	Step int32 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	// The Waymark model name.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// The provider the SDK reported; empty when unknown.
+	Provider string `protobuf:"bytes,4,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The model id the provider reported; empty when unknown.
+	ModelId string `protobuf:"bytes,5,opt,name=model_id,json=modelId,proto3" json:"model_id,omitempty"`
+	// Where the call stands.
+	Status ProvenanceModelCallStatus `protobuf:"varint,6,opt,name=status,proto3,enum=waymark.v1.ProvenanceModelCallStatus" json:"status,omitempty"`
+	// Why the model stopped (e.g. "stop", "tool-calls"); empty when unknown.
+	FinishReason string `protobuf:"bytes,7,opt,name=finish_reason,json=finishReason,proto3" json:"finish_reason,omitempty"`
+	// Token counts; unset when none were recorded.
+	Usage *Usage `protobuf:"bytes,8,opt,name=usage,proto3" json:"usage,omitempty"`
+	// US dollars the call cost; unset when it has no price or no outcome.
+	CostUsd *float64 `protobuf:"fixed64,9,opt,name=cost_usd,json=costUsd,proto3,oneof" json:"cost_usd,omitempty"`
+	// Ids of the tool calls this response asked for.
+	ToolCallIds   []string `protobuf:"bytes,10,rep,name=tool_call_ids,json=toolCallIds,proto3" json:"tool_call_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProvenanceModelCall) Reset() {
+	*x = ProvenanceModelCall{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProvenanceModelCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProvenanceModelCall) ProtoMessage() {}
+
+func (x *ProvenanceModelCall) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProvenanceModelCall.ProtoReflect.Descriptor instead.
+func (*ProvenanceModelCall) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ProvenanceModelCall) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ProvenanceModelCall) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *ProvenanceModelCall) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ProvenanceModelCall) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ProvenanceModelCall) GetModelId() string {
+	if x != nil {
+		return x.ModelId
+	}
+	return ""
+}
+
+func (x *ProvenanceModelCall) GetStatus() ProvenanceModelCallStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ProvenanceModelCallStatus_PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED
+}
+
+func (x *ProvenanceModelCall) GetFinishReason() string {
+	if x != nil {
+		return x.FinishReason
+	}
+	return ""
+}
+
+func (x *ProvenanceModelCall) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *ProvenanceModelCall) GetCostUsd() float64 {
+	if x != nil && x.CostUsd != nil {
+		return *x.CostUsd
+	}
+	return 0
+}
+
+func (x *ProvenanceModelCall) GetToolCallIds() []string {
+	if x != nil {
+		return x.ToolCallIds
+	}
+	return nil
+}
+
+// One tool call an agent's model asked for, and its result.
+type ProvenanceToolResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id the model gave the call.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The tool's name.
+	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// The arguments the model gave.
+	Input *structpb.Value `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	// Seq of the model call that asked for it.
+	RequestedBySeq int64 `protobuf:"varint,4,opt,name=requested_by_seq,json=requestedBySeq,proto3" json:"requested_by_seq,omitempty"`
+	// Seq of the tool's outcome entry; unset when it has none.
+	Seq *int64 `protobuf:"varint,5,opt,name=seq,proto3,oneof" json:"seq,omitempty"`
+	// Seq of the approval's resolution, for a tool with policy "ask"; unset otherwise.
+	ApprovalSeq *int64 `protobuf:"varint,6,opt,name=approval_seq,json=approvalSeq,proto3,oneof" json:"approval_seq,omitempty"`
+	// Where the call stands.
+	Status ProvenanceToolResultStatus `protobuf:"varint,7,opt,name=status,proto3,enum=waymark.v1.ProvenanceToolResultStatus" json:"status,omitempty"`
+	// What the tool returned (or the denial it was answered with); unset otherwise.
+	Value *structpb.Value `protobuf:"bytes,8,opt,name=value,proto3" json:"value,omitempty"`
+	// Why the tool failed or the call was invalid; unset otherwise.
+	Error *RunError `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// Who denied the call ("policy", "timeout" or a person); empty unless denied.
+	DeniedBy      string `protobuf:"bytes,10,opt,name=denied_by,json=deniedBy,proto3" json:"denied_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProvenanceToolResult) Reset() {
+	*x = ProvenanceToolResult{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProvenanceToolResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProvenanceToolResult) ProtoMessage() {}
+
+func (x *ProvenanceToolResult) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProvenanceToolResult.ProtoReflect.Descriptor instead.
+func (*ProvenanceToolResult) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ProvenanceToolResult) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ProvenanceToolResult) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *ProvenanceToolResult) GetInput() *structpb.Value {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ProvenanceToolResult) GetRequestedBySeq() int64 {
+	if x != nil {
+		return x.RequestedBySeq
+	}
+	return 0
+}
+
+func (x *ProvenanceToolResult) GetSeq() int64 {
+	if x != nil && x.Seq != nil {
+		return *x.Seq
+	}
+	return 0
+}
+
+func (x *ProvenanceToolResult) GetApprovalSeq() int64 {
+	if x != nil && x.ApprovalSeq != nil {
+		return *x.ApprovalSeq
+	}
+	return 0
+}
+
+func (x *ProvenanceToolResult) GetStatus() ProvenanceToolResultStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ProvenanceToolResultStatus_PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED
+}
+
+func (x *ProvenanceToolResult) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ProvenanceToolResult) GetError() *RunError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ProvenanceToolResult) GetDeniedBy() string {
+	if x != nil {
+		return x.DeniedBy
+	}
+	return ""
+}
+
 var File_waymark_v1_run_service_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_run_service_proto_rawDesc = "" +
@@ -1213,11 +1998,92 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x14ListWorkflowsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\"K\n" +
 	"\x15ListWorkflowsResponse\x122\n" +
-	"\tworkflows\x18\x01 \x03(\v2\x14.waymark.v1.WorkflowR\tworkflows*g\n" +
+	"\tworkflows\x18\x01 \x03(\v2\x14.waymark.v1.WorkflowR\tworkflows\"N\n" +
+	"\x17GetRunProvenanceRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\"U\n" +
+	"\x18GetRunProvenanceResponse\x129\n" +
+	"\n" +
+	"provenance\x18\x01 \x01(\v2\x19.waymark.v1.RunProvenanceR\n" +
+	"provenance\"\xc5\x02\n" +
+	"\rRunProvenance\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n" +
+	"\rworkflow_name\x18\x02 \x01(\tR\fworkflowName\x12-\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x15.waymark.v1.RunStatusR\x06status\x12\"\n" +
+	"\n" +
+	"budget_usd\x18\x04 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12*\n" +
+	"\x05spend\x18\x05 \x01(\v2\x14.waymark.v1.RunSpendR\x05spend\x123\n" +
+	"\x06agents\x18\x06 \x03(\v2\x1b.waymark.v1.AgentProvenanceR\x06agents\x125\n" +
+	"\bchildren\x18\a \x03(\v2\x19.waymark.v1.RunProvenanceR\bchildrenB\r\n" +
+	"\v_budget_usd\"\x86\x01\n" +
+	"\bRunSpend\x12\x17\n" +
+	"\aown_usd\x18\x01 \x01(\x01R\x06ownUsd\x12!\n" +
+	"\fchildren_usd\x18\x02 \x01(\x01R\vchildrenUsd\x12\x1b\n" +
+	"\ttotal_usd\x18\x03 \x01(\x01R\btotalUsd\x12!\n" +
+	"\fpriced_calls\x18\x04 \x01(\x05R\vpricedCalls\"\xc7\x03\n" +
+	"\x0fAgentProvenance\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x1d\n" +
+	"\n" +
+	"agent_type\x18\x02 \x01(\tR\tagentType\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n" +
+	"\x06answer\x18\x04 \x01(\tH\x00R\x06answer\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"answer_seq\x18\x05 \x01(\x03H\x01R\tanswerSeq\x88\x01\x01\x124\n" +
+	"\x17drew_on_model_call_seqs\x18\x06 \x03(\x03R\x13drewOnModelCallSeqs\x126\n" +
+	"\x18drew_on_tool_result_seqs\x18\a \x03(\x03R\x14drewOnToolResultSeqs\x12@\n" +
+	"\vmodel_calls\x18\b \x03(\v2\x1f.waymark.v1.ProvenanceModelCallR\n" +
+	"modelCalls\x12C\n" +
+	"\ftool_results\x18\t \x03(\v2 .waymark.v1.ProvenanceToolResultR\vtoolResults\x12\x19\n" +
+	"\bcost_usd\x18\n" +
+	" \x01(\x01R\acostUsdB\t\n" +
+	"\a_answerB\r\n" +
+	"\v_answer_seq\"\xe6\x02\n" +
+	"\x13ProvenanceModelCall\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x04 \x01(\tR\bprovider\x12\x19\n" +
+	"\bmodel_id\x18\x05 \x01(\tR\amodelId\x12=\n" +
+	"\x06status\x18\x06 \x01(\x0e2%.waymark.v1.ProvenanceModelCallStatusR\x06status\x12#\n" +
+	"\rfinish_reason\x18\a \x01(\tR\ffinishReason\x12'\n" +
+	"\x05usage\x18\b \x01(\v2\x11.waymark.v1.UsageR\x05usage\x12\x1e\n" +
+	"\bcost_usd\x18\t \x01(\x01H\x00R\acostUsd\x88\x01\x01\x12\"\n" +
+	"\rtool_call_ids\x18\n" +
+	" \x03(\tR\vtoolCallIdsB\v\n" +
+	"\t_cost_usd\"\xbc\x03\n" +
+	"\x14ProvenanceToolResult\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12,\n" +
+	"\x05input\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05input\x12(\n" +
+	"\x10requested_by_seq\x18\x04 \x01(\x03R\x0erequestedBySeq\x12\x15\n" +
+	"\x03seq\x18\x05 \x01(\x03H\x00R\x03seq\x88\x01\x01\x12&\n" +
+	"\fapproval_seq\x18\x06 \x01(\x03H\x01R\vapprovalSeq\x88\x01\x01\x12>\n" +
+	"\x06status\x18\a \x01(\x0e2&.waymark.v1.ProvenanceToolResultStatusR\x06status\x12,\n" +
+	"\x05value\x18\b \x01(\v2\x16.google.protobuf.ValueR\x05value\x12*\n" +
+	"\x05error\x18\t \x01(\v2\x14.waymark.v1.RunErrorR\x05error\x12\x1b\n" +
+	"\tdenied_by\x18\n" +
+	" \x01(\tR\bdeniedByB\x06\n" +
+	"\x04_seqB\x0f\n" +
+	"\r_approval_seq*g\n" +
 	"\rDriftRecovery\x12\x1e\n" +
 	"\x1aDRIFT_RECOVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DRIFT_RECOVERY_RESTART\x10\x01\x12\x1a\n" +
-	"\x16DRIFT_RECOVERY_ABANDON\x10\x022\x84\x05\n" +
+	"\x16DRIFT_RECOVERY_ABANDON\x10\x02*\xc2\x01\n" +
+	"\x19ProvenanceModelCallStatus\x12,\n" +
+	"(PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fPROVENANCE_MODEL_CALL_STATUS_OK\x10\x01\x12&\n" +
+	"\"PROVENANCE_MODEL_CALL_STATUS_ERROR\x10\x02\x12*\n" +
+	"&PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT\x10\x03*\xfc\x02\n" +
+	"\x1aProvenanceToolResultStatus\x12-\n" +
+	")PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED\x10\x00\x12$\n" +
+	" PROVENANCE_TOOL_RESULT_STATUS_OK\x10\x01\x12'\n" +
+	"#PROVENANCE_TOOL_RESULT_STATUS_ERROR\x10\x02\x12(\n" +
+	"$PROVENANCE_TOOL_RESULT_STATUS_DENIED\x10\x03\x12)\n" +
+	"%PROVENANCE_TOOL_RESULT_STATUS_INVALID\x10\x04\x12+\n" +
+	"'PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT\x10\x05\x123\n" +
+	"/PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL\x10\x06\x12)\n" +
+	"%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\a2\xe8\x05\n" +
 	"\n" +
 	"RunService\x12E\n" +
 	"\bStartRun\x12\x1b.waymark.v1.StartRunRequest\x1a\x1c.waymark.v1.StartRunResponse\x12D\n" +
@@ -1228,7 +2094,8 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x0fStreamRunEvents\x12\".waymark.v1.StreamRunEventsRequest\x1a#.waymark.v1.StreamRunEventsResponse0\x01\x12H\n" +
 	"\tResumeRun\x12\x1c.waymark.v1.ResumeRunRequest\x1a\x1d.waymark.v1.ResumeRunResponse\x12H\n" +
 	"\tCancelRun\x12\x1c.waymark.v1.CancelRunRequest\x1a\x1d.waymark.v1.CancelRunResponse\x12Y\n" +
-	"\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\"\x03\x90\x02\x01B\xae\x01\n" +
+	"\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01B\xae\x01\n" +
 	"\x0ecom.waymark.v1B\x0fRunServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -1245,76 +2112,102 @@ func file_waymark_v1_run_service_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_run_service_proto_rawDescData
 }
 
-var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_waymark_v1_run_service_proto_goTypes = []any{
-	(DriftRecovery)(0),              // 0: waymark.v1.DriftRecovery
-	(*StartRunRequest)(nil),         // 1: waymark.v1.StartRunRequest
-	(*StartRunResponse)(nil),        // 2: waymark.v1.StartRunResponse
-	(*GetRunRequest)(nil),           // 3: waymark.v1.GetRunRequest
-	(*GetRunResponse)(nil),          // 4: waymark.v1.GetRunResponse
-	(*ListRunsRequest)(nil),         // 5: waymark.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),        // 6: waymark.v1.ListRunsResponse
-	(*GetJournalRequest)(nil),       // 7: waymark.v1.GetJournalRequest
-	(*GetJournalResponse)(nil),      // 8: waymark.v1.GetJournalResponse
-	(*StreamRunEventsRequest)(nil),  // 9: waymark.v1.StreamRunEventsRequest
-	(*StreamRunEventsResponse)(nil), // 10: waymark.v1.StreamRunEventsResponse
-	(*ResumeRunRequest)(nil),        // 11: waymark.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),       // 12: waymark.v1.ResumeRunResponse
-	(*CancelRunRequest)(nil),        // 13: waymark.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),       // 14: waymark.v1.CancelRunResponse
-	(*ListWorkflowsRequest)(nil),    // 15: waymark.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),   // 16: waymark.v1.ListWorkflowsResponse
-	nil,                             // 17: waymark.v1.StartRunRequest.LabelsEntry
-	nil,                             // 18: waymark.v1.ListRunsRequest.LabelsEntry
-	(*structpb.Value)(nil),          // 19: google.protobuf.Value
-	(*Run)(nil),                     // 20: waymark.v1.Run
-	(*WaitingOn)(nil),               // 21: waymark.v1.WaitingOn
-	(RunStatus)(0),                  // 22: waymark.v1.RunStatus
-	(*JournalEntry)(nil),            // 23: waymark.v1.JournalEntry
-	(*RunEvent)(nil),                // 24: waymark.v1.RunEvent
-	(*ResumePreview)(nil),           // 25: waymark.v1.ResumePreview
-	(*Workflow)(nil),                // 26: waymark.v1.Workflow
+	(DriftRecovery)(0),               // 0: waymark.v1.DriftRecovery
+	(ProvenanceModelCallStatus)(0),   // 1: waymark.v1.ProvenanceModelCallStatus
+	(ProvenanceToolResultStatus)(0),  // 2: waymark.v1.ProvenanceToolResultStatus
+	(*StartRunRequest)(nil),          // 3: waymark.v1.StartRunRequest
+	(*StartRunResponse)(nil),         // 4: waymark.v1.StartRunResponse
+	(*GetRunRequest)(nil),            // 5: waymark.v1.GetRunRequest
+	(*GetRunResponse)(nil),           // 6: waymark.v1.GetRunResponse
+	(*ListRunsRequest)(nil),          // 7: waymark.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),         // 8: waymark.v1.ListRunsResponse
+	(*GetJournalRequest)(nil),        // 9: waymark.v1.GetJournalRequest
+	(*GetJournalResponse)(nil),       // 10: waymark.v1.GetJournalResponse
+	(*StreamRunEventsRequest)(nil),   // 11: waymark.v1.StreamRunEventsRequest
+	(*StreamRunEventsResponse)(nil),  // 12: waymark.v1.StreamRunEventsResponse
+	(*ResumeRunRequest)(nil),         // 13: waymark.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),        // 14: waymark.v1.ResumeRunResponse
+	(*CancelRunRequest)(nil),         // 15: waymark.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),        // 16: waymark.v1.CancelRunResponse
+	(*ListWorkflowsRequest)(nil),     // 17: waymark.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),    // 18: waymark.v1.ListWorkflowsResponse
+	(*GetRunProvenanceRequest)(nil),  // 19: waymark.v1.GetRunProvenanceRequest
+	(*GetRunProvenanceResponse)(nil), // 20: waymark.v1.GetRunProvenanceResponse
+	(*RunProvenance)(nil),            // 21: waymark.v1.RunProvenance
+	(*RunSpend)(nil),                 // 22: waymark.v1.RunSpend
+	(*AgentProvenance)(nil),          // 23: waymark.v1.AgentProvenance
+	(*ProvenanceModelCall)(nil),      // 24: waymark.v1.ProvenanceModelCall
+	(*ProvenanceToolResult)(nil),     // 25: waymark.v1.ProvenanceToolResult
+	nil,                              // 26: waymark.v1.StartRunRequest.LabelsEntry
+	nil,                              // 27: waymark.v1.ListRunsRequest.LabelsEntry
+	(*structpb.Value)(nil),           // 28: google.protobuf.Value
+	(*Run)(nil),                      // 29: waymark.v1.Run
+	(*WaitingOn)(nil),                // 30: waymark.v1.WaitingOn
+	(RunStatus)(0),                   // 31: waymark.v1.RunStatus
+	(*JournalEntry)(nil),             // 32: waymark.v1.JournalEntry
+	(*RunEvent)(nil),                 // 33: waymark.v1.RunEvent
+	(*ResumePreview)(nil),            // 34: waymark.v1.ResumePreview
+	(*Workflow)(nil),                 // 35: waymark.v1.Workflow
+	(*Usage)(nil),                    // 36: waymark.v1.Usage
+	(*RunError)(nil),                 // 37: waymark.v1.RunError
 }
 var file_waymark_v1_run_service_proto_depIdxs = []int32{
-	19, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
-	17, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
-	20, // 2: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
-	21, // 3: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	20, // 4: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
-	21, // 5: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	22, // 6: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
-	18, // 7: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
-	20, // 8: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
-	23, // 9: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
-	24, // 10: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
+	28, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
+	26, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
+	29, // 2: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
+	30, // 3: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	29, // 4: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
+	30, // 5: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	31, // 6: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	27, // 7: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
+	29, // 8: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
+	32, // 9: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
+	33, // 10: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
 	0,  // 11: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
-	20, // 12: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
-	25, // 13: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
-	20, // 14: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
-	20, // 15: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
-	26, // 16: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	1,  // 17: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
-	3,  // 18: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
-	5,  // 19: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
-	7,  // 20: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
-	9,  // 21: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
-	11, // 22: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
-	13, // 23: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
-	15, // 24: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	2,  // 25: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
-	4,  // 26: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
-	6,  // 27: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
-	8,  // 28: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
-	10, // 29: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
-	12, // 30: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
-	14, // 31: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
-	16, // 32: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	25, // [25:33] is the sub-list for method output_type
-	17, // [17:25] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	29, // 12: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
+	34, // 13: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
+	29, // 14: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
+	29, // 15: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
+	35, // 16: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	21, // 17: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
+	31, // 18: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
+	22, // 19: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
+	23, // 20: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
+	21, // 21: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
+	24, // 22: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
+	25, // 23: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
+	1,  // 24: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
+	36, // 25: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
+	28, // 26: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
+	2,  // 27: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
+	28, // 28: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
+	37, // 29: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
+	3,  // 30: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
+	5,  // 31: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
+	7,  // 32: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
+	9,  // 33: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
+	11, // 34: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
+	13, // 35: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
+	15, // 36: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
+	17, // 37: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	19, // 38: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
+	4,  // 39: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
+	6,  // 40: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
+	8,  // 41: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
+	10, // 42: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
+	12, // 43: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
+	14, // 44: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
+	16, // 45: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
+	18, // 46: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	20, // 47: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
+	39, // [39:48] is the sub-list for method output_type
+	30, // [30:39] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_service_proto_init() }
@@ -1326,13 +2219,17 @@ func file_waymark_v1_run_service_proto_init() {
 	file_waymark_v1_run_service_proto_msgTypes[0].OneofWrappers = []any{}
 	file_waymark_v1_run_service_proto_msgTypes[6].OneofWrappers = []any{}
 	file_waymark_v1_run_service_proto_msgTypes[8].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[18].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[20].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[21].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_service_proto_rawDesc), len(file_waymark_v1_run_service_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   18,
+			NumEnums:      3,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

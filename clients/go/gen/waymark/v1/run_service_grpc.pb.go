@@ -19,14 +19,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunService_StartRun_FullMethodName        = "/waymark.v1.RunService/StartRun"
-	RunService_GetRun_FullMethodName          = "/waymark.v1.RunService/GetRun"
-	RunService_ListRuns_FullMethodName        = "/waymark.v1.RunService/ListRuns"
-	RunService_GetJournal_FullMethodName      = "/waymark.v1.RunService/GetJournal"
-	RunService_StreamRunEvents_FullMethodName = "/waymark.v1.RunService/StreamRunEvents"
-	RunService_ResumeRun_FullMethodName       = "/waymark.v1.RunService/ResumeRun"
-	RunService_CancelRun_FullMethodName       = "/waymark.v1.RunService/CancelRun"
-	RunService_ListWorkflows_FullMethodName   = "/waymark.v1.RunService/ListWorkflows"
+	RunService_StartRun_FullMethodName         = "/waymark.v1.RunService/StartRun"
+	RunService_GetRun_FullMethodName           = "/waymark.v1.RunService/GetRun"
+	RunService_ListRuns_FullMethodName         = "/waymark.v1.RunService/ListRuns"
+	RunService_GetJournal_FullMethodName       = "/waymark.v1.RunService/GetJournal"
+	RunService_StreamRunEvents_FullMethodName  = "/waymark.v1.RunService/StreamRunEvents"
+	RunService_ResumeRun_FullMethodName        = "/waymark.v1.RunService/ResumeRun"
+	RunService_CancelRun_FullMethodName        = "/waymark.v1.RunService/CancelRun"
+	RunService_ListWorkflows_FullMethodName    = "/waymark.v1.RunService/ListWorkflows"
+	RunService_GetRunProvenance_FullMethodName = "/waymark.v1.RunService/GetRunProvenance"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -56,11 +57,17 @@ type RunServiceClient interface {
 	// Makes a suspended or failed run execute again from its journal. With dry_run nothing is
 	// executed or written; the response previews what a resume would do.
 	ResumeRun(ctx context.Context, in *ResumeRunRequest, opts ...grpc.CallOption) (*ResumeRunResponse, error)
-	// Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-	// cancelling a finished run returns it unchanged.
+	// Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+	// child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+	// it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+	// Cancelling a finished run returns it unchanged.
 	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Lists the workflows registered with the server.
 	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
+	// Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+	// run, its answer and the model calls and tool results that answer drew on, and the same for
+	// each child run, recursively.
+	GetRunProvenance(ctx context.Context, in *GetRunProvenanceRequest, opts ...grpc.CallOption) (*GetRunProvenanceResponse, error)
 }
 
 type runServiceClient struct {
@@ -160,6 +167,16 @@ func (c *runServiceClient) ListWorkflows(ctx context.Context, in *ListWorkflowsR
 	return out, nil
 }
 
+func (c *runServiceClient) GetRunProvenance(ctx context.Context, in *GetRunProvenanceRequest, opts ...grpc.CallOption) (*GetRunProvenanceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRunProvenanceResponse)
+	err := c.cc.Invoke(ctx, RunService_GetRunProvenance_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
@@ -187,11 +204,17 @@ type RunServiceServer interface {
 	// Makes a suspended or failed run execute again from its journal. With dry_run nothing is
 	// executed or written; the response previews what a resume would do.
 	ResumeRun(context.Context, *ResumeRunRequest) (*ResumeRunResponse, error)
-	// Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-	// cancelling a finished run returns it unchanged.
+	// Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+	// child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+	// it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+	// Cancelling a finished run returns it unchanged.
 	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Lists the workflows registered with the server.
 	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
+	// Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+	// run, its answer and the model calls and tool results that answer drew on, and the same for
+	// each child run, recursively.
+	GetRunProvenance(context.Context, *GetRunProvenanceRequest) (*GetRunProvenanceResponse, error)
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -225,6 +248,9 @@ func (UnimplementedRunServiceServer) CancelRun(context.Context, *CancelRunReques
 }
 func (UnimplementedRunServiceServer) ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWorkflows not implemented")
+}
+func (UnimplementedRunServiceServer) GetRunProvenance(context.Context, *GetRunProvenanceRequest) (*GetRunProvenanceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRunProvenance not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -384,6 +410,24 @@ func _RunService_ListWorkflows_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_GetRunProvenance_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRunProvenanceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).GetRunProvenance(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_GetRunProvenance_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).GetRunProvenance(ctx, req.(*GetRunProvenanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -418,6 +462,10 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkflows",
 			Handler:    _RunService_ListWorkflows_Handler,
+		},
+		{
+			MethodName: "GetRunProvenance",
+			Handler:    _RunService_GetRunProvenance_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

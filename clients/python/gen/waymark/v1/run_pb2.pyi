@@ -303,7 +303,10 @@ class Run(_message.Message):
     budget_usd: _builtins.float
     """Spending cap in US dollars for model calls; unset means no cap."""
     spent_usd: _builtins.float
-    """US dollars spent so far, folded from the journal's model entries."""
+    """US dollars spent so far, folded from the journal's model entries. GetRun reports what
+    budgets count: the run's own model calls plus its child runs', recursively. ListRuns reports
+    the run's own entries only, to stay one read per page.
+    """
     dry_run: _builtins.bool
     """True when the run was started as a dry run."""
     next_seq: _builtins.int

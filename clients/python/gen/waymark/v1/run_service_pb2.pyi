@@ -45,6 +45,78 @@ DRIFT_RECOVERY_ABANDON: DriftRecovery.ValueType  # 2
 """Cancel the run."""
 Global___DriftRecovery: _TypeAlias = DriftRecovery  # noqa: Y015
 
+class _ProvenanceModelCallStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ProvenanceModelCallStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ProvenanceModelCallStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED: _ProvenanceModelCallStatus.ValueType  # 0
+    """Not set; never sent by the server."""
+    PROVENANCE_MODEL_CALL_STATUS_OK: _ProvenanceModelCallStatus.ValueType  # 1
+    """The model answered; the response is journaled."""
+    PROVENANCE_MODEL_CALL_STATUS_ERROR: _ProvenanceModelCallStatus.ValueType  # 2
+    """The call failed after the SDK's retries."""
+    PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT: _ProvenanceModelCallStatus.ValueType  # 3
+    """The intent is journaled but no outcome yet (in flight, or lost in a crash)."""
+
+class ProvenanceModelCallStatus(_ProvenanceModelCallStatus, metaclass=_ProvenanceModelCallStatusEnumTypeWrapper):
+    """Where a model call of an agent stands."""
+
+PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED: ProvenanceModelCallStatus.ValueType  # 0
+"""Not set; never sent by the server."""
+PROVENANCE_MODEL_CALL_STATUS_OK: ProvenanceModelCallStatus.ValueType  # 1
+"""The model answered; the response is journaled."""
+PROVENANCE_MODEL_CALL_STATUS_ERROR: ProvenanceModelCallStatus.ValueType  # 2
+"""The call failed after the SDK's retries."""
+PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT: ProvenanceModelCallStatus.ValueType  # 3
+"""The intent is journaled but no outcome yet (in flight, or lost in a crash)."""
+Global___ProvenanceModelCallStatus: _TypeAlias = ProvenanceModelCallStatus  # noqa: Y015
+
+class _ProvenanceToolResultStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ProvenanceToolResultStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ProvenanceToolResultStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED: _ProvenanceToolResultStatus.ValueType  # 0
+    """Not set; never sent by the server."""
+    PROVENANCE_TOOL_RESULT_STATUS_OK: _ProvenanceToolResultStatus.ValueType  # 1
+    """The tool ran and returned value."""
+    PROVENANCE_TOOL_RESULT_STATUS_ERROR: _ProvenanceToolResultStatus.ValueType  # 2
+    """The tool failed; see error."""
+    PROVENANCE_TOOL_RESULT_STATUS_DENIED: _ProvenanceToolResultStatus.ValueType  # 3
+    """The call was denied (by its policy, a person or a timeout); see denied_by."""
+    PROVENANCE_TOOL_RESULT_STATUS_INVALID: _ProvenanceToolResultStatus.ValueType  # 4
+    """The model's call could not be used (unknown tool, arguments not JSON); see error."""
+    PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT: _ProvenanceToolResultStatus.ValueType  # 5
+    """The tool's intent is journaled but no outcome yet."""
+    PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL: _ProvenanceToolResultStatus.ValueType  # 6
+    """The tool waits for a person's approval."""
+    PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN: _ProvenanceToolResultStatus.ValueType  # 7
+    """The tool has not run (yet)."""
+
+class ProvenanceToolResultStatus(_ProvenanceToolResultStatus, metaclass=_ProvenanceToolResultStatusEnumTypeWrapper):
+    """Where a tool call an agent's model asked for stands."""
+
+PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED: ProvenanceToolResultStatus.ValueType  # 0
+"""Not set; never sent by the server."""
+PROVENANCE_TOOL_RESULT_STATUS_OK: ProvenanceToolResultStatus.ValueType  # 1
+"""The tool ran and returned value."""
+PROVENANCE_TOOL_RESULT_STATUS_ERROR: ProvenanceToolResultStatus.ValueType  # 2
+"""The tool failed; see error."""
+PROVENANCE_TOOL_RESULT_STATUS_DENIED: ProvenanceToolResultStatus.ValueType  # 3
+"""The call was denied (by its policy, a person or a timeout); see denied_by."""
+PROVENANCE_TOOL_RESULT_STATUS_INVALID: ProvenanceToolResultStatus.ValueType  # 4
+"""The model's call could not be used (unknown tool, arguments not JSON); see error."""
+PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT: ProvenanceToolResultStatus.ValueType  # 5
+"""The tool's intent is journaled but no outcome yet."""
+PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL: ProvenanceToolResultStatus.ValueType  # 6
+"""The tool waits for a person's approval."""
+PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN: ProvenanceToolResultStatus.ValueType  # 7
+"""The tool has not run (yet)."""
+Global___ProvenanceToolResultStatus: _TypeAlias = ProvenanceToolResultStatus  # noqa: Y015
+
 @_typing.final
 class StartRunRequest(_message.Message):
     """The request of StartRun."""
@@ -625,3 +697,349 @@ class ListWorkflowsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListWorkflowsResponse: _TypeAlias = ListWorkflowsResponse  # noqa: Y015
+
+@_typing.final
+class GetRunProvenanceRequest(_message.Message):
+    """The request of GetRunProvenance."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The run's namespace; empty means "default"."""
+    run_id: _builtins.str
+    """The run's id."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace", "run_id", b"run_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRunProvenanceRequest: _TypeAlias = GetRunProvenanceRequest  # noqa: Y015
+
+@_typing.final
+class GetRunProvenanceResponse(_message.Message):
+    """The response of GetRunProvenance."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROVENANCE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def provenance(self) -> Global___RunProvenance:
+        """The provenance of the run and of its children."""
+
+    def __init__(
+        self,
+        *,
+        provenance: Global___RunProvenance | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["provenance", b"provenance"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["provenance", b"provenance"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRunProvenanceResponse: _TypeAlias = GetRunProvenanceResponse  # noqa: Y015
+
+@_typing.final
+class RunProvenance(_message.Message):
+    """What one run's agents answered and what each answer drew on."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    WORKFLOW_NAME_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    BUDGET_USD_FIELD_NUMBER: _builtins.int
+    SPEND_FIELD_NUMBER: _builtins.int
+    AGENTS_FIELD_NUMBER: _builtins.int
+    CHILDREN_FIELD_NUMBER: _builtins.int
+    run_id: _builtins.str
+    """The run's id."""
+    workflow_name: _builtins.str
+    """Name of the workflow the run executes."""
+    status: _run_pb2.RunStatus.ValueType
+    """Where the run is in its lifecycle."""
+    budget_usd: _builtins.float
+    """The run's spending cap in US dollars; unset means no cap."""
+    @_builtins.property
+    def spend(self) -> Global___RunSpend:
+        """What the run and its children spent, folded from the journal."""
+
+    @_builtins.property
+    def agents(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgentProvenance]:
+        """The run's agents, in the order of their first model call."""
+
+    @_builtins.property
+    def children(self) -> _containers.RepeatedCompositeFieldContainer[Global___RunProvenance]:
+        """The provenance of each child run, recursively."""
+
+    def __init__(
+        self,
+        *,
+        run_id: _builtins.str = ...,
+        workflow_name: _builtins.str = ...,
+        status: _run_pb2.RunStatus.ValueType = ...,
+        budget_usd: _builtins.float | None = ...,
+        spend: Global___RunSpend | None = ...,
+        agents: _abc.Iterable[Global___AgentProvenance] | None = ...,
+        children: _abc.Iterable[Global___RunProvenance] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "spend", b"spend"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "agents", b"agents", "budget_usd", b"budget_usd", "children", b"children", "run_id", b"run_id", "spend", b"spend", "status", b"status", "workflow_name", b"workflow_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
+    _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__budget_usd) -> _WhichOneofReturnType__budget_usd | None: ...
+
+Global___RunProvenance: _TypeAlias = RunProvenance  # noqa: Y015
+
+@_typing.final
+class RunSpend(_message.Message):
+    """Spend of a run, folded from the cost of its journal entries."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OWN_USD_FIELD_NUMBER: _builtins.int
+    CHILDREN_USD_FIELD_NUMBER: _builtins.int
+    TOTAL_USD_FIELD_NUMBER: _builtins.int
+    PRICED_CALLS_FIELD_NUMBER: _builtins.int
+    own_usd: _builtins.float
+    """US dollars spent by the run's own model calls."""
+    children_usd: _builtins.float
+    """US dollars spent by its child runs, recursively."""
+    total_usd: _builtins.float
+    """own_usd plus children_usd: what budgets count."""
+    priced_calls: _builtins.int
+    """Model calls that completed with a price, here and in the children."""
+    def __init__(
+        self,
+        *,
+        own_usd: _builtins.float = ...,
+        children_usd: _builtins.float = ...,
+        total_usd: _builtins.float = ...,
+        priced_calls: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["children_usd", b"children_usd", "own_usd", b"own_usd", "priced_calls", b"priced_calls", "total_usd", b"total_usd"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunSpend: _TypeAlias = RunSpend  # noqa: Y015
+
+@_typing.final
+class AgentProvenance(_message.Message):
+    """One agent (one ctx.agent call) of a run."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    AGENT_TYPE_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    ANSWER_FIELD_NUMBER: _builtins.int
+    ANSWER_SEQ_FIELD_NUMBER: _builtins.int
+    DREW_ON_MODEL_CALL_SEQS_FIELD_NUMBER: _builtins.int
+    DREW_ON_TOOL_RESULT_SEQS_FIELD_NUMBER: _builtins.int
+    MODEL_CALLS_FIELD_NUMBER: _builtins.int
+    TOOL_RESULTS_FIELD_NUMBER: _builtins.int
+    COST_USD_FIELD_NUMBER: _builtins.int
+    scope: _builtins.str
+    """The journal scope the agent's model and tool calls share."""
+    agent_type: _builtins.str
+    """The agent type given to ctx.agent ("agent" by default)."""
+    model: _builtins.str
+    """The Waymark model name, e.g. "openai:gpt-4o-mini"."""
+    answer: _builtins.str
+    """The final answer's text; unset until the agent has answered."""
+    answer_seq: _builtins.int
+    """Seq of the model call that produced the answer; unset until the agent has answered."""
+    cost_usd: _builtins.float
+    """US dollars the agent's model calls cost."""
+    @_builtins.property
+    def drew_on_model_call_seqs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seqs of the model calls the answer drew on (its whole conversation)."""
+
+    @_builtins.property
+    def drew_on_tool_result_seqs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seqs of the tool results (or approval resolutions) the answer drew on."""
+
+    @_builtins.property
+    def model_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProvenanceModelCall]:
+        """Every model call of the agent, in order."""
+
+    @_builtins.property
+    def tool_results(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProvenanceToolResult]:
+        """Every tool call a model call asked for, in order."""
+
+    def __init__(
+        self,
+        *,
+        scope: _builtins.str = ...,
+        agent_type: _builtins.str = ...,
+        model: _builtins.str = ...,
+        answer: _builtins.str | None = ...,
+        answer_seq: _builtins.int | None = ...,
+        drew_on_model_call_seqs: _abc.Iterable[_builtins.int] | None = ...,
+        drew_on_tool_result_seqs: _abc.Iterable[_builtins.int] | None = ...,
+        model_calls: _abc.Iterable[Global___ProvenanceModelCall] | None = ...,
+        tool_results: _abc.Iterable[Global___ProvenanceToolResult] | None = ...,
+        cost_usd: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_answer", b"_answer", "_answer_seq", b"_answer_seq", "answer", b"answer", "answer_seq", b"answer_seq"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_answer", b"_answer", "_answer_seq", b"_answer_seq", "agent_type", b"agent_type", "answer", b"answer", "answer_seq", b"answer_seq", "cost_usd", b"cost_usd", "drew_on_model_call_seqs", b"drew_on_model_call_seqs", "drew_on_tool_result_seqs", b"drew_on_tool_result_seqs", "model", b"model", "model_calls", b"model_calls", "scope", b"scope", "tool_results", b"tool_results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__answer: _TypeAlias = _typing.Literal["answer"]  # noqa: Y015
+    _WhichOneofArgType__answer: _TypeAlias = _typing.Literal["_answer", b"_answer"]  # noqa: Y015
+    _WhichOneofReturnType__answer_seq: _TypeAlias = _typing.Literal["answer_seq"]  # noqa: Y015
+    _WhichOneofArgType__answer_seq: _TypeAlias = _typing.Literal["_answer_seq", b"_answer_seq"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__answer) -> _WhichOneofReturnType__answer | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__answer_seq) -> _WhichOneofReturnType__answer_seq | None: ...
+
+Global___AgentProvenance: _TypeAlias = AgentProvenance  # noqa: Y015
+
+@_typing.final
+class ProvenanceModelCall(_message.Message):
+    """One model call of an agent."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQ_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    PROVIDER_FIELD_NUMBER: _builtins.int
+    MODEL_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    FINISH_REASON_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    COST_USD_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_IDS_FIELD_NUMBER: _builtins.int
+    seq: _builtins.int
+    """The entry holding the response, or the intent while the call is in flight."""
+    step: _builtins.int
+    """Which model call of the agent loop it is, from 1."""
+    model: _builtins.str
+    """The Waymark model name."""
+    provider: _builtins.str
+    """The provider the SDK reported; empty when unknown."""
+    model_id: _builtins.str
+    """The model id the provider reported; empty when unknown."""
+    status: Global___ProvenanceModelCallStatus.ValueType
+    """Where the call stands."""
+    finish_reason: _builtins.str
+    """Why the model stopped (e.g. "stop", "tool-calls"); empty when unknown."""
+    cost_usd: _builtins.float
+    """US dollars the call cost; unset when it has no price or no outcome."""
+    @_builtins.property
+    def usage(self) -> _run_pb2.Usage:
+        """Token counts; unset when none were recorded."""
+
+    @_builtins.property
+    def tool_call_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ids of the tool calls this response asked for."""
+
+    def __init__(
+        self,
+        *,
+        seq: _builtins.int = ...,
+        step: _builtins.int = ...,
+        model: _builtins.str = ...,
+        provider: _builtins.str = ...,
+        model_id: _builtins.str = ...,
+        status: Global___ProvenanceModelCallStatus.ValueType = ...,
+        finish_reason: _builtins.str = ...,
+        usage: _run_pb2.Usage | None = ...,
+        cost_usd: _builtins.float | None = ...,
+        tool_call_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "cost_usd", b"cost_usd", "usage", b"usage"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "cost_usd", b"cost_usd", "finish_reason", b"finish_reason", "model", b"model", "model_id", b"model_id", "provider", b"provider", "seq", b"seq", "status", b"status", "step", b"step", "tool_call_ids", b"tool_call_ids", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cost_usd: _TypeAlias = _typing.Literal["cost_usd"]  # noqa: Y015
+    _WhichOneofArgType__cost_usd: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cost_usd) -> _WhichOneofReturnType__cost_usd | None: ...
+
+Global___ProvenanceModelCall: _TypeAlias = ProvenanceModelCall  # noqa: Y015
+
+@_typing.final
+class ProvenanceToolResult(_message.Message):
+    """One tool call an agent's model asked for, and its result."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    INPUT_FIELD_NUMBER: _builtins.int
+    REQUESTED_BY_SEQ_FIELD_NUMBER: _builtins.int
+    SEQ_FIELD_NUMBER: _builtins.int
+    APPROVAL_SEQ_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    DENIED_BY_FIELD_NUMBER: _builtins.int
+    tool_call_id: _builtins.str
+    """The id the model gave the call."""
+    tool_name: _builtins.str
+    """The tool's name."""
+    requested_by_seq: _builtins.int
+    """Seq of the model call that asked for it."""
+    seq: _builtins.int
+    """Seq of the tool's outcome entry; unset when it has none."""
+    approval_seq: _builtins.int
+    """Seq of the approval's resolution, for a tool with policy "ask"; unset otherwise."""
+    status: Global___ProvenanceToolResultStatus.ValueType
+    """Where the call stands."""
+    denied_by: _builtins.str
+    """Who denied the call ("policy", "timeout" or a person); empty unless denied."""
+    @_builtins.property
+    def input(self) -> _struct_pb2.Value:
+        """The arguments the model gave."""
+
+    @_builtins.property
+    def value(self) -> _struct_pb2.Value:
+        """What the tool returned (or the denial it was answered with); unset otherwise."""
+
+    @_builtins.property
+    def error(self) -> _run_pb2.RunError:
+        """Why the tool failed or the call was invalid; unset otherwise."""
+
+    def __init__(
+        self,
+        *,
+        tool_call_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+        input: _struct_pb2.Value | None = ...,
+        requested_by_seq: _builtins.int = ...,
+        seq: _builtins.int | None = ...,
+        approval_seq: _builtins.int | None = ...,
+        status: Global___ProvenanceToolResultStatus.ValueType = ...,
+        value: _struct_pb2.Value | None = ...,
+        error: _run_pb2.RunError | None = ...,
+        denied_by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_approval_seq", b"_approval_seq", "_seq", b"_seq", "approval_seq", b"approval_seq", "error", b"error", "input", b"input", "seq", b"seq", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_approval_seq", b"_approval_seq", "_seq", b"_seq", "approval_seq", b"approval_seq", "denied_by", b"denied_by", "error", b"error", "input", b"input", "requested_by_seq", b"requested_by_seq", "seq", b"seq", "status", b"status", "tool_call_id", b"tool_call_id", "tool_name", b"tool_name", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__approval_seq: _TypeAlias = _typing.Literal["approval_seq"]  # noqa: Y015
+    _WhichOneofArgType__approval_seq: _TypeAlias = _typing.Literal["_approval_seq", b"_approval_seq"]  # noqa: Y015
+    _WhichOneofReturnType__seq: _TypeAlias = _typing.Literal["seq"]  # noqa: Y015
+    _WhichOneofArgType__seq: _TypeAlias = _typing.Literal["_seq", b"_seq"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__approval_seq) -> _WhichOneofReturnType__approval_seq | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seq) -> _WhichOneofReturnType__seq | None: ...
+
+Global___ProvenanceToolResult: _TypeAlias = ProvenanceToolResult  # noqa: Y015

@@ -79,6 +79,11 @@ class RunServiceStub:
                 request_serializer=waymark_dot_v1_dot_run__service__pb2.ListWorkflowsRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_run__service__pb2.ListWorkflowsResponse.FromString,
                 _registered_method=True)
+        self.GetRunProvenance = channel.unary_unary(
+                '/waymark.v1.RunService/GetRunProvenance',
+                request_serializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceResponse.FromString,
+                _registered_method=True)
 
 
 class RunServiceServicer:
@@ -137,8 +142,10 @@ class RunServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CancelRun(self, request, context):
-        """Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-        cancelling a finished run returns it unchanged.
+        """Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+        child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+        it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+        Cancelling a finished run returns it unchanged.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -146,6 +153,15 @@ class RunServiceServicer:
 
     def ListWorkflows(self, request, context):
         """Lists the workflows registered with the server.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRunProvenance(self, request, context):
+        """Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+        run, its answer and the model calls and tool results that answer drew on, and the same for
+        each child run, recursively.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,6 +209,11 @@ def add_RunServiceServicer_to_server(servicer, server):
                     servicer.ListWorkflows,
                     request_deserializer=waymark_dot_v1_dot_run__service__pb2.ListWorkflowsRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_run__service__pb2.ListWorkflowsResponse.SerializeToString,
+            ),
+            'GetRunProvenance': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRunProvenance,
+                    request_deserializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -416,6 +437,33 @@ class RunService:
             '/waymark.v1.RunService/ListWorkflows',
             waymark_dot_v1_dot_run__service__pb2.ListWorkflowsRequest.SerializeToString,
             waymark_dot_v1_dot_run__service__pb2.ListWorkflowsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRunProvenance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.RunService/GetRunProvenance',
+            waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceRequest.SerializeToString,
+            waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceResponse.FromString,
             options,
             channel_credentials,
             insecure,

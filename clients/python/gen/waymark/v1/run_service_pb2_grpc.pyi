@@ -59,11 +59,18 @@ class RunServiceStub:
     executed or written; the response previews what a resume would do.
     """
     CancelRun: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.CancelRunRequest, _run_service_pb2.CancelRunResponse]
-    """Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-    cancelling a finished run returns it unchanged.
+    """Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+    child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+    it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+    Cancelling a finished run returns it unchanged.
     """
     ListWorkflows: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.ListWorkflowsRequest, _run_service_pb2.ListWorkflowsResponse]
     """Lists the workflows registered with the server."""
+    GetRunProvenance: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.GetRunProvenanceRequest, _run_service_pb2.GetRunProvenanceResponse]
+    """Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+    run, its answer and the model calls and tool results that answer drew on, and the same for
+    each child run, recursively.
+    """
 
 @_typing.type_check_only
 class RunServiceAsyncStub(RunServiceStub):
@@ -96,11 +103,18 @@ class RunServiceAsyncStub(RunServiceStub):
     executed or written; the response previews what a resume would do.
     """
     CancelRun: _aio.UnaryUnaryMultiCallable[_run_service_pb2.CancelRunRequest, _run_service_pb2.CancelRunResponse]  # type: ignore[assignment]
-    """Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-    cancelling a finished run returns it unchanged.
+    """Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+    child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+    it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+    Cancelling a finished run returns it unchanged.
     """
     ListWorkflows: _aio.UnaryUnaryMultiCallable[_run_service_pb2.ListWorkflowsRequest, _run_service_pb2.ListWorkflowsResponse]  # type: ignore[assignment]
     """Lists the workflows registered with the server."""
+    GetRunProvenance: _aio.UnaryUnaryMultiCallable[_run_service_pb2.GetRunProvenanceRequest, _run_service_pb2.GetRunProvenanceResponse]  # type: ignore[assignment]
+    """Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+    run, its answer and the model calls and tool results that answer drew on, and the same for
+    each child run, recursively.
+    """
 
 class RunServiceServicer(metaclass=_abc_1.ABCMeta):
     """Starts, inspects, follows, resumes and cancels runs.
@@ -172,8 +186,10 @@ class RunServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _run_service_pb2.CancelRunRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_run_service_pb2.CancelRunResponse, _abc.Awaitable[_run_service_pb2.CancelRunResponse]]:
-        """Cancels a run. Open suspensions are resolved as cancelled and the run ends CANCELLED;
-        cancelling a finished run returns it unchanged.
+        """Cancels a run and its unfinished children. Each open suspension (signal, approval, sleep,
+        child wait) of a run no worker is executing is closed by a CANCELLED journal entry pointing at
+        it, then the run ends CANCELLED; a run executing on a worker at that moment is fenced instead.
+        Cancelling a finished run returns it unchanged.
         """
 
     @_abc_1.abstractmethod
@@ -183,5 +199,16 @@ class RunServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_run_service_pb2.ListWorkflowsResponse, _abc.Awaitable[_run_service_pb2.ListWorkflowsResponse]]:
         """Lists the workflows registered with the server."""
+
+    @_abc_1.abstractmethod
+    def GetRunProvenance(
+        self,
+        request: _run_service_pb2.GetRunProvenanceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_run_service_pb2.GetRunProvenanceResponse, _abc.Awaitable[_run_service_pb2.GetRunProvenanceResponse]]:
+        """Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
+        run, its answer and the model calls and tool results that answer drew on, and the same for
+        each child run, recursively.
+        """
 
 def add_RunServiceServicer_to_server(servicer: RunServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

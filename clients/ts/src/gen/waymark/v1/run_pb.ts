@@ -113,7 +113,9 @@ export type Run = Message<"waymark.v1.Run"> & {
   budgetUsd?: number | undefined;
 
   /**
-   * US dollars spent so far, folded from the journal's model entries.
+   * US dollars spent so far, folded from the journal's model entries. GetRun reports what
+   * budgets count: the run's own model calls plus its child runs', recursively. ListRuns reports
+   * the run's own entries only, to stay one read per page.
    *
    * @generated from field: double spent_usd = 14;
    */
