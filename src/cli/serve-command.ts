@@ -15,6 +15,7 @@ import { openDatabase } from './database.js';
 import { registerExamples } from './examples.js';
 import { LIVENESS, startReadiness } from './readiness.js';
 import { startWorkers } from './workers.js';
+import { waitForStopSignal } from './stop-signal.js';
 
 /**
  * `waymark dev` and `waymark server`: validate the model settings (a bad one throws
@@ -114,16 +115,4 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     await stopAll();
     throw err;
   }
-}
-
-function waitForStopSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-      resolve(signal);
-    };
-    process.on('SIGINT', on);
-    process.on('SIGTERM', on);
-  });
 }

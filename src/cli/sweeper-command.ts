@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { openDatabase } from './database.js';
 import { Metrics } from './metrics.js';
 import { startMetricsServer } from './metrics-server.js';
+import { waitForStopSignal } from './stop-signal.js';
 
 /**
  * The sweeper as the CLI builds it for any process: leader lease TTL and grace period follow
@@ -63,16 +64,4 @@ export async function runSweeper(config: Config, logger: Logger): Promise<number
     await stopAll();
     throw err;
   }
-}
-
-function waitForStopSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-      resolve(signal);
-    };
-    process.on('SIGINT', on);
-    process.on('SIGTERM', on);
-  });
 }
