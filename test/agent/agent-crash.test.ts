@@ -1,11 +1,10 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSpend } from '../../src/agent/budget.js';
 import { runProvenance } from '../../src/agent/provenance.js';
 import type { RunStatus } from '../../src/journal/run.js';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
 import { AGENT_WORKFLOWS, agentEngine, fakeModelEnv, NS, shape } from './agent-harness.js';
@@ -21,15 +20,14 @@ import { AGENT_WORKFLOWS, agentEngine, fakeModelEnv, NS, shape } from './agent-h
  * have been delivered exactly once.
  */
 
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 let server: FakeOpenAIServer;
 const processes: WaymarkProcess[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase('waymark_agent_crash');
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase('waymark_agent_crash');
+  admin = db.admin;
   server = await FakeOpenAIServer.start(({ step }) => {
     if (step === 1) return { toolCalls: [{ name: 'lookup', arguments: { topic: 'tides' } }] };
     if (step === 2) return { toolCalls: [{ name: 'lookup', arguments: { topic: 'moon' } }, { name: 'write_note', arguments: { text: 'draft' } }] };
@@ -42,7 +40,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop('SIGKILL')));
   await server?.close();
-  await admin?.end();
   await db?.drop();
 }, 120_000);
 

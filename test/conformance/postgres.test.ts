@@ -1,21 +1,18 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { runConformanceSuite } from './journal-store.conformance.js';
 
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase();
+  admin = db.admin;
 });
 
 afterAll(async () => {
-  await admin?.end();
   await db?.drop();
 });
 

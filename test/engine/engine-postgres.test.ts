@@ -1,22 +1,20 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { beforeAll } from 'vitest';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { engineSuite } from './engine-suite.js';
 
 /*
  * The engine suite on PostgreSQL: the engine reads the database clock, and time passes by
  * backdating the timestamp columns the store decides on (as the conformance suite does).
  */
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 const open: PostgresStore[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase('waymark_engine');
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase('waymark_engine');
+  admin = db.admin;
 });
 
 engineSuite('PostgresStore', {
@@ -37,7 +35,6 @@ engineSuite('PostgresStore', {
   },
   async teardown() {
     await Promise.all(open.splice(0).map((s) => s.close()));
-    await admin?.end();
     await db?.drop();
   },
 });

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Engine } from '../../src/engine/engine.js';
@@ -7,10 +7,9 @@ import { Executor } from '../../src/engine/executor.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineWorkflow } from '../../src/index.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { JournalStore } from '../../src/store/store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { EffectSink, NS } from './harness.js';
 import { deferred } from './suite/support.js';
 
@@ -20,19 +19,17 @@ import { deferred } from './suite/support.js';
  * Tests wait on the executor's events, never on time (STYLE habit 7).
  */
 
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 const opened: JournalStore[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase('waymark_executor');
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase('waymark_executor');
+  admin = db.admin;
 });
 
 afterAll(async () => {
   await Promise.all(opened.map((s) => s.close()));
-  await admin?.end();
   await db?.drop();
 });
 

@@ -1,9 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/journal/run.js';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 
 /*
  * Concurrent claimers and sweepers, each a separate PostgresStore (its own pool), over one table.
@@ -12,17 +11,15 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
  */
 
 const INTERRUPTED = { name: 'Interrupted', message: 'Interrupted: the run was ready to continue, but every attempt to resume it failed' };
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase();
+  admin = db.admin;
 });
 
 afterAll(async () => {
-  await admin?.end();
   await db?.drop();
 });
 

@@ -4,10 +4,9 @@ import { LeaseLostError } from '../../src/journal/errors.js';
 import { newEntry } from '../../src/journal/journal-entry.js';
 import type { Lease } from '../../src/journal/run.js';
 import * as jq from '../../src/store/postgres/journal-queries.js';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import * as rq from '../../src/store/postgres/runs-queries.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 
 /*
  * DESIGN "Leases and fencing", proven on real connections driven one statement at a time with
@@ -18,7 +17,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
  */
 
 const TTL = 30_000;
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 let store: PostgresStore;
 let stale: pg.Client;
@@ -27,15 +26,13 @@ let stalePid = 0;
 let ownerPid = 0;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase();
+  admin = db.admin;
   store = await PostgresStore.connect({ url: db.url, applicationName: 'fencing' });
 });
 
 afterAll(async () => {
   await store?.close();
-  await admin?.end();
   await db?.drop();
 });
 

@@ -1,11 +1,10 @@
 import { once } from 'node:events';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { newEntry, type JournalEntry } from '../../src/journal/journal-entry.js';
 import { journalFollow } from '../../src/store/journal-follow.js';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 
 /*
  * LISTEN/NOTIFY loses notifications while the listener is disconnected (reliability.md E6). The
@@ -13,17 +12,15 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
  * subscriber once, and the follower catches up from its own cursor.
  */
 
-let db: TestDatabase;
+let db: MigratedDatabase;
 let admin: pg.Pool;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new pg.Pool({ connectionString: db.url, max: 2 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase();
+  admin = db.admin;
 });
 
 afterAll(async () => {
-  await admin?.end();
   await db?.drop();
 });
 

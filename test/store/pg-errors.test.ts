@@ -1,25 +1,19 @@
 import { createServer } from 'node:net';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LeaseLostError, RunNotFoundError, StoreUnavailableError } from '../../src/journal/errors.js';
-import { migrate } from '../../src/store/postgres/migrate.js';
 import { translatePgError } from '../../src/store/postgres/pg-errors.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 
 /* Pool discipline (reliability.md §2.9-2.10) and the one place pg errors become domain errors. */
 
-let db: TestDatabase;
-let admin: pg.Pool;
+let db: MigratedDatabase;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  admin = new pg.Pool({ connectionString: db.url, max: 1 });
-  await migrate({ pool: admin });
+  db = await createMigratedDatabase();
 });
 
 afterAll(async () => {
-  await admin?.end();
   await db?.drop();
 });
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
+import { migrate } from '../../src/store/postgres/migrate.js';
 
 export interface TestDatabase {
   /** Connection URL of this file's own database. */
@@ -45,6 +46,26 @@ export async function createTestDatabase(prefix = 'waymark_test'): Promise<TestD
       } finally {
         await c.end();
       }
+    },
+  };
+}
+
+export interface MigratedDatabase extends TestDatabase {
+  /** A small pool on the database for the test's own queries (backdating rows, truncating). */
+  admin: pg.Pool;
+}
+
+/** A fresh database with Waymark's migrations applied; `drop()` also ends the admin pool. */
+export async function createMigratedDatabase(prefix?: string, adminPoolSize = 2): Promise<MigratedDatabase> {
+  const db = await createTestDatabase(prefix);
+  const admin = new pg.Pool({ connectionString: db.url, max: adminPoolSize });
+  await migrate({ pool: admin });
+  return {
+    ...db,
+    admin,
+    async drop() {
+      await admin.end();
+      await db.drop();
     },
   };
 }
