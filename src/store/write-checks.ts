@@ -68,6 +68,14 @@ export function assertStatusFits(params: { output?: Json; error?: RunError }, li
   assertJsonStorable('error', (params.error ?? null) as Json | null, limits.payloadBytes);
 }
 
+/** The checks of runStatusForce before anything is read or written (the same in every store). */
+export function assertForcedStatusFits(params: { status: string; output?: Json; error?: RunError }, limits: Limits): void {
+  if (params.status === 'RUNNING') {
+    throw new TypeError('runStatusForce cannot set RUNNING: only a lease holder runs a run (runLeaseAcquire)');
+  }
+  assertStatusFits(params, limits);
+}
+
 /**
  * The deadline of a suspension entry (payload.deadlineAt, an ISO timestamp), or null when it has
  * none. A deadline that does not parse is a bug in the writer: refusing it beats a timer that

@@ -11,6 +11,7 @@ import type {
 } from '../store.js';
 import { duplicateDedupeKey, notASuspension } from '../store-errors.js';
 import {
+  assertForcedStatusFits,
   assertEntriesFit, assertJsonStorable, assertRunCreateFits, assertStatusFits, assertStorableText, statusEntry, suspensionDeadline,
 } from '../write-checks.js';
 import { openSignalWait, suspensionPage } from './memory-signals.js';
@@ -184,10 +185,7 @@ export class MemoryStore implements JournalStore {
   async runStatusForce(params: {
     runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError; leader?: SweeperLease;
   }): Promise<{ run: Run; entry: JournalEntry } | null> {
-    if (params.status === 'RUNNING') {
-      throw new TypeError('runStatusForce cannot set RUNNING: only a lease holder runs a run (runLeaseAcquire)');
-    }
-    assertStatusFits(params, this.limits);
+    assertForcedStatusFits(params, this.limits);
     this.sweeperFence(params.leader);
     const rec = this.record(params.runId, params.namespace);
     if (isTerminalStatus(rec.run.status)) return null;

@@ -11,7 +11,7 @@ import type {
   BufferedSignal, JournalStore, RunCreateParams, RunListParams, SignalDelivery, SuspensionListItem, SuspensionListParams, SweeperLease,
 } from '../store.js';
 import { notASuspension } from '../store-errors.js';
-import { assertEntriesFit, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
+import { assertEntriesFit, assertForcedStatusFits, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
 import { suspensionListDue } from './deadlines-queries.js';
 import * as jq from './journal-queries.js';
 import { AppendBatcher, type AppendRequest } from './append-batcher.js';
@@ -195,10 +195,7 @@ export class PostgresStore implements JournalStore {
   async runStatusForce(params: {
     runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError; leader?: SweeperLease;
   }): Promise<{ run: Run; entry: JournalEntry } | null> {
-    if (params.status === 'RUNNING') {
-      throw new TypeError('runStatusForce cannot set RUNNING: only a lease holder runs a run (runLeaseAcquire)');
-    }
-    assertStatusFits(params, this.limits);
+    assertForcedStatusFits(params, this.limits);
     if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
     const terminal = isTerminalStatus(params.status);
     const statement = rq.runStatusForce({

@@ -196,6 +196,18 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
   };
 }
 
+
+/**
+ * What both status changes do after updating the run row ($1 = run id, $3 = status): journal the
+ * `status` entry, retire the run's deadlines when it ended, and return the run and the entry.
+ */
+const STATUS_CHANGE_TAIL = `, entry AS (
+        ${statusEntryInsert('changed')} RETURNING *
+      ), retired AS (
+        DELETE FROM suspension_deadlines WHERE run_id = $1 AND $3 IN ${TERMINAL} AND EXISTS (SELECT 1 FROM changed)
+      )
+      SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`;
+
 /**
  * The fenced status change: the UPDATE is the fence (epoch + lease held), the status entry goes
  * in at the seq it reserved, and a terminal status retires the run's deadlines. A SUSPENDED
@@ -213,12 +225,7 @@ export function runStatusSet(p: { lease: Lease; status: RunStatus; output: strin
           resume_requested = CASE WHEN $3 = 'RUNNING' THEN resume_requested ELSE false END
         WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL
         RETURNING ${RUN_COLUMNS}
-      ), entry AS (
-        ${statusEntryInsert('changed')} RETURNING *
-      ), retired AS (
-        DELETE FROM suspension_deadlines WHERE run_id = $1 AND $3 IN ${TERMINAL} AND EXISTS (SELECT 1 FROM changed)
-      )
-      SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
+      )${STATUS_CHANGE_TAIL}`,
     values: [p.lease.runId, p.lease.epoch, p.status, p.output, p.error],
   };
 }
@@ -238,12 +245,7 @@ export function runStatusForce(p: {
           resume_requested = false, updated_at = now()
         WHERE id = $1 AND ($2::text IS NULL OR namespace = $2) AND status NOT IN ${TERMINAL}
         RETURNING ${RUN_COLUMNS}
-      ), entry AS (
-        ${statusEntryInsert('changed')} RETURNING *
-      ), retired AS (
-        DELETE FROM suspension_deadlines WHERE run_id = $1 AND $3 IN ${TERMINAL} AND EXISTS (SELECT 1 FROM changed)
-      )
-      SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
+      )${STATUS_CHANGE_TAIL}`,
     values: [p.runId, p.namespace, p.status, p.output, p.error],
   };
 }
