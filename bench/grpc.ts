@@ -9,38 +9,72 @@ import { promisify } from 'node:util';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
 
-export interface GrpcServer {
-  address: string;
+export interface WaymarkChild {
+  pid: number;
+  /** SIGTERM (a graceful stop), resolved once the process exited. */
   stop(): Promise<void>;
+  /** SIGKILL (what a crash is); resolves with Date.now() right after the signal was sent, once the process exited. */
+  kill(): Promise<number>;
 }
 
-export async function startServer(databaseUrl: string): Promise<GrpcServer> {
-  const child = spawn(process.execPath, [path.join(root, 'bin/waymark.js'), 'server'], {
+export interface GrpcServer extends WaymarkChild {
+  address: string;
+}
+
+/**
+ * A `waymark <command>` process on `databaseUrl`, loading bench/workflows.ts, resolved at its first
+ * stdout log line that `ready` accepts (with that line). Log lines keep being read (and dropped), so
+ * the pipe never fills.
+ */
+async function startWaymark(command: 'server' | 'sweeper', databaseUrl: string, env: Record<string, string>,
+  ready: (line: { msg?: string; address?: string }) => boolean) {
+  const child = spawn(process.execPath, [path.join(root, 'bin/waymark.js'), command], {
     cwd: root,
     env: {
       ...process.env, DATABASE_URL: databaseUrl, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0',
-      WAYMARK_WORKFLOWS: 'bench/workflows.ts', WAYMARK_LOG_LEVEL: 'info', WAYMARK_SHUTDOWN_GRACE_MS: '5000',
+      WAYMARK_WORKFLOWS: 'bench/workflows.ts', WAYMARK_LOG_LEVEL: 'info', WAYMARK_SHUTDOWN_GRACE_MS: '5000', ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const address = await new Promise<string>((resolve, reject) => {
+  const line = await new Promise<{ msg?: string; address?: string }>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
-    lines.on('line', (line) => {
+    lines.on('line', (text) => {
       try {
-        const l = JSON.parse(line) as { msg?: string; address?: string };
-        if (l.msg?.startsWith('waymark ') && l.msg.includes(' listening on ')) resolve(String(l.address));
+        const l = JSON.parse(text) as { msg?: string; address?: string };
+        if (ready(l)) resolve(l);
       } catch { /* not a log line */ }
     });
-    void exited.then(() => reject(new Error('waymark server exited before listening')));
+    void exited.then(() => reject(new Error(`waymark ${command} exited before it was ready`)));
   });
-  return {
-    address,
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const handle: WaymarkChild = {
+    pid: child.pid!,
     async stop() {
-      child.kill('SIGTERM');
+      if (alive()) child.kill('SIGTERM');
       await exited;
     },
+    async kill() {
+      if (alive()) child.kill('SIGKILL');
+      const at = Date.now();
+      await exited;
+      return at;
+    },
   };
+  return { handle, line };
+}
+
+/** A `waymark server` (gRPC and executor); `env` adds or overrides settings (lease TTL, a replica tag). */
+export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<GrpcServer> {
+  const { handle, line } = await startWaymark('server', databaseUrl, env,
+    (l) => Boolean(l.msg?.startsWith('waymark ') && l.msg.includes(' listening on ')));
+  return { ...handle, address: String(line.address) };
+}
+
+/** A `waymark sweeper` (the store's recovery loop), resolved once it started. */
+export async function startSweeper(databaseUrl: string, env: Record<string, string> = {}): Promise<WaymarkChild> {
+  const { handle } = await startWaymark('sweeper', databaseUrl, env, (l) => l.msg === 'waymark sweeper started');
+  return handle;
 }
 
 /** Runs `runs` runs at `concurrency` from a separate client process. */
