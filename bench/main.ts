@@ -8,9 +8,11 @@ import { launchDbos, measureDbos, shutdownDbos } from './dbos.js';
 import { measureFloor } from './floor.js';
 import { measureEvents, measureGrpc, startServer } from './grpc.js';
 import { openBenchDatabase, walCounters } from './postgres.js';
+import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
 import { measureReplay, longRun } from './replay.js';
 import { fmt, repeat } from './stats.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps } from './waymark-inprocess.js';
+import { CRAWL_STEP_MS } from './workflows.js';
 
 const quick = process.env.BENCH_QUICK === '1';
 const REPS = quick ? 1 : Number(process.env.BENCH_REPS ?? 3);
@@ -18,6 +20,7 @@ const RUNS = quick ? 40 : 200;
 const FLOOR_INSERTS = quick ? 1000 : 4000;
 const REPLAY_ENTRIES = quick ? 2000 : 10_000;
 const EVENT_ROUNDS = quick ? 30 : 200;
+const SHORT_LEASE_KILLS = quick ? 1 : 3;
 
 const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
 
@@ -99,6 +102,18 @@ try {
   row('DBOS 5.3, sequential', `${fmt(dSeq.stepsPerSec, 0)} steps/s`, fmt(dSeq.stepP50Ms, 3), fmt(dSeq.stepP99Ms, 3));
   row('DBOS 5.3, concurrency 16', `${fmt(d16.stepsPerSec, 0)} steps/s`, fmt(d16.stepP50Ms, 3), fmt(d16.stepP99Ms, 3));
 
+  // Not repeated (one default-lease kill costs ~35 s): the samples of every kill pooled.
+  const recoveryUrl = await db.create('bench_recovery');
+  progress(`recovery: SIGKILL of a replica executing ${RUNS_PER_KILL} runs to each run continuing on another replica; ` +
+    `${SHORT_LEASE_KILLS} kill(s) at a short lease (${describeLease(SHORT_LEASE)}), 1 at the default (${describeLease(DEFAULT_LEASE)}, ~35 s)`);
+  const recShort = await measureRecovery(recoveryUrl, SHORT_LEASE, SHORT_LEASE_KILLS, progress);
+  const recDefault = await measureRecovery(recoveryUrl, DEFAULT_LEASE, 1, progress);
+  for (const [name, lease, r, kills] of [['short', SHORT_LEASE, recShort, SHORT_LEASE_KILLS], ['default', DEFAULT_LEASE, recDefault, 1]] as const) {
+    row(`recovery: SIGKILL to run continuing on another replica, ${name} lease (${describeLease(lease)})`,
+      `${r.runs} runs, ${kills} kill${kills > 1 ? 's' : ''}`, fmt(r.p50Ms, 0), fmt(r.p99Ms, 0));
+    row(`recovery, ${name} lease: of which after the lease expired (sweep wait, claim, replay, one ${CRAWL_STEP_MS} ms step)`, '', fmt(r.afterExpiryP50Ms, 0), fmt(r.afterExpiryP99Ms, 0));
+  }
+
   const ratios = [
     ['Waymark per-step p50 / floor commit p50 (goal <= 1.5)', fmt(wSeq.stepP50Ms / floor1.p50Ms)],
     ['Waymark steps/s / DBOS steps/s, sequential', fmt(wSeq.stepsPerSec / dSeq.stepsPerSec)],
@@ -112,6 +127,7 @@ try {
     ['{ intent: true } steps: commits per step, WAL bytes per step', `${fmt(intentCommitsPerStep)}, ${fmt(intentWalPerStep, 0)}`],
     ['group commit speed-up at concurrency 16 (on / off)', fmt(w16.stepsPerSec / n16.stepsPerSec)],
     ['one-write step speed-up, sequential / concurrency 16', `${fmt(wSeq.stepsPerSec / iSeq.stepsPerSec)} / ${fmt(w16.stepsPerSec / i16.stepsPerSec)}`],
+    ['recovery p50 / lease TTL, short lease / default lease', `${fmt(recShort.p50Ms / SHORT_LEASE.leaseTtlMs)} / ${fmt(recDefault.p50Ms / DEFAULT_LEASE.leaseTtlMs)}`],
   ];
 
   const header = `# Benchmark results\n\n${new Date().toISOString()} · ${os.cpus().length} cores · Node ${process.version} · ` +

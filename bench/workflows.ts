@@ -1,4 +1,5 @@
 // The workflows module a `waymark server` loads for the gRPC benchmark (WAYMARK_WORKFLOWS).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineWorkflow } from '../src/index.js';
 
@@ -17,4 +18,20 @@ export const ticks = defineWorkflow({ name: 'bench-ticks', input: z.object({ rou
     await ctx.emit({ type: 'tock', i });
   }
   return { rounds };
+});
+
+/**
+ * Recovery (bench/recovery.ts): a run that never ends on its own, one slow step (a ~20 ms tool
+ * call) after another, each step's result naming the replica that executed it
+ * (WAYMARK_BENCH_REPLICA, set per server process, else its pid). Cancelled when measured.
+ */
+export const CRAWL_STEP_MS = 20;
+export const crawl = defineWorkflow({ name: 'bench-crawl', input: z.object({ steps: z.number() }) }, async (ctx, { steps }) => {
+  for (let i = 0; i < steps; i++) {
+    await ctx.step(`page-${i}`, async ({ signal }) => {
+      await sleep(CRAWL_STEP_MS, undefined, { signal });
+      return { replica: process.env.WAYMARK_BENCH_REPLICA ?? String(process.pid), i };
+    });
+  }
+  return { steps };
 });
