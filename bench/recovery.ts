@@ -79,7 +79,7 @@ export async function measureRecovery(databaseUrl: string, lease: LeaseSettings,
       const times = ids.map((id) => firsts.get(id)! - killedDbMs);
       samples.push(...times);
       afterExpiry.push(...ids.map((id) => firsts.get(id)! - expiries.get(id)!));
-      progress(`  kill ${k + 1}/${kills}: ${ids.length} runs recovered in ${fmtRange(times)} ms`);
+      progress(`  ${describeLease(lease)}, kill ${k + 1}/${kills}: ${ids.length} runs recovered in ${fmtRange(times)} ms`);
       await cancelRuns(b, ids);
       await waitFor('runs cancelled', lease, async () => (await openRuns(pool, ids)) === 0);
       await b.stop();
