@@ -41,7 +41,10 @@ const PASSWORD = 'waymark';
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresHandle> {
   const owner = await postgresOwner();
-  const dataDir = reachableDataDir(path.resolve(options.dataDir), owner, options.onLog);
+  const requested = path.resolve(options.dataDir);
+  const dataDir = reachableDataDir(requested, owner, options.onLog);
+  // A throwaway directory moved to the fallback goes whole, key folder included.
+  const throwaway = dataDir === requested ? dataDir : path.dirname(dataDir);
   const running = await runningServerPort(dataDir);
   if (running !== null) return handleFor(running, false, async () => {});
 
@@ -54,7 +57,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   return handleFor(port, true, () => {
     stopping ??= (async () => {
       await terminate(child);
-      if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
+      if (!options.persistent) await rm(throwaway, { recursive: true, force: true });
     })();
     return stopping;
   });
