@@ -76,31 +76,64 @@ function recordset(param: string): string {
   return `ROWS FROM (jsonb_to_recordset(${param}::jsonb) AS (${typed})) WITH ORDINALITY AS e(${names}, ord)`;
 }
 
+/** What an append returns per entry; the store fills in the rest from what it sent (appendedEntries). */
+export interface AppendedRow {
+  run_id: string;
+  seq: number;
+  created_at: Date;
+}
+
+const INSERT_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+  ref_seq, idempotency_key, dedupe_key, usage, cost_usd`;
+
+/** The fence: the run row's UPDATE, refused (no row) unless the epoch is ours and n more entries fit. */
+const FENCE = `UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
+         WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4`;
+
+const jsonParam = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
 /**
- * The fenced append. Zero rows back means the fence refused it (epoch moved on, lease released,
- * journal full, or no such run); journalFenceState tells which. Suspensions with a deadline also
- * get their suspension_deadlines row in the same statement.
+ * The fenced append of one entry without a deadline, the hot path (one step, one entry): plain
+ * parameters rather than a JSON recordset, and only seq and created_at back. Zero rows back means
+ * the fence refused it (epoch moved on, lease released, journal full, or no such run);
+ * journalFenceState tells which.
+ */
+export function journalAppendSingle(p: { runId: string; epoch: number; entry: NewJournalEntry; maxEntries: number }): pg.QueryConfig {
+  const e = p.entry;
+  return {
+    name: 'journal_append_single',
+    text: `WITH fence AS (${FENCE} RETURNING next_seq - 1 AS seq)
+      INSERT INTO journal (${INSERT_COLUMNS})
+      SELECT $1, fence.seq, $5::text, $6::text, $7::text, $8::text, $9::integer, $10::text, $11::jsonb, $12::jsonb,
+             $13::integer, $14::text, $15::text, $16::jsonb, $17::numeric FROM fence
+      RETURNING run_id, seq, created_at`,
+    values: [
+      p.runId, p.epoch, 1, p.maxEntries, e.scope, e.kind, e.name, e.contentKey, e.occurrence, e.status,
+      jsonParam(e.payload), jsonParam(e.error), e.refSeq, e.idempotencyKey, e.dedupeKey, jsonParam(e.usage), e.costUsd,
+    ],
+  };
+}
+
+/**
+ * The fenced append of any number of entries. Suspensions with a deadline also get their
+ * suspension_deadlines row in the same statement. Zero rows back: refused, as journalAppendSingle.
  */
 export function journalAppend(p: {
   runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; maxEntries: number;
 }): pg.QueryConfig {
   return {
     name: 'journal_append',
-    text: `WITH fence AS (
-        UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
-         WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4
-        RETURNING next_seq - $3 AS first_seq
+    text: `WITH fence AS (${FENCE} RETURNING next_seq - $3 AS first_seq
       ), rows AS (
         SELECT fence.first_seq + e.ord::integer - 1 AS seq, e.* FROM fence, ${recordset('$5')}
       ), deadlines AS (
         INSERT INTO suspension_deadlines (run_id, seq, deadline_at)
         SELECT $1, seq, deadline_at FROM rows WHERE status = 'suspended' AND deadline_at IS NOT NULL
       )
-      INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-                           ref_seq, idempotency_key, dedupe_key, usage, cost_usd)
+      INSERT INTO journal (${INSERT_COLUMNS})
       SELECT $1, seq, scope, kind, name, content_key, occurrence, status, payload, error,
              ref_seq, idempotency_key, dedupe_key, usage, cost_usd FROM rows
-      RETURNING ${JOURNAL_COLUMNS}`,
+      RETURNING run_id, seq, created_at`,
     values: [p.runId, p.epoch, p.entries.length, p.maxEntries, entriesJson(p.entries, p.deadlines)],
   };
 }
@@ -109,7 +142,8 @@ export function journalAppend(p: {
  * The fenced append for several runs in one statement, so one transaction (one WAL flush) commits
  * the appends of many executions (group commit, append-batcher.ts). Each run is fenced on its own
  * row: a run whose fence refuses gets no rows back and the others are written. Run ids are
- * distinct within a call; `i` numbers each run's entries from 1.
+ * distinct within a call; `i` numbers each run's entries from 1. The suspension_deadlines insert
+ * is left out of the statement when no entry has a deadline (the usual batch: step results).
  */
 export function journalAppendMany(p: {
   requests: readonly { runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[] }[];
@@ -118,8 +152,9 @@ export function journalAppendMany(p: {
   const runs = JSON.stringify(p.requests.map((r) => ({ run_id: r.runId, epoch: r.epoch, n: r.entries.length })));
   const entries = `[${p.requests.map((r) => entriesJson(r.entries, r.deadlines, r.runId).slice(1, -1)).filter((s) => s.length > 0).join(',')}]`;
   const typed = RECORD_COLUMNS.map(([c, t]) => `${c} ${t}`).join(', ');
+  const withDeadlines = p.requests.some((r) => r.deadlines.some((d) => d !== null));
   return {
-    name: 'journal_append_many',
+    name: withDeadlines ? 'journal_append_many_deadlines' : 'journal_append_many',
     text: `WITH req AS (
         SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(run_id uuid, epoch bigint, n integer)
       ), fence AS (
@@ -132,17 +167,27 @@ export function journalAppendMany(p: {
         SELECT fence.run_id, fence.first_seq + e.i - 1 AS seq, e.*
           FROM jsonb_to_recordset($3::jsonb) AS e(rid uuid, i integer, ${typed})
           JOIN fence ON fence.run_id = e.rid
-      ), deadlines AS (
+      )${withDeadlines ? `, deadlines AS (
         INSERT INTO suspension_deadlines (run_id, seq, deadline_at)
         SELECT run_id, seq, deadline_at FROM rows WHERE status = 'suspended' AND deadline_at IS NOT NULL
-      )
-      INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-                           ref_seq, idempotency_key, dedupe_key, usage, cost_usd)
+      )` : ''}
+      INSERT INTO journal (${INSERT_COLUMNS})
       SELECT run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
              ref_seq, idempotency_key, dedupe_key, usage, cost_usd FROM rows
-      RETURNING ${JOURNAL_COLUMNS}`,
+      RETURNING run_id, seq, created_at`,
     values: [runs, p.maxEntries, entries],
   };
+}
+
+/**
+ * The entries of one run's append from what was sent and the (seq, created_at) rows that came
+ * back: the i-th entry sent got the i-th seq. Null when the rows do not account for every entry
+ * (the fence refused).
+ */
+export function appendedEntries(runId: string, entries: readonly NewJournalEntry[], rows: readonly AppendedRow[]): JournalEntry[] | null {
+  if (rows.length !== entries.length || entries.length === 0) return null;
+  const seqs = rows.map((r) => ({ seq: r.seq, createdAt: new Date(r.created_at) })).sort((a, b) => a.seq - b.seq);
+  return entries.map((e, i) => ({ ...e, runId, seq: seqs[i]!.seq, createdAt: seqs[i]!.createdAt }));
 }
 
 /** Why a fenced statement matched no row: is there a run, is the epoch still ours, how full is it. */

@@ -224,10 +224,14 @@ export class PostgresStore implements JournalStore {
   }
 
   private async appendOne({ lease, entries, deadlines }: AppendRequest): Promise<JournalEntry[]> {
-    const { rows } = await this.query<jq.JournalRow>(jq.journalAppend({
-      runId: lease.runId, epoch: lease.epoch, entries, deadlines, maxEntries: this.limits.journalEntries,
-    }), { runId: lease.runId });
-    if (rows.length === entries.length && entries.length > 0) return rows.map(jq.toEntry).sort((a, b) => a.seq - b.seq);
+    const { runId, epoch } = lease;
+    const maxEntries = this.limits.journalEntries;
+    const query = entries.length === 1 && deadlines[0] === null
+      ? jq.journalAppendSingle({ runId, epoch, entry: entries[0]!, maxEntries })
+      : jq.journalAppend({ runId, epoch, entries, deadlines, maxEntries });
+    const { rows } = await this.query<jq.AppendedRow>(query, { runId });
+    const appended = jq.appendedEntries(rows[0]?.run_id ?? runId, entries, rows);
+    if (appended) return appended;
     const failure = await this.fenceFailure(lease, entries.length);
     if (failure) throw failure;
     return [];
@@ -241,9 +245,9 @@ export class PostgresStore implements JournalStore {
   private async appendBatch(batch: AppendRequest[]): Promise<(JournalEntry[] | { error: unknown })[]> {
     const settle = (r: AppendRequest) => this.appendOne(r).then((e) => e, (error: unknown) => ({ error }));
     if (batch.length === 1) return [await settle(batch[0]!)];
-    let rows: jq.JournalRow[];
+    let rows: jq.AppendedRow[];
     try {
-      rows = (await this.pool.query<jq.JournalRow>(jq.journalAppendMany({
+      rows = (await this.pool.query<jq.AppendedRow>(jq.journalAppendMany({
         requests: batch.map((r) => ({ runId: r.lease.runId, epoch: r.lease.epoch, entries: r.entries, deadlines: r.deadlines })),
         maxEntries: this.limits.journalEntries,
       }))).rows;
@@ -251,15 +255,16 @@ export class PostgresStore implements JournalStore {
       if (sqlState(err) !== undefined && !isUnavailable(err)) return Promise.all(batch.map(settle));
       throw translatePgError(err, {});
     }
-    const byRun = new Map<string, JournalEntry[]>();
+    const byRun = new Map<string, jq.AppendedRow[]>();
     for (const row of rows) {
-      const entry = jq.toEntry(row);
-      const key = entry.runId.toLowerCase();
-      byRun.set(key, [...(byRun.get(key) ?? []), entry]);
+      const got = byRun.get(row.run_id);
+      if (got) got.push(row);
+      else byRun.set(row.run_id, [row]);
     }
     return Promise.all(batch.map(async (r) => {
-      const got = byRun.get(r.lease.runId.toLowerCase()) ?? [];
-      if (got.length === r.entries.length) return got.sort((a, b) => a.seq - b.seq);
+      const runId = r.lease.runId.toLowerCase();
+      const appended = jq.appendedEntries(runId, r.entries, byRun.get(runId) ?? []);
+      if (appended) return appended;
       const failure = await this.fenceFailure(r.lease, r.entries.length).catch((error: unknown) => error as Error);
       return failure ? { error: failure } : [];
     }));
