@@ -43,19 +43,39 @@ export function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
+/** Recent content keys by their canonical text: most calls repeat (a step's name across runs). */
+const recentKeys = new Map<string, string>();
+const RECENT_KEYS_MAX = 4096;
+const CACHED_TEXT_MAX = 512;
+
 /** The content key of an effect call: hash of `{kind, name, args}` in canonical JSON. */
 export function contentKey(call: { kind: string; name: string; args: unknown }): string {
-  return sha256Hex(canonicalJson({ kind: call.kind, name: call.name, args: call.args ?? null })).slice(0, KEY_HEX);
+  const args = call.args ?? null;
+  // Keys sorted: args, kind, name. A primitive args is written as canonicalJson would write it
+  // (test/replay/content-key.test.ts checks the two agree); anything else takes the general path.
+  const text = args === null || typeof args === 'string' || typeof args === 'number' || typeof args === 'boolean'
+    ? `{"args":${JSON.stringify(args)},"kind":${JSON.stringify(call.kind)},"name":${JSON.stringify(call.name)}}`
+    : canonicalJson({ kind: call.kind, name: call.name, args });
+  const cached = recentKeys.get(text);
+  if (cached !== undefined) return cached;
+  const key = sha256Hex(text).slice(0, KEY_HEX);
+  if (text.length <= CACHED_TEXT_MAX) {
+    if (recentKeys.size >= RECENT_KEYS_MAX) recentKeys.clear();
+    recentKeys.set(text, key);
+  }
+  return key;
 }
 
 /**
  * The idempotency key handed to a tool (and to step functions): derived from the run, the scope,
  * the content key and the occurrence only. It never includes the lease epoch or an attempt number,
  * so a redispatch after a crash presents the same key and the downstream can deduplicate
- * (research/reliability.md §1.1). Shape: `<run id>:<32 hex>`, under 80 ASCII characters.
+ * (research/reliability.md §1.1). Shape: `<run id>:<32 hex>`, under 80 ASCII characters. The
+ * hashed text is the canonical JSON of `[runId, scope, contentKey, occurrence]`, which for an
+ * array of strings and an integer is what JSON.stringify writes.
  */
 export function idempotencyKey(call: { runId: string; scope: string; contentKey: string; occurrence: number }): string {
-  const digest = sha256Hex(canonicalJson([call.runId, call.scope, call.contentKey, call.occurrence])).slice(0, KEY_HEX);
+  const digest = sha256Hex(JSON.stringify([call.runId, call.scope, call.contentKey, call.occurrence])).slice(0, KEY_HEX);
   return `${call.runId}:${digest}`;
 }
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, contentKey, idempotencyKey, toJson } from '../../src/engine/content-key.js';
+import { canonicalJson, contentKey, idempotencyKey, sha256Hex, toJson } from '../../src/engine/content-key.js';
 import { NotJsonError } from '../../src/engine/errors.js';
 import { durationMs } from '../../src/engine/duration.js';
 
@@ -25,6 +25,16 @@ describe('canonical JSON and content keys', () => {
     expect(contentKey({ kind: 'tool', name: 'charge', args: { amount: 6 } })).not.toBe(base);
   });
 
+  it('is the hash of the canonical JSON of {kind, name, args}, whatever the args and however often asked (property)', () => {
+    // contentKey writes primitive args directly and remembers recent keys; both must agree with the definition.
+    const reference = (kind: string, name: string, args: unknown) => sha256Hex(canonicalJson({ kind, name, args: args ?? null })).slice(0, 32);
+    const args = fc.oneof(fc.constant(undefined), fc.constant(null), fc.string(), fc.double(), fc.integer(), fc.boolean(), fc.jsonValue());
+    fc.assert(fc.property(fc.constantFrom('step', 'tool', 'model'), fc.string(), args, (kind, name, a) => {
+      expect(contentKey({ kind, name, args: a })).toBe(reference(kind, name, a));
+      expect(contentKey({ kind, name, args: a })).toBe(reference(kind, name, a));
+    }), { numRuns: 500 });
+  });
+
   it('refuses what JSON cannot carry', () => {
     expect(() => toJson({ n: 1n }, 'args')).toThrow(NotJsonError);
     const cyclic: Record<string, unknown> = {};
@@ -42,6 +52,7 @@ describe('idempotency keys', () => {
     for (const change of [{ runId: call.runId.replace('1', '2') }, { scope: '' }, { contentKey: 'cd'.repeat(16) }, { occurrence: 3 }]) {
       expect(idempotencyKey({ ...call, ...change })).not.toBe(idempotencyKey(call));
     }
+    expect(idempotencyKey(call)).toBe(`${call.runId}:${sha256Hex(canonicalJson([call.runId, call.scope, call.contentKey, call.occurrence])).slice(0, 32)}`);
     // The signature has no epoch or attempt: there is nothing else it could vary with.
     expect(Object.keys(call).sort()).toEqual(['contentKey', 'occurrence', 'runId', 'scope']);
   });
