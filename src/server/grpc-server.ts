@@ -1,4 +1,5 @@
 import http2 from 'node:http2';
+import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
@@ -50,6 +51,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   // every handler's ctx.signal once the grace period is over.
   const draining = new AbortController();
   const stopping = new AbortController();
+  // Every call in flight listens on both (Connect links each handler's signal to `stopping`, and
+  // streams link theirs to `draining`) and stops listening when it ends: their number is the
+  // calls in flight, not a leak, so Node's warning past ten listeners does not apply.
+  setMaxListeners(0, draining.signal, stopping.signal);
 
   const handler = connectNodeAdapter({
     routes: options.routes,
