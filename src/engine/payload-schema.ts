@@ -41,7 +41,7 @@ const compiled = new Map<string, ValidateFunction>();
 export function validatePinned(pinned: PinnedSchema, value: Json): FieldViolation[] {
   const hazards = jsonHazards(value, '');
   if (hazards.length > 0) return hazards;
-  if (schemaHash(pinned.schema) !== pinned.schemaHash) {
+  if (!pinnedHashMatches(pinned)) {
     return [{ field: '', description: 'the pinned schema does not match its hash; the suspension entry was altered' }];
   }
   let validate = compiled.get(pinned.schemaHash);
@@ -51,6 +51,25 @@ export function validatePinned(pinned: PinnedSchema, value: Json): FieldViolatio
   }
   if (validate(value)) return [];
   return (validate.errors ?? []).map(ajvViolation);
+}
+
+/**
+ * Pinned schemas whose hash was checked, by their exact text and claimed hash. Replay checks every
+ * resolution of a run against its suspension's pinned schema, and a run that waited hundreds of times
+ * re-hashed (canonical JSON, sha256) the same schema hundreds of times per resume; JSON.stringify is
+ * native and cheap. Only a verified pair is remembered: the same text with the same claimed hash is
+ * the same schema, so a hit never accepts what the full check would refuse.
+ */
+const verifiedPins = new Set<string>();
+const VERIFIED_PINS_MAX = 1024;
+
+function pinnedHashMatches(pinned: PinnedSchema): boolean {
+  const key = `${pinned.schemaHash}\u0000${JSON.stringify(pinned.schema)}`;
+  if (verifiedPins.has(key)) return true;
+  if (schemaHash(pinned.schema) !== pinned.schemaHash) return false;
+  if (verifiedPins.size >= VERIFIED_PINS_MAX) verifiedPins.clear();
+  verifiedPins.add(key);
+  return true;
 }
 
 function ajvViolation(error: ErrorObject): FieldViolation {
