@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
+import { EXECUTOR_DEFAULTS } from '../engine/executor.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -28,6 +29,7 @@ const schema = z.object({
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
   WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
+  WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
   WAYMARK_NAMESPACE: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a lowercase name like "default"').default('default'),
@@ -51,6 +53,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** After the grace period, how long aborted executions get to settle before their leases are left to expire. */
   shutdownSettleMs: number;
+  /** Runs this replica's executor executes at once (claimed PENDING runs; StartRun with wait is not counted). */
+  executorConcurrency: number;
   workflowsPath: string | undefined;
   dataDir: string;
   namespace: string;
@@ -85,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
     shutdownGraceMs: e.WAYMARK_SHUTDOWN_GRACE_MS,
     shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,
+    executorConcurrency: e.WAYMARK_EXECUTOR_CONCURRENCY,
     workflowsPath: e.WAYMARK_WORKFLOWS,
     dataDir: e.WAYMARK_DATA_DIR,
     namespace: e.WAYMARK_NAMESPACE,

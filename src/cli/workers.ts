@@ -62,7 +62,7 @@ export async function startWorkers(params: {
   metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
   const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
 
-  const executor = new Executor({ engine, store, holder, logger, settleMs: config.shutdownSettleMs });
+  const executor = new Executor({ engine, store, holder, logger, concurrency: config.executorConcurrency, settleMs: config.shutdownSettleMs });
   metrics.watchExecutor(executor);
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
   let started = false;

@@ -19,6 +19,7 @@ describe('waymark command', () => {
   it.each([
     ['WAYMARK_ADDR', 'nonsense', 'must be host:port'],
     ['WAYMARK_LEASE_TTL_MS', 'soon', 'whole number of milliseconds'],
+    ['WAYMARK_EXECUTOR_CONCURRENCY', '0', 'whole number > 0'],
     ['DATABASE_URL', 'mysql://root:secret@db/x', 'postgres:// URL'],
   ])('refuses %s=%s with one line naming the variable, exit 78', async (variable, value, expected) => {
     const p = WaymarkProcess.start(['server'], { env: { [variable]: value } });
@@ -86,6 +87,15 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     const executorAt = p.logs.findIndex((l) => l.msg === 'executor started');
     expect(listeningAt).toBeGreaterThanOrEqual(0);
     expect(executorAt).toBeGreaterThan(listeningAt);
+    expect(p.logs[executorAt]).toMatchObject({ concurrency: 16 }); // the default
+  });
+
+  it('runs as many executions at once as WAYMARK_EXECUTOR_CONCURRENCY says', async () => {
+    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_EXECUTOR_CONCURRENCY: '3' } });
+    await p.listening();
+    await p.waitForLog((l) => l.msg === 'executor started');
+    expect((await p.stop('SIGTERM')).code).toBe(0);
+    expect(p.logs.find((l) => l.msg === 'executor started')).toMatchObject({ concurrency: 3 });
   });
 });
 
