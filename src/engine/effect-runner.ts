@@ -46,11 +46,10 @@ export async function perform(
     throw new NonDeterminismError(exec.run.id, call.identity.scope, `${call.kind} "${call.name}"`, `a ${decision.action} suspension`, 'an effect matched a wait');
   }
   if (!exec.goLive(call)) return NEVER;
-  const fields = entryFields(call);
   let head: JournalEntry | null = decision.action === 'redispatch' ? decision.head : null;
   crashpoint(call.kind, 'before-intent');
   if (!head && options.twoPhase) {
-    head = (await exec.append(() => [newEntry({ ...fields, status: 'running', payload: options.intent ?? null })]))[0]!;
+    head = (await exec.append(() => [callEntry(call, { status: 'running', payload: options.intent ?? null })]))[0]!;
   }
   crashpoint(call.kind, 'after-intent');
   call.idempotencyKey = unsafeTestKey(call.idempotencyKey, exec.lease?.epoch); // a no-op outside one negative control
@@ -66,7 +65,7 @@ export async function perform(
   if ('value' in outcome) {
     const { value } = outcome;
     try {
-      await exec.append(() => [newEntry({ ...fields, status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value, ...options.columns?.() })]);
+      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value, ...options.columns?.() })]);
       crashpoint(call.kind, 'after-terminal');
       return value;
     } catch (error) {
@@ -76,7 +75,7 @@ export async function perform(
     }
   }
   const record = errorRecord(outcome.error);
-  await exec.append(() => [newEntry({ ...fields, status: 'error', refSeq, error: record })]);
+  await exec.append(() => [callEntry(call, { status: 'error', refSeq, error: record })]);
   throw errorFromRecord(record, call);
 }
 
@@ -104,9 +103,8 @@ export async function suspend(
     suspension = decision.suspension;
   } else if (decision.action === 'live' || decision.action === 'rerun') {
     if (!exec.goLive(call)) return NEVER;
-    const fields = entryFields(call);
     suspension = (await exec.append(async () => [
-      newEntry({ ...fields, status: 'suspended', payload: (await options.payload()) as unknown as Json }),
+      callEntry(call, { status: 'suspended', payload: (await options.payload()) as unknown as Json }),
     ]))[0]!;
   } else {
     throw new NonDeterminismError(exec.run.id, call.identity.scope, `a ${call.kind} wait "${call.name}"`, `an effect (${decision.action})`, 'a wait matched an effect');
@@ -126,13 +124,22 @@ export async function suspend(
   return NEVER;
 }
 
-function entryFields(call: Call): Pick<NewJournalEntry, 'kind' | 'name' | 'scope' | 'contentKey' | 'occurrence' | 'idempotencyKey'> {
-  return {
+/** The journal entry of a call: its identity, plus what this write records. Written out, not spread (the hot path). */
+function callEntry(
+  call: Call, what: Pick<NewJournalEntry, 'status'> & Partial<Pick<NewJournalEntry, 'payload' | 'error' | 'refSeq' | 'usage' | 'costUsd'>>,
+): NewJournalEntry {
+  return newEntry({
     kind: call.kind,
     name: call.name,
     scope: call.identity.scope,
     contentKey: call.identity.contentKey,
     occurrence: call.identity.occurrence,
     idempotencyKey: call.idempotencyKey,
-  };
+    status: what.status,
+    payload: what.payload,
+    error: what.error,
+    refSeq: what.refSeq,
+    usage: what.usage,
+    costUsd: what.costUsd,
+  });
 }
