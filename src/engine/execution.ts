@@ -78,6 +78,13 @@ export interface ExecutionOptions {
 const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
 const NEVER = new Promise<never>(() => {});
 
+interface QueuedAppend {
+  produce: () => NewJournalEntry[] | Promise<NewJournalEntry[]>;
+  /** null: the execution ended before its turn; nothing was written. */
+  resolve: (entries: JournalEntry[] | null) => void;
+  reject: (error: unknown) => void;
+}
+
 export class Execution {
   readonly run: Run;
   readonly mode: ExecutionMode;
@@ -91,7 +98,8 @@ export class Execution {
   private readonly occurrences = new Map<string, number>();
   private readonly sites = new Map<string, number>();
   private readonly parked = new Map<number, JournalEntry>();
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly appendQueue: QueuedAppend[] = [];
+  private flushing = false;
   private pending = 0;
   private generation = 0;
   private checkScheduled = false;
@@ -239,15 +247,11 @@ export class Execution {
    */
   append(produce: () => NewJournalEntry[] | Promise<NewJournalEntry[]>): Promise<JournalEntry[]> {
     if (this.end || !this.store || !this.lease) return NEVER;
-    const store = this.store;
     this.pending++;
-    const written = this.queue.then(async () => {
-      if (this.end) return null;
-      const entries = await produce();
-      if (this.end) return null;
-      return store.journalAppend({ lease: this.lease!, entries });
+    const written = new Promise<JournalEntry[] | null>((resolve, reject) => {
+      this.appendQueue.push({ produce, resolve, reject });
+      if (!this.flushing) void this.flush();
     });
-    this.queue = written.catch(() => undefined);
     return written.then(
       (entries) => {
         this.release();
@@ -263,6 +267,65 @@ export class Execution {
         return NEVER;
       },
     );
+  }
+
+  /**
+   * Writes the queue. Appends queued while a write is in flight go together as one store append
+   * (one commit for effects that finish together: Promise.all over steps, an agent's parallel tool
+   * calls), in queue order, so the journal holds what one-by-one appends would have written.
+   */
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.appendQueue.length > 0) {
+        const groups: { queued: QueuedAppend; entries: NewJournalEntry[] }[] = [];
+        for (const queued of this.appendQueue.splice(0)) {
+          if (this.end) {
+            queued.resolve(null);
+            continue;
+          }
+          try {
+            groups.push({ queued, entries: await queued.produce() });
+          } catch (error) {
+            queued.reject(error);
+          }
+        }
+        await this.write(groups);
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** One store append for all the groups; a refusal of the whole (nothing written) is retried one by one, so it reaches only its own call. */
+  private async write(groups: { queued: QueuedAppend; entries: NewJournalEntry[] }[]): Promise<void> {
+    if (groups.length > 1 && !this.end) {
+      try {
+        const all = await this.store!.journalAppend({ lease: this.lease!, entries: groups.flatMap((g) => g.entries) });
+        let at = 0;
+        for (const { queued, entries } of groups) {
+          queued.resolve(all.slice(at, at + entries.length));
+          at += entries.length;
+        }
+        return;
+      } catch (error) {
+        if (!isRefusal(error)) {
+          for (const { queued } of groups) queued.reject(error);
+          return;
+        }
+      }
+    }
+    for (const { queued, entries } of groups) {
+      if (this.end) {
+        queued.resolve(null);
+        continue;
+      }
+      try {
+        queued.resolve(await this.store!.journalAppend({ lease: this.lease!, entries }));
+      } catch (error) {
+        queued.reject(error);
+      }
+    }
   }
 
   /** A `signal` wait about to park takes the earliest buffered signal of its name (signal-inbox.ts); null in preview. */
