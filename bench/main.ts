@@ -11,7 +11,7 @@ import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
 import { measureReplay, longRun } from './replay.js';
 import { fmt, repeat } from './stats.js';
-import { measureWaymark, openEngine, STEPS, tenIntentSteps } from './waymark-inprocess.js';
+import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
 
 const quick = process.env.BENCH_QUICK === '1';
@@ -65,6 +65,13 @@ try {
   const intentWalPerStep = (i1.walBytes - i0.walBytes) / stepsDone;
   row('waymark in-process, { intent: true } steps, sequential', `${fmt(iSeq.stepsPerSec, 0)} steps/s`, fmt(iSeq.stepP50Ms, 3), fmt(iSeq.stepP99Ms, 3));
   row('waymark in-process, { intent: true } steps, concurrency 16', `${fmt(i16.stepsPerSec, 0)} steps/s`, fmt(i16.stepP50Ms, 3), fmt(i16.stepP99Ms, 3));
+
+  progress('waymark in-process, ten steps at once (Promise.all), sequential runs');
+  const p0 = await walCounters(wmUrl);
+  const pSeq = await repeat(REPS, () => measureWaymark(bench, RUNS, 1, tenParallelSteps.name));
+  const p1 = await walCounters(wmUrl);
+  const parallelCommitsPerStep = (p1.commits - p0.commits - 1) / stepsDone;
+  row('waymark in-process, 10 parallel steps (Promise.all), sequential runs', `${fmt(pSeq.stepsPerSec, 0)} steps/s`, fmt(pSeq.stepP50Ms, 3), fmt(pSeq.stepP99Ms, 3));
 
   progress(`waymark gRPC: a server process and a client process, ${RUNS} runs, sequential and concurrency 16`);
   const server = await startServer(wmUrl);
@@ -125,6 +132,7 @@ try {
     ['WAL bytes per step (sequential)', fmt(walPerStep, 0)],
     ['{ intent: true } steps: per-step p50 / floor commit p50', fmt(iSeq.stepP50Ms / floor1.p50Ms)],
     ['{ intent: true } steps: commits per step, WAL bytes per step', `${fmt(intentCommitsPerStep)}, ${fmt(intentWalPerStep, 0)}`],
+    ['10 parallel steps: commits per step (10 sequential steps: see above)', fmt(parallelCommitsPerStep)],
     ['group commit speed-up at concurrency 16 (on / off)', fmt(w16.stepsPerSec / n16.stepsPerSec)],
     ['one-write step speed-up, sequential / concurrency 16', `${fmt(wSeq.stepsPerSec / iSeq.stepsPerSec)} / ${fmt(w16.stepsPerSec / i16.stepsPerSec)}`],
     ['recovery p50 / lease TTL, short lease / default lease', `${fmt(recShort.p50Ms / SHORT_LEASE.leaseTtlMs)} / ${fmt(recDefault.p50Ms / DEFAULT_LEASE.leaseTtlMs)}`],

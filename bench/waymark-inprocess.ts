@@ -22,6 +22,18 @@ const stepsWorkflow = (name: string, intent: boolean) => defineWorkflow({ name, 
   return { total };
 });
 
+/** Ten steps started at once (Promise.all): their results are journaled together (execution.ts). */
+export const tenParallelSteps = defineWorkflow({ name: 'bench-ten-parallel-steps', input: z.object({ n: z.number() }) }, async (ctx, { n }) => {
+  const values = await Promise.all(Array.from({ length: STEPS }, (_, i) => {
+    const t = performance.now();
+    return ctx.step(`step-${i}`, () => n + i).then((v) => {
+      stepLatencies.push(performance.now() - t);
+      return v;
+    });
+  }));
+  return { total: values.reduce((a, b) => a + b, 0) };
+});
+
 /** The default step: one journal write (its result). */
 export const tenSteps = stepsWorkflow('bench-ten-steps', false);
 /** Steps with `{ intent: true }`: an intent, then the result (two writes; the default before 0.2). */
@@ -37,7 +49,7 @@ export interface EngineBench {
 export async function openEngine(url: string, extra: Parameters<Registry['register']> = [], options: { appendsInFlight?: number } = {}): Promise<EngineBench> {
   const store = await PostgresStore.connect({ url, poolSize: 20, applicationName: 'waymark-bench', ...options });
   await migrate({ pool: store.pool });
-  const registry = new Registry().register(tenSteps, tenIntentSteps, ...extra);
+  const registry = new Registry().register(tenSteps, tenIntentSteps, tenParallelSteps, ...extra);
   const engine = new Engine({ store, registry, holder: `bench:${process.pid}`, leaseTtlMs: 30_000, logger: pino({ level: 'warn' }) });
   return { engine, store, close: () => store.close() };
 }
