@@ -1,4 +1,4 @@
-import type { JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
+import type { EntryKind, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 
 /**
@@ -192,6 +192,15 @@ export interface JournalStore {
    * A malformed `runId` matches nothing. `nextCursor` is null on the last page.
    */
   suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }>;
+  /**
+   * The oldest open suspension of one run with this `kind` and `name` (lowest seq), or null: what
+   * SendSignal validates a payload against and aims at, without reading the run's journal. "Open"
+   * is signalDeliver's definition: a `suspended` entry that no `resolved` (winning) and no
+   * `cancelled` (invalidation, run cancelled) entry points at; `noop` resolutions do not close it,
+   * its scope does not matter, and the run's status is not looked at. A few indexed lookups however
+   * long the journal is. Throws RunNotFoundError for an unknown run (or one outside `namespace`).
+   */
+  suspensionOpenOldest(params: { runId: string; namespace?: string; kind: EntryKind; name: string }): Promise<JournalEntry | null>;
 
   /**
    * The signal inbox (docs/journal.md "Signals"). Under the run-row lock, in this order:

@@ -53,6 +53,58 @@ export function signalsSection({ h }: SuiteContext): void {
     expect(await deliver(store, run.id, 's2', { seq: 1 })).toMatchObject({ outcome: 'buffered' });
   });
 
+  it('finds the oldest open wait of a kind and name: resolved and cancelled waits are closed, a noop is not', async () => {
+    const { store } = h();
+    const { run, lease } = await startRun(store);
+    const oldest = (name: string, kind: 'signal' | 'approval' = 'signal') =>
+      store.suspensionOpenOldest({ runId: run.id, namespace: 'default', kind, name });
+    expect(await oldest('go')).toBeNull();
+    await store.journalAppend({ lease, entries: [
+      signalWait('go', { occurrence: 0 }), // 0: resolved below
+      step('a'), // 1
+      signalWait('go', { occurrence: 1 }), // 2: cancelled below
+      signalWait('other'), // 3: another name
+      suspension('go'), // 4: another kind with the same name
+      signalWait('go', { occurrence: 2, scope: 'par:0:1' }), // 5: open (scope does not matter)
+      signalWait('go', { occurrence: 3 }), // 6: open
+    ] });
+    expect(await oldest('go')).toMatchObject({ runId: run.id, seq: 0, kind: 'signal', name: 'go', status: 'suspended' });
+    await store.journalResolve({ runId: run.id, suspensionSeq: 0, entry: signalResolution('s0', 1) });
+    expect((await oldest('go'))?.seq).toBe(2);
+    await store.journalAppend({ lease, entries: [newEntry({ kind: 'signal', name: 'go', status: 'cancelled', contentKey: 'ck:signal:go', occurrence: 1, refSeq: 2 })] });
+    const open = await oldest('go');
+    expect(open).toEqual((await store.journalList({ runId: run.id }))[5]);
+    expect(open).toMatchObject({ seq: 5, scope: 'par:0:1' });
+    // A refused buffered signal (a noop) leaves the wait open; the winning one closes it.
+    await deliver(store, run.id, 'bad');
+    await store.signalInboxConsume({ lease, signalId: 'bad', suspensionSeq: 5, entry: signalResolution('bad', 'x'), valid: false });
+    expect((await oldest('go'))?.seq).toBe(5);
+    await store.journalResolve({ runId: run.id, suspensionSeq: 5, entry: signalResolution('s5', 5) });
+    expect((await oldest('go'))?.seq).toBe(6);
+    expect((await oldest('other'))?.seq).toBe(3);
+    expect((await oldest('go', 'approval'))?.seq).toBe(4);
+    expect(await oldest('nothing')).toBeNull();
+    // Without a namespace any run is found; the run's status does not matter.
+    await store.runStatusSet({ lease, status: 'SUSPENDED' });
+    expect((await store.suspensionOpenOldest({ runId: run.id, kind: 'signal', name: 'go' }))?.seq).toBe(6);
+    await store.journalResolve({ runId: run.id, suspensionSeq: 6, entry: signalResolution('s6', 6) });
+    expect(await oldest('go')).toBeNull();
+  });
+
+  it('suspensionOpenOldest: RunNotFoundError for an unknown or malformed run id, or another namespace', async () => {
+    const { store } = h();
+    const { run, lease } = await startRun(store);
+    await store.journalAppend({ lease, entries: [signalWait('go')] });
+    for (const params of [
+      { runId: run.id, namespace: 'other' },
+      { runId: '01890000-0000-7000-8000-000000000000', namespace: 'default' },
+      { runId: '01890000-0000-7000-8000-000000000000' },
+      { runId: 'not-a-run-id', namespace: 'default' },
+    ]) {
+      await expect(store.suspensionOpenOldest({ ...params, kind: 'signal', name: 'go' })).rejects.toBeInstanceOf(RunNotFoundError);
+    }
+  });
+
   it('keeps arrival order: while signals of a name are buffered, a new one queues behind them even if a wait is open', async () => {
     const { store } = h();
     const { run, lease } = await startRun(store);

@@ -24,14 +24,23 @@ function superseded(rec: SuspensionSource, seq: number): boolean {
   return rec.entries.some((e) => e.status === 'cancelled' && e.refSeq === seq);
 }
 
-/** The seq of the earliest open `signal` wait named `name`, as the store defines open (store.ts signalDeliver). */
-export function openSignalWait(rec: SuspensionSource, name: string): number | null {
+/**
+ * The earliest open suspension of `kind` named `name`, as the store defines open (store.ts
+ * signalDeliver, suspensionOpenOldest): no winning resolution and no `cancelled` entry points at it.
+ */
+export function oldestOpenSuspension(rec: SuspensionSource, kind: string, name: string): JournalEntry | null {
+  let cancelled: Set<number> | null = null;
   for (const e of rec.entries) {
-    if (e.kind === 'signal' && e.name === name && e.status === 'suspended' && !rec.winners.has(e.seq) && !superseded(rec, e.seq)) {
-      return e.seq;
-    }
+    if (e.kind !== kind || e.name !== name || e.status !== 'suspended' || rec.winners.has(e.seq)) continue;
+    cancelled ??= new Set(rec.entries.flatMap((c) => (c.status === 'cancelled' && c.refSeq !== null ? [c.refSeq] : [])));
+    if (!cancelled.has(e.seq)) return e;
   }
   return null;
+}
+
+/** The seq of the earliest open `signal` wait named `name`. */
+export function openSignalWait(rec: SuspensionSource, name: string): number | null {
+  return oldestOpenSuspension(rec, 'signal', name)?.seq ?? null;
 }
 
 function position(entry: JournalEntry): SuspensionCursor {

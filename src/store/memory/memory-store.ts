@@ -1,7 +1,7 @@
 import {
   IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
 } from '../../journal/errors.js';
-import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import type { EntryKind, JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
@@ -14,7 +14,7 @@ import {
   assertForcedStatusFits,
   assertEntriesFit, assertJsonStorable, assertRunCreateFits, assertStatusFits, assertStorableText, statusEntry, suspensionDeadline,
 } from '../write-checks.js';
-import { openSignalWait, suspensionPage } from './memory-signals.js';
+import { oldestOpenSuspension, openSignalWait, suspensionPage } from './memory-signals.js';
 import { MemoryWakeups } from './memory-wakeups.js';
 
 export interface MemoryStoreOptions {
@@ -384,6 +384,11 @@ export class MemoryStore implements JournalStore {
   async suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }> {
     const page = suspensionPage(this.runs.values(), params);
     return { items: page.items.map(clone), nextCursor: page.nextCursor };
+  }
+
+  async suspensionOpenOldest(params: { runId: string; namespace?: string; kind: EntryKind; name: string }): Promise<JournalEntry | null> {
+    const entry = oldestOpenSuspension(this.record(params.runId, params.namespace), params.kind, params.name);
+    return entry ? clone(entry) : null;
   }
 
   async signalDeliver(params: {

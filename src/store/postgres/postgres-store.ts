@@ -391,6 +391,10 @@ export class PostgresStore implements JournalStore {
     return signals.suspensionList(this.access(), params);
   }
 
+  async suspensionOpenOldest(params: Parameters<JournalStore['suspensionOpenOldest']>[0]): Promise<JournalEntry | null> {
+    return signals.suspensionOpenOldest(this.access(), params);
+  }
+
   async signalDeliver(params: Parameters<JournalStore['signalDeliver']>[0]): Promise<SignalDelivery> {
     return signals.signalDeliver(this.access(), params);
   }

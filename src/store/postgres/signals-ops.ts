@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { JournalFullError, RunNotFoundError, RunStateError } from '../../journal/errors.js';
-import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import type { EntryKind, JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunStatus } from '../../journal/run.js';
 import { assertPageSize } from '../run-cursor.js';
@@ -64,6 +64,18 @@ export async function signalDeliver(db: PgAccess, params: {
     const [row] = (await client.query<sq.InboxRow>(sq.inboxInsert({ runId, name, signalId, payload: params.payload }))).rows;
     return { outcome: 'buffered', signal: toSignal(row!) };
   }, runId);
+}
+
+export async function suspensionOpenOldest(db: PgAccess, params: {
+  runId: string; namespace?: string; kind: EntryKind; name: string;
+}): Promise<JournalEntry | null> {
+  if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
+  const { rows } = await db.query<{ entry: jq.JournalRow | null }>(sq.suspensionOpenOldest({
+    runId: params.runId, namespace: params.namespace ?? null, kind: params.kind, name: params.name,
+  }));
+  const [row] = rows;
+  if (!row) throw new RunNotFoundError(params.runId);
+  return row.entry ? jq.toEntry(row.entry) : null;
 }
 
 export async function signalInboxList(db: PgAccess, params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]> {

@@ -37,6 +37,23 @@ export function signalDeliverFacts(p: { runId: string; dedupeKey: string; signal
   };
 }
 
+/**
+ * suspensionOpenOldest: the run's row (none: unknown run, or outside the namespace) and its oldest
+ * open suspension of a kind and name, in one round trip. `journal_open_waits` (migration 0005)
+ * walks only that run's suspensions of that kind and name in seq order, and `journal_ref_seq`
+ * answers each "still open?" probe, so the cost does not grow with the rest of the journal.
+ */
+export function suspensionOpenOldest(p: { runId: string; namespace: string | null; kind: string; name: string }): pg.QueryConfig {
+  return {
+    name: 'journal_suspension_open_oldest',
+    text: `SELECT (SELECT to_jsonb(s) FROM journal s
+          WHERE s.run_id = r.id AND s.status = 'suspended' AND s.kind = $3 AND s.name = $4 AND NOT ${RESOLVED_OR_CANCELLED('s')}
+          ORDER BY s.seq LIMIT 1) AS entry
+      FROM runs r WHERE r.id = $1 AND ($2::text IS NULL OR r.namespace = $2)`,
+    values: [p.runId, p.namespace, p.kind, p.name],
+  };
+}
+
 export function inboxInsert(p: { runId: string; name: string; signalId: string; payload: Json }): pg.QueryConfig {
   return {
     name: 'signal_inbox_insert',
