@@ -6,8 +6,7 @@ import type { BufferedSignal, JournalStore } from '../store/store.js';
 import { toJson } from './content-key.js';
 import { InvalidResolutionError } from './errors.js';
 import { validatePinned } from './payload-schema.js';
-import { JournalIndex, openSuspensions } from './replay.js';
-import { pinnedOf, resolutionIsValid, type ResolutionPayload } from './suspension.js';
+import { pinnedOf, type ResolutionPayload } from './suspension.js';
 
 /*
  * Signals, with an inbox (docs/journal.md "Signals"). A signal goes to the oldest open wait of its
@@ -42,7 +41,7 @@ export interface SignalSendResult {
   winner: JournalEntry | null;
 }
 
-/** Rounds of "a wait opened or closed since the journal was read" before giving up (never seen). */
+/** Rounds of "a wait opened or closed since it was looked up" before giving up (never seen). */
 const MAX_ATTEMPTS = 8;
 
 /**
@@ -54,10 +53,9 @@ export async function signalSend(store: JournalStore, params: SignalSendParams):
   const payload = toJson(params.payload, `signal "${params.name}" payload`);
   const dedupeKey = `signal:${params.signalId}`;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const entries = await store.journalList({ runId: params.runId, namespace: params.namespace });
-    const delivered = entries.some((e) => e.dedupeKey === dedupeKey);
-    const open = delivered ? undefined : openSuspensions(JournalIndex.build(params.runId, entries), resolutionIsValid)
-      .find((s) => s.kind === 'signal' && s.name === params.name);
+    // Only the wait it would reach, never the whole journal (a long run has thousands of entries).
+    // A repeated signal id needs no read here: signalDeliver answers `duplicate` before anything else.
+    const open = await store.suspensionOpenOldest({ runId: params.runId, namespace: params.namespace, kind: 'signal', name: params.name });
     // An invalid payload is refused only if it would resolve that wait now; the store decides (it
     // may still buffer it behind queued signals, or answer a duplicate), so ask it without a target.
     const violations = open ? validatePinned(pinnedOf(open), payload) : [];
@@ -79,7 +77,7 @@ export async function signalSend(store: JournalStore, params: SignalSendParams):
         };
       case 'wait_open':
         if (open && r.seq === open.seq) throw new InvalidResolutionError(params.runId, open.seq, violations);
-        continue; // a wait opened or closed since the journal was read: read again
+        continue; // a wait opened or closed since it was looked up: look again
     }
   }
   throw new StoreUnavailableError(`run ${params.runId} kept opening and closing waits for signal "${params.name}" while it was delivered`);

@@ -50,6 +50,46 @@ export function waitsSuite(suite: Suite): void {
       expect((await store.signalInboxList({ runId: run.id })).map((s) => s.signalId)).toEqual(['b']);
     });
 
+    it('SendSignal never reads the run\'s journal: it asks the store for the one wait it would reach', async () => {
+      const long = defineWorkflow({ name: 'long', input: z.object({}) }, async (ctx) => {
+        for (let i = 0; i < 30; i++) await ctx.step(`s${i}`, () => i);
+        const { qty } = await ctx.signal('restock', { schema: z.object({ qty: z.number().int().positive() }) });
+        return qty;
+      });
+      const calls: string[] = [];
+      let recording = false;
+      const base = await env.makeStore(new FakeClock());
+      const store = new Proxy(base, {
+        get(target, key) {
+          const value = Reflect.get(target, key) as unknown;
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (recording) calls.push(String(key));
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const { engine } = await setup([long], { store });
+      const { run, waitingOn } = await engine.runStart({ namespace: NS, workflowName: 'long', input: {}, execute: true });
+      expect(waitingOn).toMatchObject([{ kind: 'signal', name: 'restock' }]);
+      const send = (signalId: string, payload: unknown) =>
+        engine.signalSend({ runId: run.id, namespace: NS, name: 'restock', payload: payload as never, signalId });
+      recording = true;
+      await expect(send('bad', { qty: 0 })).rejects.toBeInstanceOf(InvalidResolutionError);
+      const first = await send('a', { qty: 2 });
+      expect(first).toMatchObject({ applied: true, duplicate: false, buffered: false, entry: { refSeq: waitingOn[0]!.seq } });
+      // A duplicate, even with a payload the wait would refuse, gets the first delivery's outcome.
+      expect(await send('a', { qty: -5 })).toMatchObject({ applied: true, duplicate: true, entry: { seq: first.entry!.seq } });
+      expect(await send('b', { qty: 3 })).toMatchObject({ buffered: true, applied: false });
+      await expect(engine.signalSend({ runId: run.id, namespace: 'elsewhere', name: 'restock', payload: { qty: 1 }, signalId: 'c' }))
+        .rejects.toMatchObject({ name: 'RunNotFoundError' });
+      recording = false;
+      expect(calls).not.toContain('journalList');
+      expect([...new Set(calls)].sort()).toEqual(['signalDeliver', 'suspensionOpenOldest']);
+      const [done] = await engine.runExecutePending();
+      expect(done!.run!.output).toBe(2);
+    });
+
     it('a signal sent before the run waits is buffered, and the wait takes it without parking (journaled, replayable)', async () => {
       const loop = defineWorkflow({ name: 'loop', input: z.object({}) }, async (ctx) => {
         const got: number[] = [];
