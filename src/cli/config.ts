@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/executor.js';
+import { DEFAULT_APPENDS_IN_FLIGHT } from '../store/postgres/postgres-store.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -17,6 +18,8 @@ const hostPort = (example: string) =>
 
 const positiveInt = (what: string) =>
   z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`);
+const nonNegativeInt = (what: string) =>
+  z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).min(0, `must be ${what}`);
 
 const schema = z.object({
   DATABASE_URL: z
@@ -29,6 +32,7 @@ const schema = z.object({
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
   WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
+  WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(DEFAULT_APPENDS_IN_FLIGHT),
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
@@ -53,6 +57,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** After the grace period, how long aborted executions get to settle before their leases are left to expire. */
   shutdownSettleMs: number;
+  /** Journal appends a replica runs at once; those arriving meanwhile are group committed (0: off). */
+  appendsInFlight: number;
   /** Runs this replica's executor executes at once (claimed PENDING runs; StartRun with wait is not counted). */
   executorConcurrency: number;
   workflowsPath: string | undefined;
@@ -89,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
     shutdownGraceMs: e.WAYMARK_SHUTDOWN_GRACE_MS,
     shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,
+    appendsInFlight: e.WAYMARK_APPENDS_IN_FLIGHT,
     executorConcurrency: e.WAYMARK_EXECUTOR_CONCURRENCY,
     workflowsPath: e.WAYMARK_WORKFLOWS,
     dataDir: e.WAYMARK_DATA_DIR,

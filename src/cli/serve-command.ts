@@ -46,6 +46,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       url: db.url,
       limits: config.limits,
       applicationName: `waymark-${options.dev ? 'dev' : 'server'}`,
+      appendsInFlight: config.appendsInFlight,
       logger,
     });
     cleanup.push(() => store.close());
@@ -97,7 +98,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, database: db.source, worker: workers.engine.holder, host: hostname() },
+      { address: server.address, database: db.source, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     await workers.start();

@@ -20,6 +20,7 @@ describe('waymark command', () => {
     ['WAYMARK_ADDR', 'nonsense', 'must be host:port'],
     ['WAYMARK_LEASE_TTL_MS', 'soon', 'whole number of milliseconds'],
     ['WAYMARK_EXECUTOR_CONCURRENCY', '0', 'whole number > 0'],
+    ['WAYMARK_APPENDS_IN_FLIGHT', '-1', 'whole number >= 0'],
     ['DATABASE_URL', 'mysql://root:secret@db/x', 'postgres:// URL'],
   ])('refuses %s=%s with one line naming the variable, exit 78', async (variable, value, expected) => {
     const p = WaymarkProcess.start(['server'], { env: { [variable]: value } });
@@ -96,6 +97,13 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     await p.waitForLog((l) => l.msg === 'executor started');
     expect((await p.stop('SIGTERM')).code).toBe(0);
     expect(p.logs.find((l) => l.msg === 'executor started')).toMatchObject({ concurrency: 3 });
+  });
+
+  it('group commits as many appends at once as WAYMARK_APPENDS_IN_FLIGHT says (0: off)', async () => {
+    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_APPENDS_IN_FLIGHT: '0' } });
+    await p.listening();
+    expect((await p.stop('SIGTERM')).code).toBe(0);
+    expect(p.logs.find((l) => String(l.msg).startsWith('waymark server listening on '))).toMatchObject({ appendsInFlight: 0 });
   });
 });
 
