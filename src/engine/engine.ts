@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import { LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
+import type { JournalEntry } from '../journal/journal-entry.js';
 import type { JournalStore } from '../store/store.js';
 import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './approvals.js';
 import { toJson } from './content-key.js';
@@ -125,10 +126,11 @@ export class Engine {
       parentSeq: params.parentSeq ?? null,
       budgetUsd: params.budgetUsd ?? null,
       dryRun: params.dryRun ?? false,
-      ...(params.execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs } } : {}),
+      ...(params.execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, recordRunning: true } } : {}),
     });
     if (!lease) return { run, created, execution: null, waitingOn: await this.runWaits({ runId: run.id, namespace: run.namespace }) };
-    const execution = await this.executeLeased(lease);
+    // Created with its RUNNING entry (recordRunning): the journal is that one entry, nothing to read.
+    const execution = await this.executeLeased(lease, run);
     return { run: execution.run ?? run, created, execution, waitingOn: execution.waitingOn };
   }
 
@@ -336,11 +338,11 @@ export class Engine {
   }
 
   /** Executes under a lease; if parking found a resolution already waiting, takes the run again here. */
-  private async executeLeased(first: Lease): Promise<ExecuteResult> {
+  private async executeLeased(first: Lease, created?: Run): Promise<ExecuteResult> {
     let lease = first;
     for (let round = 1; ; round++) {
       this.events.emit('lease-acquired', { runId: lease.runId, lease });
-      const result = await this.executeOnce(lease);
+      const result = await this.executeOnce(lease, round === 1 ? created : undefined);
       this.events.emit('execution-ended', result);
       if (result.outcome !== 'pending' || round >= MAX_ROUNDS) return result;
       const again = await this.store.runLeaseAcquire({ runId: lease.runId, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING'] });
@@ -349,14 +351,21 @@ export class Engine {
     }
   }
 
-  private async executeOnce(lease: Lease): Promise<ExecuteResult> {
+  /**
+   * One execution under `lease`. `created`: a run this engine just created with its lease and its
+   * RUNNING entry (runCreate with recordRunning), whose journal is known to hold only that entry.
+   */
+  private async executeOnce(lease: Lease, created?: Run): Promise<ExecuteResult> {
     const runId = lease.runId;
     let run: Run;
-    try {
-      // Records the RUNNING event and returns the run row (the lease carries no namespace).
-      ({ run } = await this.store.runStatusSet({ lease, status: 'RUNNING' }));
-    } catch (error) {
-      return this.stopped(runId, error);
+    if (created) run = created;
+    else {
+      try {
+        // Records the RUNNING event and returns the run row (the lease carries no namespace).
+        ({ run } = await this.store.runStatusSet({ lease, status: 'RUNNING' }));
+      } catch (error) {
+        return this.stopped(runId, error);
+      }
     }
     const log = this.logger.child({ runId, workflow: run.workflowName });
     let workflow: Workflow;
@@ -373,9 +382,10 @@ export class Engine {
       }
       log.warn('executing against a changed definition (drift policy warn); the journal decides replay per content key');
     }
-    let entries;
+    let entries: JournalEntry[] = [];
     try {
-      entries = await this.store.journalList({ runId });
+      // A run created here holds only its RUNNING entry, which replay skips: no read needed.
+      if (!created) entries = await this.store.journalList({ runId });
     } catch (error) {
       return this.stopped(runId, error);
     }

@@ -15,7 +15,10 @@ export interface JournalStore {
   /**
    * Creates a PENDING run (RUNNING with a lease when `leaseFor` is given), or returns the existing
    * run for a repeated (namespace, idempotencyKey) with `created: false` and no lease. A repeated key
-   * naming a different workflow throws IdempotencyConflictError. Nothing is journaled.
+   * naming a different workflow throws IdempotencyConflictError. Nothing is journaled, unless
+   * `leaseFor.recordRunning`: then the new run's RUNNING status entry (seq 0, what runStatusSet
+   * would write) goes in with it, in the same statement, so an execution starting on the new run
+   * needs neither that commit nor a journal read (the journal is that one entry).
    */
   runCreate(params: RunCreateParams): Promise<{ run: Run; created: boolean; lease: Lease | null }>;
   /** Fail-closed addressing: an unknown id or one in another namespace throws RunNotFoundError. */
@@ -271,7 +274,7 @@ export interface RunCreateParams {
    * Take the lease at creation (status RUNNING) so the receiving replica executes it with no queue
    * hop (StartRun with wait). Absent: the run is PENDING for the first executor to claim.
    */
-  leaseFor?: { holder: string; ttlMs: number };
+  leaseFor?: { holder: string; ttlMs: number; recordRunning?: boolean };
 }
 
 export interface RunListParams {

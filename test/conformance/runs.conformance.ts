@@ -31,6 +31,28 @@ export function runsSection({ h }: SuiteContext): void {
     expect(lease.expiresAt.getTime()).toBeGreaterThan(now.getTime() + TTL - 5_000);
   });
 
+  it('with leaseFor.recordRunning, journals the RUNNING entry runStatusSet would write, in the same write', async () => {
+    const { store } = h();
+    const created = await store.runCreate(runParams({ idempotencyKey: 'rr-1', leaseFor: { holder: 'worker-a', ttlMs: TTL, recordRunning: true } }));
+    expect(created.run).toMatchObject({ status: 'RUNNING', nextSeq: 1, leaseEpoch: 1 });
+    expect(await store.runGet({ runId: created.run.id, namespace: 'default' })).toEqual(created.run);
+    const [entry, ...rest] = await store.journalList({ runId: created.run.id });
+    expect(rest).toEqual([]);
+    // The same entry as a RUNNING status change by the lease holder writes on another run.
+    const other = await startRun(store);
+    const { entry: viaStatusSet } = await store.runStatusSet({ lease: other.lease, status: 'RUNNING' });
+    const comparable = (e: typeof entry) => ({ ...e, runId: undefined, seq: undefined, createdAt: undefined });
+    expect(comparable(entry!)).toEqual(comparable(viaStatusSet));
+    expect(entry).toMatchObject({ seq: 0, kind: 'status', name: 'RUNNING', status: 'info', payload: { status: 'RUNNING' } });
+    // The lease is the run's: an append goes in after the entry.
+    const [appended] = await store.journalAppend({ lease: created.lease!, entries: [step('after')] });
+    expect(appended!.seq).toBe(1);
+    // A repeated key writes nothing, whatever it asks.
+    const again = await store.runCreate(runParams({ idempotencyKey: 'rr-1', leaseFor: { holder: 'w', ttlMs: TTL, recordRunning: true } }));
+    expect(again).toMatchObject({ created: false, lease: null });
+    expect(await store.journalList({ runId: created.run.id })).toHaveLength(2);
+  });
+
   it('addresses fail-closed: another namespace, an unknown id and a malformed id are all not found', async () => {
     const { store } = h();
     const { run } = await store.runCreate(runParams({ namespace: 'a' }));

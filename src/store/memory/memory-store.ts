@@ -97,7 +97,9 @@ export class MemoryStore implements JournalStore {
       createdAt: now,
       updatedAt: now,
     };
-    this.runs.set(run.id, { run, entries: [], winners: new Map(), dedupe: new Map(), resumeRequested: false, inbox: [] });
+    const rec: RunRecord = { run, entries: [], winners: new Map(), dedupe: new Map(), resumeRequested: false, inbox: [] };
+    this.runs.set(run.id, rec);
+    if (lease?.recordRunning) this.write(rec, [statusEntry('RUNNING')]);
     if (key !== null) this.idempotency.set(key, run.id);
     this.wakeups.notify(run.id, run.status === 'PENDING');
     return { run: clone(run), created: true, lease: lease ? leaseOf(run) : null };

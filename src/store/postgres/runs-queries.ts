@@ -51,20 +51,29 @@ export function jsonParam(value: Json | RunError | Record<string, string> | null
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
-/** Inserts a run unless (namespace, idempotency_key) exists; then no row comes back. */
+/**
+ * Inserts a run unless (namespace, idempotency_key) exists; then no row comes back. With $15
+ * (leaseFor.recordRunning) its RUNNING status entry goes in at seq 0 in the same statement.
+ */
 export function runInsert(p: RunCreateParams & { id: string }): pg.QueryConfig {
   return {
     name: 'runs_insert',
-    text: `INSERT INTO runs (id, namespace, workflow_name, workflow_version, workflow_digest, status, input, labels,
-        idempotency_key, parent_run_id, parent_seq, budget_usd, dry_run, lease_holder, lease_expires_at, lease_epoch)
-      VALUES ($1, $2, $3, $4, $5, CASE WHEN $14::text IS NULL THEN 'PENDING' ELSE 'RUNNING' END, $6::jsonb, $7::jsonb,
-        $8, $9, $10, $11, $12, $14, CASE WHEN $14::text IS NULL THEN NULL ELSE clock_timestamp() + $13::integer ${MS} END,
-        CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END)
-      ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-      RETURNING ${RUN_COLUMNS}`,
+    text: `WITH inserted AS (
+        INSERT INTO runs (id, namespace, workflow_name, workflow_version, workflow_digest, status, input, labels,
+          idempotency_key, parent_run_id, parent_seq, budget_usd, dry_run, lease_holder, lease_expires_at, lease_epoch, next_seq)
+        VALUES ($1, $2, $3, $4, $5, CASE WHEN $14::text IS NULL THEN 'PENDING' ELSE 'RUNNING' END, $6::jsonb, $7::jsonb,
+          $8, $9, $10, $11, $12, $14, CASE WHEN $14::text IS NULL THEN NULL ELSE clock_timestamp() + $13::integer ${MS} END,
+          CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, CASE WHEN $15 THEN 1 ELSE 0 END)
+        ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING ${RUN_COLUMNS}
+      ), running AS (
+        ${statusEntryInsert('(SELECT * FROM inserted WHERE $15)')}
+      )
+      SELECT * FROM inserted`,
     values: [p.id, p.namespace, p.workflowName, p.workflowVersion, p.workflowDigest, JSON.stringify(p.input),
       JSON.stringify(p.labels ?? {}), p.idempotencyKey ?? null, p.parentRunId ?? null, p.parentSeq ?? null,
-      p.budgetUsd ?? null, p.dryRun ?? false, p.leaseFor?.ttlMs ?? null, p.leaseFor?.holder ?? null],
+      p.budgetUsd ?? null, p.dryRun ?? false, p.leaseFor?.ttlMs ?? null, p.leaseFor?.holder ?? null,
+      p.leaseFor?.recordRunning === true],
   };
 }
 
