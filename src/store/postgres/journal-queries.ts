@@ -93,7 +93,10 @@ const INSERT_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence,
 const FENCE = `UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
          WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4`;
 
-const jsonParam = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+/** jsonb parameters travel as JSON text; absent values as SQL NULL. */
+export function jsonParam(value: Json | RunError | Usage | Record<string, string> | null | undefined): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
 
 /**
  * The fenced append of one entry without a deadline, the hot path (one step, one entry): plain

@@ -191,7 +191,7 @@ export class PostgresStore implements JournalStore {
     const terminal = isTerminalStatus(params.status);
     const { rows } = await this.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runStatusSet({
       lease: params.lease, status: params.status,
-      output: terminal ? rq.jsonParam(params.output) : null, error: terminal ? rq.jsonParam(params.error) : null,
+      output: terminal ? jq.jsonParam(params.output) : null, error: terminal ? jq.jsonParam(params.error) : null,
     }), { runId: params.lease.runId });
     if (rows[0]) return { run: rq.toRun(rows[0].run), entry: jq.toEntry(rows[0].entry) };
     throw await this.fenceFailure(params.lease, 0) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);
@@ -205,7 +205,7 @@ export class PostgresStore implements JournalStore {
     const terminal = isTerminalStatus(params.status);
     const statement = rq.runStatusForce({
       runId: params.runId, namespace: params.namespace ?? null, status: params.status,
-      output: terminal ? rq.jsonParam(params.output) : null, error: terminal ? rq.jsonParam(params.error) : null,
+      output: terminal ? jq.jsonParam(params.output) : null, error: terminal ? jq.jsonParam(params.error) : null,
     });
     const { leader } = params;
     const { rows } = leader

@@ -46,11 +46,6 @@ export function toLease(row: LeaseRow): Lease {
   return { runId: row.id, holder: row.lease_holder, epoch: Number(row.lease_epoch), expiresAt: new Date(row.lease_expires_at) };
 }
 
-/** jsonb parameters travel as JSON text; absent values as SQL NULL. */
-export function jsonParam(value: Json | RunError | Record<string, string> | null | undefined): string | null {
-  return value === undefined || value === null ? null : JSON.stringify(value);
-}
-
 /**
  * Inserts a run unless (namespace, idempotency_key) exists; then no row comes back. With $15
  * (leaseFor.recordRunning) its RUNNING status entry goes in at seq 0 in the same statement.
