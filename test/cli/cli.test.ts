@@ -91,7 +91,7 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     expect(p.logs[executorAt]).toMatchObject({ concurrency: 16 }); // the default
   });
 
-  it('runs as many executions at once as WAYMARK_EXECUTOR_CONCURRENCY says', async () => {
+  it('hands WAYMARK_EXECUTOR_CONCURRENCY to the executor, which reports it when it starts', async () => {
     const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_EXECUTOR_CONCURRENCY: '3' } });
     await p.listening();
     await p.waitForLog((l) => l.msg === 'executor started');
@@ -99,7 +99,7 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     expect(p.logs.find((l) => l.msg === 'executor started')).toMatchObject({ concurrency: 3 });
   });
 
-  it('group commits as many appends at once as WAYMARK_APPENDS_IN_FLIGHT says (0: off)', async () => {
+  it('reads WAYMARK_APPENDS_IN_FLIGHT (0: group commit off) and reports it with the listening line', async () => {
     const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_APPENDS_IN_FLIGHT: '0' } });
     await p.listening();
     expect((await p.stop('SIGTERM')).code).toBe(0);
