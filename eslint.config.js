@@ -30,7 +30,7 @@ export default tseslint.config(
             zone('journal', ['store', 'engine', 'agent', 'server', 'sweeper', 'cli', 'gen'], 'journal/ is the domain: it imports nothing of ours.'),
             zone('store', ['engine', 'agent', 'server', 'sweeper', 'cli', 'gen'], 'store/ sits below the engine.'),
             zone('engine', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'engine/ depends on the JournalStore interface only.'),
-            zone('engine', ['agent'], 'engine/ must not import agent/: ctx.agent reaches it through the AgentRuntime on the Registry (engine/agent-runtime.ts).'),
+            zone('engine', ['agent'], 'engine/ must not import agent/: ctx.agent reaches it through the AgentRuntime on the Registry (engine/runtime/agent-runtime.ts).'),
             zone('agent', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'agent/ depends on the engine and the store interface only.'),
             zone('sweeper', ['store/postgres', 'store/memory', 'server', 'cli', 'gen'], 'sweeper/ depends on the engine and the store interface only.'),
             zone('server', ['cli', 'sweeper', 'store/postgres', 'store/memory'], 'server/ is the transport: the composition root (cli/) picks stores.'),

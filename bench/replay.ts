@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { defineWorkflow } from '../src/engine/workflow.js';
+import { defineWorkflow } from '../src/engine/author/workflow.js';
 import type { EngineBench } from './waymark-inprocess.js';
 
 /** A long journal: `steps` completed steps, then a wait, so the run can be resumed by a signal. */

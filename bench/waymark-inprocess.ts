@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { Engine } from '../src/engine/engine.js';
 import { Registry } from '../src/engine/registry.js';
-import { defineWorkflow } from '../src/engine/workflow.js';
+import { defineWorkflow } from '../src/engine/author/workflow.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { percentile, pool } from './stats.js';

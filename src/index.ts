@@ -3,30 +3,30 @@
  * (`import { defineWorkflow, defineTool } from 'waymark'`), the error classes a workflow may
  * catch, and the Engine for embedding. Transport, CLI and SQL are not exported (eslint enforces it).
  */
-export { defineWorkflow, isWorkflow, DEFAULT_APPROVAL_SCHEMA } from './engine/workflow.js';
+export { defineWorkflow, isWorkflow, DEFAULT_APPROVAL_SCHEMA } from './engine/author/workflow.js';
 export type {
   ApprovalDecision, ApprovalRequest, DriftPolicy, SignalOptions, StepInfo, StepOptions, Workflow, WorkflowContext, WorkflowDefinition,
-} from './engine/workflow.js';
-export { defineTool, isTool } from './engine/tool.js';
-export type { Tool, ToolCallInfo, ToolDefinition, ToolPolicy } from './engine/tool.js';
-export type { Duration } from './engine/duration.js';
+} from './engine/author/workflow.js';
+export { defineTool, isTool } from './engine/author/tool.js';
+export type { Tool, ToolCallInfo, ToolDefinition, ToolPolicy } from './engine/author/tool.js';
+export type { Duration } from './engine/author/duration.js';
 export { Registry } from './engine/registry.js';
 export { loadUserModule, type LoadedModule } from './engine/user-module.js';
-export { httpTool, echoTool } from './engine/builtin-tools.js';
+export { httpTool, echoTool } from './engine/author/builtin-tools.js';
 export { Engine } from './engine/engine.js';
 export type { EngineOptions, ExecuteOutcome, ExecuteResult, RunStartParams } from './engine/engine.js';
-export type { ReplayPreview } from './engine/resume-preview.js';
+export type { ReplayPreview } from './engine/runtime/resume-preview.js';
 /** The in-memory store: for testing workflows (docs/workflows.md "Testing a workflow"). */
 export { MemoryStore } from './store/memory/memory-store.js';
-export type { ApprovalDecideParams, ResolveResult } from './engine/resolutions.js';
-export type { SignalSendParams, SignalSendResult } from './engine/signal-inbox.js';
-export type { Waiting } from './engine/suspension.js';
+export type { ApprovalDecideParams, ResolveResult } from './engine/runtime/resolutions.js';
+export type { SignalSendParams, SignalSendResult } from './engine/runtime/signal-inbox.js';
+export type { Waiting } from './engine/runtime/suspension.js';
 export {
   ApprovalNotFoundError, ChildRunFailedError, DefinitionError, EffectFailedError, FlowDriftError, InvalidateTargetError,
   InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
-} from './engine/errors.js';
-export type { FieldViolation } from './engine/errors.js';
+} from './engine/author/errors.js';
+export type { FieldViolation } from './engine/author/errors.js';
 export {
   IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, WaymarkError, WorkflowNotFoundError,
@@ -40,7 +40,7 @@ export { DEFAULT_PRICES, PRICES_READ_ON, type ModelPrice } from './agent/prices.
 export { runSpend, type RunSpend } from './agent/budget.js';
 export { runProvenance, type AgentProvenance, type RunProvenance } from './agent/provenance.js';
 export { BudgetExceededError, ModelConfigError, ModelNotConfiguredError, ModelPriceMissingError, UnknownModelError } from './agent/agent-errors.js';
-export { AgentRuntimeMissingError } from './engine/errors.js';
+export { AgentRuntimeMissingError } from './engine/author/errors.js';
 export type {
   AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ToolDenial,
-} from './engine/agent-runtime.js';
+} from './engine/runtime/agent-runtime.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AgentRuntime } from '../engine/agent-runtime.js';
+import type { AgentRuntime } from '../engine/runtime/agent-runtime.js';
 import { runAgentLoop } from './agent-loop.js';
 import type { LanguageModelV3 } from './language-model.js';
 import { ModelCatalog } from './model-catalog.js';

@@ -1,9 +1,9 @@
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Json, RunError, RunStatus } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
-import { contentKey, toJson } from '../engine/content-key.js';
-import { attemptOutcome, JournalIndex, latestAttempt, type EffectRecord } from '../engine/replay.js';
-import { resolutionPayload } from '../engine/suspension.js';
+import { contentKey, toJson } from '../engine/replay/content-key.js';
+import { attemptOutcome, JournalIndex, latestAttempt, type EffectRecord } from '../engine/replay/replay.js';
+import { resolutionPayload } from '../engine/runtime/suspension.js';
 import type { ModelCallRecord } from './agent-loop.js';
 import { runSpend, type RunSpend } from './budget.js';
 

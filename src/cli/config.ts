@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
-import { EXECUTOR_DEFAULTS } from '../engine/executor.js';
+import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
 import { DEFAULT_APPENDS_IN_FLIGHT } from '../store/postgres/postgres-store.js';
 
 /**

@@ -3,8 +3,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Registry } from '../engine/registry.js';
-import { isTool } from '../engine/tool.js';
-import { isWorkflow } from '../engine/workflow.js';
+import { isTool } from '../engine/author/tool.js';
+import { isWorkflow } from '../engine/author/workflow.js';
 
 /** The examples shipped in the package (`examples/*.ts`), which `waymark dev` registers. */
 export const EXAMPLES_DIR = fileURLToPath(new URL('../../examples/', import.meta.url));

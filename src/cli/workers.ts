@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
 import { Engine } from '../engine/engine.js';
-import { Executor } from '../engine/executor.js';
+import { Executor } from '../engine/scheduling/executor.js';
 import { Registry } from '../engine/registry.js';
 import { loadUserModule } from '../engine/user-module.js';
 import { instrumentedStore } from '../store/instrumented-store.js';

@@ -4,20 +4,20 @@ import { LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError, 
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { JournalStore } from '../store/store.js';
-import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './approvals.js';
-import { toJson } from './content-key.js';
-import { errorRecord } from './error-codec.js';
-import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from './errors.js';
-import { Execution, type ExecutionEnd } from './execution.js';
-import { zodViolations } from './payload-schema.js';
+import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './runtime/approvals.js';
+import { toJson } from './replay/content-key.js';
+import { errorRecord } from './replay/error-codec.js';
+import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from './author/errors.js';
+import { Execution, type ExecutionEnd } from './runtime/execution.js';
+import { zodViolations } from './replay/payload-schema.js';
 import type { Registry } from './registry.js';
-import { invalidationEntries, JournalIndex, openSuspensions } from './replay.js';
-import * as resolutions from './resolutions.js';
-import { signalSend, type SignalSendParams, type SignalSendResult } from './signal-inbox.js';
-import { replayHistory, type ReplayPreview } from './resume-preview.js';
-import { resolutionIsValid, waitingOf, type Waiting } from './suspension.js';
-import type { Workflow } from './workflow.js';
-import { WorkflowContextImpl, type ChildStarter } from './workflow-context.js';
+import { invalidationEntries, JournalIndex, openSuspensions } from './replay/replay.js';
+import * as resolutions from './runtime/resolutions.js';
+import { signalSend, type SignalSendParams, type SignalSendResult } from './runtime/signal-inbox.js';
+import { replayHistory, type ReplayPreview } from './runtime/resume-preview.js';
+import { resolutionIsValid, waitingOf, type Waiting } from './runtime/suspension.js';
+import type { Workflow } from './author/workflow.js';
+import { WorkflowContextImpl, type ChildStarter } from './runtime/workflow-context.js';
 
 export interface EngineOptions {
   store: JournalStore;

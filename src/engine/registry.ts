@@ -1,9 +1,9 @@
 import { WorkflowNotFoundError } from '../journal/errors.js';
-import type { AgentRuntime } from './agent-runtime.js';
-import { builtinTools } from './builtin-tools.js';
-import { DefinitionError, ToolNotFoundError } from './errors.js';
-import { isTool, type Tool } from './tool.js';
-import { isWorkflow, type Workflow } from './workflow.js';
+import type { AgentRuntime } from './runtime/agent-runtime.js';
+import { builtinTools } from './author/builtin-tools.js';
+import { DefinitionError, ToolNotFoundError } from './author/errors.js';
+import { isTool, type Tool } from './author/tool.js';
+import { isWorkflow, type Workflow } from './author/workflow.js';
 
 /**
  * The workflows and tools a server knows, by name. The built-in tools (`http`, `echo`) are

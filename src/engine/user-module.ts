@@ -3,10 +3,10 @@ import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
-import { DefinitionError } from './errors.js';
+import { DefinitionError } from './author/errors.js';
 import { Registry } from './registry.js';
-import { isTool } from './tool.js';
-import { isWorkflow } from './workflow.js';
+import { isTool } from './author/tool.js';
+import { isWorkflow } from './author/workflow.js';
 
 /*
  * `waymark server --workflows ./workflows.ts`: imports a user's module and registers every

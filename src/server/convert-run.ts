@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { Waiting } from '../engine/suspension.js';
-import type { Workflow as DomainWorkflow } from '../engine/workflow.js';
+import type { Waiting } from '../engine/runtime/suspension.js';
+import type { Workflow as DomainWorkflow } from '../engine/author/workflow.js';
 import {
   DriftPolicy, RunErrorSchema, RunSchema, RunStatus, WaitingOnSchema, WorkflowSchema, type Run, type RunError, type WaitingOn,
   type Workflow,

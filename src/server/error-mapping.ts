@@ -12,7 +12,7 @@ import {
 import {
   ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
   NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
-} from '../engine/errors.js';
+} from '../engine/author/errors.js';
 import { InvalidRequestError } from './request-validation.js';
 import { StreamLimitError } from './stream-limit.js';
 

@@ -3,7 +3,7 @@ import type { Value } from '@bufbuild/protobuf/wkt';
 import { WaymarkError } from '../journal/errors.js';
 import type { Limits } from '../journal/limits.js';
 import type { Json } from '../journal/run.js';
-import type { FieldViolation } from '../engine/errors.js';
+import type { FieldViolation } from '../engine/author/errors.js';
 import { isRunId } from '../store/run-id.js';
 import { assertJsonStorable } from '../store/write-checks.js';
 import { jsonFromValue, ValueNotJsonError } from './convert-json.js';

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import { SweeperLeaseLostError } from '../journal/errors.js';
 import type { RunError } from '../journal/run.js';
-import { childResolveParent, suspensionsResolveDue } from '../engine/resolutions.js';
+import { childResolveParent, suspensionsResolveDue } from '../engine/runtime/resolutions.js';
 import type { JournalStore, SweeperLease } from '../store/store.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EFFECT_BOUNDARIES, type EffectBoundary } from '../../src/engine/crashpoint.js';
+import { EFFECT_BOUNDARIES, type EffectBoundary } from '../../src/engine/runtime/crashpoint.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import type { WaymarkProcess } from '../support/waymark-process.js';
 import { EffectSink } from './support/effect-sink.js';
@@ -103,7 +103,7 @@ describe('crash matrix: SIGKILL at every effect boundary, recovered by the sweep
 
   it('negative control: an idempotency key derived with the lease epoch is caught as a duplicate', async () => {
     // WAYMARK_UNSAFE_KEY_WITH_EPOCH makes the redispatch after the crash present a new key
-    // (src/engine/crashpoint.ts); a matrix that cannot see this would prove nothing.
+    // (src/engine/runtime/crashpoint.ts); a matrix that cannot see this would prove nothing.
     const r = await runCell({ kind: 'tool', boundary: 'after-execute', nth: 1 }, 'neg', { WAYMARK_UNSAFE_KEY_WITH_EPOCH: '1' });
     console.log(`chaos: crash-matrix negative-control (key with epoch) duplicates=${r.duplicates} redundant_deliveries=${r.redundant} lost=${r.lost}`);
     expect(r.duplicates).toBeGreaterThanOrEqual(1);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineWorkflow } from '../../src/engine/workflow.js';
+import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { journal, NS, setup, shape } from './harness.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Crashpoints, parseCrashpoint, type CrashpointSpec } from '../../src/engine/crashpoint.js';
+import { Crashpoints, parseCrashpoint, type CrashpointSpec } from '../../src/engine/runtime/crashpoint.js';
 
 // The parsing and counting of WAYMARK_CRASHPOINT; the kill itself is exercised by test/chaos/.
 describe('crash points', () => {

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Engine } from '../../src/engine/engine.js';
-import { Executor } from '../../src/engine/executor.js';
+import { Executor } from '../../src/engine/scheduling/executor.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineWorkflow } from '../../src/index.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { Engine } from '../../src/engine/engine.js';
 import { Registry } from '../../src/engine/registry.js';
-import type { Workflow } from '../../src/engine/workflow.js';
-import type { Tool } from '../../src/engine/tool.js';
+import type { Workflow } from '../../src/engine/author/workflow.js';
+import type { Tool } from '../../src/engine/author/tool.js';
 import type { JournalEntry } from '../../src/journal/journal-entry.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalStore } from '../../src/store/store.js';

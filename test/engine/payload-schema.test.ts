@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Json } from '../../src/journal/run.js';
-import { pinSchema, validatePinned } from '../../src/engine/payload-schema.js';
+import { pinSchema, validatePinned } from '../../src/engine/replay/payload-schema.js';
 
 /*
  * validatePinned remembers the pinned schemas whose hash it checked (replay re-checks the same

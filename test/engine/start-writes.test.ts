@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineWorkflow } from '../../src/engine/workflow.js';
+import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock, journal, NS, setup } from './harness.js';
 

@@ -35,7 +35,7 @@ describe('architecture rules', () => {
   it('the engine does not import agent/ (ctx.agent reaches it through the AgentRuntime seam)', async () => {
     const code = "import { createAgentRuntime } from '../agent/agent-runtime.js';\nexport const p = createAgentRuntime;\n";
     expect(await ruleIds('src/engine/probe.ts', code)).toContain('import-x/no-restricted-paths');
-    const upward = "import { perform } from '../engine/effect-runner.js';\nexport const p = perform;\n";
+    const upward = "import { perform } from '../engine/runtime/effect-runner.js';\nexport const p = perform;\n";
     expect(await ruleIds('src/agent/probe.ts', upward)).not.toContain('import-x/no-restricted-paths');
   });
 

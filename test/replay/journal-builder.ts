@@ -1,4 +1,4 @@
-import { contentKey, idempotencyKey } from '../../src/engine/content-key.js';
+import { contentKey, idempotencyKey } from '../../src/engine/replay/content-key.js';
 import type { EntryKind, EntryStatus, JournalEntry } from '../../src/journal/journal-entry.js';
 import type { Json, RunError } from '../../src/journal/run.js';
 

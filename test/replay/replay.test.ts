@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/errors.js';
+import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/author/errors.js';
 import {
   childScope, invalidationEntries, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
-} from '../../src/engine/replay.js';
+} from '../../src/engine/replay/replay.js';
 import type { JournalEntry } from '../../src/journal/journal-entry.js';
 import { identityOf, JournalBuilder, RUN } from './journal-builder.js';
 

@@ -1,7 +1,7 @@
 import { Code } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineWorkflow } from '../../src/engine/workflow.js';
+import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { ErrorInfoSchema, PreconditionFailureSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { EntryStatus, ResumeOutcome, RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { DriftRecovery } from '../../src/gen/waymark/v1/run_service_pb.js';

@@ -1,7 +1,7 @@
 import { Engine } from '../../../src/engine/engine.js';
 import { Registry } from '../../../src/engine/registry.js';
-import type { Tool } from '../../../src/engine/tool.js';
-import type { Workflow } from '../../../src/engine/workflow.js';
+import type { Tool } from '../../../src/engine/author/tool.js';
+import type { Workflow } from '../../../src/engine/author/workflow.js';
 import type { JournalStore } from '../../../src/store/store.js';
 import { FakeClock, TTL } from '../harness.js';
 

@@ -1,9 +1,9 @@
-import { LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../journal/errors.js';
-import { newEntry, type JournalEntry, type NewJournalEntry } from '../journal/journal-entry.js';
-import type { Json } from '../journal/run.js';
+import { LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../../journal/errors.js';
+import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
+import type { Json } from '../../journal/run.js';
 import { crashpoint, unsafeTestKey } from './crashpoint.js';
-import { errorFromRecord, errorRecord } from './error-codec.js';
-import { NonDeterminismError } from './errors.js';
+import { errorFromRecord, errorRecord } from '../replay/error-codec.js';
+import { NonDeterminismError } from '../author/errors.js';
 import type { Call, Execution } from './execution.js';
 import type { SuspensionPayload } from './suspension.js';
 

@@ -1,6 +1,6 @@
-import { newEntry, type JournalEntry, type NewJournalEntry } from '../journal/journal-entry.js';
-import type { Json, RunError } from '../journal/run.js';
-import { InvalidateTargetError, JournalCorruptError } from './errors.js';
+import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
+import type { Json, RunError } from '../../journal/run.js';
+import { InvalidateTargetError, JournalCorruptError } from '../author/errors.js';
 
 /*
  * Replay, as pure functions over journal entries: no store, no clock, no I/O (STYLE habit 6).

@@ -1,12 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
-import { JournalFullError, LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../journal/errors.js';
-import type { EntryKind, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
-import type { Json, Lease, Run } from '../journal/run.js';
-import type { JournalStore } from '../store/store.js';
-import { contentKey, idempotencyKey } from './content-key.js';
-import { JournalMissError, NonDeterminismError } from './errors.js';
-import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from './replay.js';
+import { JournalFullError, LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../../journal/errors.js';
+import type { EntryKind, JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import type { Json, Lease, Run } from '../../journal/run.js';
+import type { JournalStore } from '../../store/store.js';
+import { contentKey, idempotencyKey } from '../replay/content-key.js';
+import { JournalMissError, NonDeterminismError } from '../author/errors.js';
+import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from '../replay/replay.js';
 import { signalInboxTake } from './signal-inbox.js';
 import { resolutionIsValid } from './suspension.js';
 

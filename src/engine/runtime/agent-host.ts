@@ -1,12 +1,12 @@
-import type { Json } from '../journal/run.js';
+import type { Json } from '../../journal/run.js';
 import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from './agent-runtime.js';
-import { toJson } from './content-key.js';
+import { toJson } from '../replay/content-key.js';
 import { perform } from './effect-runner.js';
-import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError } from './errors.js';
+import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError } from '../author/errors.js';
 import type { Execution } from './execution.js';
-import type { Registry } from './registry.js';
-import type { Tool } from './tool.js';
-import type { WorkflowContext } from './workflow.js';
+import type { Registry } from '../registry.js';
+import type { Tool } from '../author/tool.js';
+import type { WorkflowContext } from '../author/workflow.js';
 
 /*
  * The AgentHost of one ctx.agent call (agent-runtime.ts): the engine's journaled primitives, bound

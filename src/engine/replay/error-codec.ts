@@ -1,7 +1,7 @@
-import { WaymarkError } from '../journal/errors.js';
-import type { Json, RunError } from '../journal/run.js';
+import { WaymarkError } from '../../journal/errors.js';
+import type { Json, RunError } from '../../journal/run.js';
 import { toJson } from './content-key.js';
-import { EffectFailedError, ToolApprovalDeniedError } from './errors.js';
+import { EffectFailedError, ToolApprovalDeniedError } from '../author/errors.js';
 
 /*
  * How errors are journaled and re-thrown (docs/journal.md "Errors"). A failed effect is recorded

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import { StoreUnavailableError } from '../journal/errors.js';
-import { newEntry, type JournalEntry } from '../journal/journal-entry.js';
-import type { Json, Lease } from '../journal/run.js';
-import type { BufferedSignal, JournalStore } from '../store/store.js';
-import { toJson } from './content-key.js';
-import { InvalidResolutionError } from './errors.js';
-import { validatePinned } from './payload-schema.js';
+import { StoreUnavailableError } from '../../journal/errors.js';
+import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
+import type { Json, Lease } from '../../journal/run.js';
+import type { BufferedSignal, JournalStore } from '../../store/store.js';
+import { toJson } from '../replay/content-key.js';
+import { InvalidResolutionError } from '../author/errors.js';
+import { validatePinned } from '../replay/payload-schema.js';
 import { pinnedOf, type ResolutionPayload } from './suspension.js';
 
 /*

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Json } from '../journal/run.js';
+import type { Json } from '../../journal/run.js';
 import { DefinitionError } from './errors.js';
 
 /** Recognises tools across copies of this module (a user's `waymark` may be another instance). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Json } from '../journal/run.js';
+import type { Json } from '../../journal/run.js';
 import { defineTool, type Tool } from './tool.js';
 
 /*

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import { RunNotFoundError, RunStateError } from '../journal/errors.js';
-import { newEntry, type JournalEntry } from '../journal/journal-entry.js';
-import { isTerminalStatus, type Json, type Run } from '../journal/run.js';
-import type { JournalStore } from '../store/store.js';
-import { toJson } from './content-key.js';
-import { ApprovalNotFoundError, InvalidResolutionError } from './errors.js';
-import { validatePinned } from './payload-schema.js';
-import { JournalIndex } from './replay.js';
+import { RunNotFoundError, RunStateError } from '../../journal/errors.js';
+import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
+import { isTerminalStatus, type Json, type Run } from '../../journal/run.js';
+import type { JournalStore } from '../../store/store.js';
+import { toJson } from '../replay/content-key.js';
+import { ApprovalNotFoundError, InvalidResolutionError } from '../author/errors.js';
+import { validatePinned } from '../replay/payload-schema.js';
+import { JournalIndex } from '../replay/replay.js';
 import { parseApprovalId, pinnedOf, timeoutResolution, type ResolutionPayload } from './suspension.js';
 
 /*

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
-import type { Lease } from '../journal/run.js';
-import type { JournalStore } from '../store/store.js';
-import type { Engine, ExecuteResult } from './engine.js';
+import type { Lease } from '../../journal/run.js';
+import type { JournalStore } from '../../store/store.js';
+import type { Engine, ExecuteResult } from '../engine.js';
 
 /*
  * The executor loop of `waymark server`: claims PENDING runs and executes them, a bounded number at

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Json } from '../journal/run.js';
-import { NotJsonError } from './errors.js';
+import type { Json } from '../../journal/run.js';
+import { NotJsonError } from '../author/errors.js';
 
 /*
  * The identity of an effect call. A content key is the hash of what the call asks for, so a code

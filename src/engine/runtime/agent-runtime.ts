@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { Usage } from '../journal/journal-entry.js';
-import type { Json, Run } from '../journal/run.js';
-import type { JournalStore } from '../store/store.js';
-import type { Tool } from './tool.js';
+import type { Usage } from '../../journal/journal-entry.js';
+import type { Json, Run } from '../../journal/run.js';
+import type { JournalStore } from '../../store/store.js';
+import type { Tool } from '../author/tool.js';
 
 /*
  * The seam between the engine and the agent loop (docs/agents.md). `ctx.agent` belongs to the

@@ -1,5 +1,5 @@
-import { WaymarkError } from '../journal/errors.js';
-import type { Json, RunError } from '../journal/run.js';
+import { WaymarkError } from '../../journal/errors.js';
+import type { Json, RunError } from '../../journal/run.js';
 
 /*
  * Errors the engine raises. Like the domain errors in journal/errors.ts each has a stable `reason`,

@@ -1,15 +1,15 @@
 import { pino, type Logger } from 'pino';
-import type { JournalEntry } from '../journal/journal-entry.js';
-import type { Json, Run, RunError } from '../journal/run.js';
-import { toJson } from './content-key.js';
-import { errorRecord } from './error-codec.js';
-import { InvalidInputError } from './errors.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
+import type { Json, Run, RunError } from '../../journal/run.js';
+import { toJson } from '../replay/content-key.js';
+import { errorRecord } from '../replay/error-codec.js';
+import { InvalidInputError } from '../author/errors.js';
 import { Execution, type PreviewCounts, type PreviewItem } from './execution.js';
-import { zodViolations } from './payload-schema.js';
-import type { Registry } from './registry.js';
-import { invalidationEntries, JournalIndex, latestAttempt } from './replay.js';
+import { zodViolations } from '../replay/payload-schema.js';
+import type { Registry } from '../registry.js';
+import { invalidationEntries, JournalIndex, latestAttempt } from '../replay/replay.js';
 import { waitingOf, type Waiting } from './suspension.js';
-import type { Workflow } from './workflow.js';
+import type { Workflow } from '../author/workflow.js';
 import { WorkflowContextImpl } from './workflow-context.js';
 
 /*

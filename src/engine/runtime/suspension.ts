@@ -1,7 +1,7 @@
-import type { JournalEntry } from '../journal/journal-entry.js';
-import type { Json } from '../journal/run.js';
-import type { PinnedSchema } from './payload-schema.js';
-import { validatePinned } from './payload-schema.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
+import type { Json } from '../../journal/run.js';
+import type { PinnedSchema } from '../replay/payload-schema.js';
+import { validatePinned } from '../replay/payload-schema.js';
 
 /*
  * The shapes of suspensions and resolutions (docs/journal.md "Suspensions"). A suspended entry

@@ -1,23 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
-import type { JournalEntry } from '../journal/journal-entry.js';
-import type { Json } from '../journal/run.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
+import type { Json } from '../../journal/run.js';
 import { createAgentHost } from './agent-host.js';
 import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js';
-import { toJson } from './content-key.js';
-import { durationMs, type Duration } from './duration.js';
-import { AgentRuntimeMissingError, ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from './errors.js';
+import { toJson } from '../replay/content-key.js';
+import { durationMs, type Duration } from '../author/duration.js';
+import { AgentRuntimeMissingError, ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from '../author/errors.js';
 import { perform, suspend } from './effect-runner.js';
 import type { Execution } from './execution.js';
-import { ANY_JSON_SCHEMA, pinSchema, validatePinned, zodViolations, type PinnedSchema } from './payload-schema.js';
-import type { Registry } from './registry.js';
-import { childScope } from './replay.js';
+import { ANY_JSON_SCHEMA, pinSchema, validatePinned, zodViolations, type PinnedSchema } from '../replay/payload-schema.js';
+import type { Registry } from '../registry.js';
+import { childScope } from '../replay/replay.js';
 import { resolutionPayload, type SuspensionPayload } from './suspension.js';
-import { isTool, type Tool } from './tool.js';
+import { isTool, type Tool } from '../author/tool.js';
 import {
   DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
   type StepInfo, type StepOptions, type Workflow, type WorkflowContext,
-} from './workflow.js';
+} from '../author/workflow.js';
 
 /** How ctx.child creates (or finds again) the child run; the Engine supplies it. */
 export type ChildStarter = (params: {

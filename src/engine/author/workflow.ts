@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { Json } from '../journal/run.js';
-import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js';
-import { canonicalJson, sha256Hex } from './content-key.js';
+import type { Json } from '../../journal/run.js';
+import type { AgentMessage, AgentOptions, AgentResult } from '../runtime/agent-runtime.js';
+import { canonicalJson, sha256Hex } from '../replay/content-key.js';
 import type { Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
 import type { Tool } from './tool.js';

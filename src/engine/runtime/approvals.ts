@@ -1,8 +1,8 @@
-import { RunNotFoundError } from '../journal/errors.js';
-import type { JournalEntry } from '../journal/journal-entry.js';
-import { isTerminalStatus, type Json } from '../journal/run.js';
-import type { JournalStore, SuspensionListItem } from '../store/store.js';
-import { ApprovalNotFoundError } from './errors.js';
+import { RunNotFoundError } from '../../journal/errors.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
+import { isTerminalStatus, type Json } from '../../journal/run.js';
+import type { JournalStore, SuspensionListItem } from '../../store/store.js';
+import { ApprovalNotFoundError } from '../author/errors.js';
 import { approvalId, parseApprovalId, resolutionPayload, suspensionPayload } from './suspension.js';
 
 /*
