@@ -1,6 +1,7 @@
 import { afterAll } from 'vitest';
 import { effectsSuite } from './suite/effects.js';
 import { recoverySuite } from './suite/recovery.js';
+import { retriesSuite } from './suite/retries.js';
 import { makeSuite, type SuiteEnv } from './suite/support.js';
 import { waitsSuite } from './suite/waits.js';
 
@@ -13,4 +14,5 @@ export function engineSuite(label: string, env: SuiteEnv): void {
   effectsSuite(suite);
   waitsSuite(suite);
   recoverySuite(suite);
+  retriesSuite(suite);
 }

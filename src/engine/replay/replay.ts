@@ -72,6 +72,8 @@ export class JournalIndex {
     readonly attemptsBySeq: ReadonlyMap<number, Attempt>,
     /** every head in seq order */
     readonly heads: readonly JournalEntry[],
+    /** Seq of the latest `status SUCCEEDED` entry (the body returned), or -1. */
+    readonly succeededAt: number = -1,
   ) {}
 
   static build(runId: string, entries: readonly JournalEntry[]): JournalIndex {
@@ -79,9 +81,13 @@ export class JournalIndex {
     const scopes = new Map<string, EffectRecord[]>();
     const attempts = new Map<number, Attempt>();
     const heads: JournalEntry[] = [];
+    let succeededAt = -1;
     entries.forEach((e, i) => {
       if (e.seq !== i) throw new JournalCorruptError(runId, e.seq, `expected seq ${i}: seqs must be dense from 0`);
-      if (e.kind === 'status') return;
+      if (e.kind === 'status') {
+        if (isSucceededStatus(e)) succeededAt = e.seq;
+        return;
+      }
       if (isEffectHead(e)) {
         const identity = { scope: e.scope, contentKey: e.contentKey, occurrence: e.occurrence };
         const key = identityKey(identity);
@@ -115,7 +121,7 @@ export class JournalIndex {
       }
       // An `info` entry pointing at an effect is an annotation; replay ignores it.
     });
-    return new JournalIndex(runId, records, scopes, attempts, heads);
+    return new JournalIndex(runId, records, scopes, attempts, heads, succeededAt);
   }
 
   record(identity: CallIdentity): EffectRecord | undefined {
@@ -126,8 +132,11 @@ export class JournalIndex {
    * Whether an effect started after `seq` in the scope of `record`, an enclosing scope, a nested
    * one or a later call site of an enclosing scope: evidence that the code handled the error at
    * `seq` and moved on. Progress in a concurrent sibling branch of the same call site is not.
+   * The run's own SUCCEEDED entry after `seq` is evidence too: the body returned, so an error
+   * before it was handled (caught as the last effect, then `return`).
    */
   continuedAfter(record: EffectRecord, seq: number): boolean {
+    if (this.succeededAt > seq) return true;
     // heads are in seq order; a binary search finds the first one after `seq`.
     let lo = 0;
     let hi = this.heads.length;
@@ -141,6 +150,12 @@ export class JournalIndex {
     }
     return false;
   }
+}
+
+/** A `status` entry recording that the run SUCCEEDED (its body returned). */
+function isSucceededStatus(e: JournalEntry): boolean {
+  const p = e.payload;
+  return p !== null && typeof p === 'object' && !Array.isArray(p) && p.status === 'SUCCEEDED';
 }
 
 /**
