@@ -37,7 +37,7 @@ export type { JournalEntry } from './journal/journal-entry.js';
 export { createAgentRuntime, type AgentRuntimeOptions, type WaymarkAgentRuntime } from './agent/agent-runtime.js';
 export { scriptedModel, type ScriptedTurn } from './agent/scripted-model.js';
 export { DEFAULT_PRICES, PRICES_READ_ON, type ModelPrice } from './agent/prices.js';
-export { runSpend, type RunSpend } from './agent/budget.js';
+export { runSpend, type RunSpend } from './engine/read/spend.js';
 export { runProvenance, type AgentProvenance, type RunProvenance } from './agent/provenance.js';
 export { BudgetExceededError, ModelConfigError, ModelNotConfiguredError, ModelPriceMissingError, UnknownModelError } from './agent/agent-errors.js';
 export { AgentRuntimeMissingError } from './engine/author/errors.js';

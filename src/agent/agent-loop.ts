@@ -3,11 +3,12 @@ import type { Json } from '../journal/run.js';
 import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/runtime/agent-runtime.js';
 import { canonicalJson, sha256Hex, toJson } from '../engine/replay/content-key.js';
 import { InvalidInputError } from '../engine/author/errors.js';
+import { roundUsd } from '../engine/read/spend.js';
 import type { Tool } from '../engine/author/tool.js';
 import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';
 import { budgetVerdict } from './budget.js';
 import type { ModelCatalog } from './model-catalog.js';
-import { costOf, estimateCostOf, roundUsd } from './prices.js';
+import { costOf, estimateCostOf } from './prices.js';
 
 /*
  * The agent loop (docs/agents.md). The engine drives it one model call at a time: each step is

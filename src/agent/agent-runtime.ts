@@ -5,6 +5,7 @@ import type { LanguageModelV3 } from './language-model.js';
 import { ModelCatalog } from './model-catalog.js';
 import { loadModelConfig, type ModelEnv } from './model-config.js';
 import type { ModelPrice } from './prices.js';
+import { agentProvenance } from './provenance.js';
 
 export interface AgentRuntimeOptions {
   /** Where model settings and API keys are read (default process.env); see model-config.ts. */
@@ -50,5 +51,6 @@ export function createAgentRuntime(options: AgentRuntimeOptions = {}): WaymarkAg
     defaultModel: config.defaultModel,
     resolveModel: (name) => catalog.resolve(name),
     run: (host, request) => runAgentLoop(host, request, deps),
+    provenance: agentProvenance,
   };
 }

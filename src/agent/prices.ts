@@ -10,6 +10,8 @@
  * could not be fetched here. Vendors change prices: check them, and override what differs.
  */
 
+import { roundUsd } from '../engine/read/spend.js';
+
 /** USD per million tokens. */
 export interface ModelPrice {
   input: number;
@@ -83,8 +85,4 @@ export function costOf(price: ModelPrice, tokens: TokenCounts): number {
  */
 export function estimateCostOf(price: ModelPrice, request: { chars: number; maxOutputTokens: number }): number {
   return costOf(price, { inputTokens: Math.ceil(request.chars / 4), outputTokens: request.maxOutputTokens });
-}
-
-export function roundUsd(usd: number): number {
-  return Math.round(usd * 1e10) / 1e10;
 }

@@ -1,112 +1,43 @@
-import type { JournalEntry } from '../journal/journal-entry.js';
-import type { Json, RunError, RunStatus } from '../journal/run.js';
+import type { Json } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
-import { contentKey, toJson } from '../engine/replay/content-key.js';
-import { attemptOutcome, JournalIndex, latestAttempt, type EffectRecord } from '../engine/replay/replay.js';
-import { resolutionPayload } from '../engine/runtime/suspension.js';
+import { effectContentKey, type EffectView, type RunEffects } from '../engine/read/effects.js';
+import {
+  runProvenance as readRunProvenance, type AgentProvenance, type ProvenanceModelCall, type ProvenanceToolResult, type RunProvenance,
+} from '../engine/read/provenance.js';
 import type { ModelCallRecord } from './agent-loop.js';
-import { runSpend, type RunSpend } from './budget.js';
 
 /*
- * Provenance (docs/agents.md "Provenance"): for each ctx.agent of a run, its answer and the model
- * calls and tool results it drew on, read from the journal alone. An agent's calls share its scope
- * (`…/agent:<key>:<n>`); each model call's record lists the tool calls it asked for, and the tool
- * entry answering one is found by the content key ctx.tool gave it ({kind, name, args}), so the
- * link survives anything but a change of arguments. The conversation is cumulative, so the answer
- * drew on every earlier model call and tool result of its agent.
+ * Provenance (docs/agents.md "Provenance"): what the journal says about each ctx.agent of a run,
+ * read from the engine's view of its effects (engine/read/effects.ts). An agent's calls share its
+ * scope (`…/agent:<key>:<n>`); each model call's record lists the tool calls it asked for, and the
+ * tool entry answering one is found by the content key ctx.tool gave it ({kind, name, args}), so
+ * the link survives anything but a change of arguments. The conversation is cumulative, so the
+ * answer drew on every earlier model call and tool result of its agent. The engine walks the run
+ * tree (engine/read/provenance.ts) and asks this file through AgentRuntime.provenance.
  */
 
-export interface ProvenanceModelCall {
-  /** The entry holding the response (the `ok`), or the intent while the call is in flight. */
-  seq: number;
-  step: number;
-  model: string;
-  provider: string | null;
-  modelId: string | null;
-  status: 'ok' | 'error' | 'in_flight';
-  finishReason: string | null;
-  usage: JournalEntry['usage'];
-  costUsd: number | null;
-  /** Tool calls this response asked for. */
-  toolCallIds: string[];
-}
+export type { AgentProvenance, ProvenanceModelCall, ProvenanceToolResult, RunProvenance };
 
-export interface ProvenanceToolResult {
-  toolCallId: string;
-  toolName: string;
-  input: Json;
-  /** Seq of the model call that asked for it. */
-  requestedBySeq: number;
-  /** Seq of the tool's outcome entry; null when it has none (denied by a person, never run, invalid). */
-  seq: number | null;
-  /** Seq of the approval's resolution, for a tool with policy `ask`. */
-  approvalSeq: number | null;
-  status: 'ok' | 'error' | 'denied' | 'invalid' | 'in_flight' | 'awaiting_approval' | 'not_run';
-  value?: Json;
-  error?: RunError;
-  deniedBy?: string;
-}
-
-export interface AgentProvenance {
-  scope: string;
-  agentType: string;
-  model: string;
-  /** The final answer's text; null until the agent has answered. */
-  answer: string | null;
-  /** Seq of the model call that produced the answer. */
-  answerSeq: number | null;
-  /** What the answer drew on (everything in its conversation), as journal seqs. */
-  drewOn: { modelCalls: number[]; toolResults: number[] };
-  modelCalls: ProvenanceModelCall[];
-  toolResults: ProvenanceToolResult[];
-  costUsd: number;
-}
-
-export interface RunProvenance {
-  runId: string;
-  workflowName: string;
-  status: RunStatus;
-  budgetUsd: number | null;
-  spend: RunSpend;
-  agents: AgentProvenance[];
-  /** The same for each child run, recursively. */
-  children: RunProvenance[];
-}
-
-export async function runProvenance(params: { store: JournalStore; runId: string; namespace: string }): Promise<RunProvenance> {
-  return provenanceOf(params.store, params.runId, params.namespace, 0);
-}
-
-async function provenanceOf(store: JournalStore, runId: string, namespace: string, depth: number): Promise<RunProvenance> {
-  const run = await store.runGet({ runId, namespace });
-  const entries = await store.journalList({ runId, namespace });
-  const index = JournalIndex.build(runId, entries);
+/** The agents of one run's effects, by the seq of their first model call. */
+export function agentProvenance(effects: RunEffects): AgentProvenance[] {
   const agents: AgentProvenance[] = [];
-  for (const [scope, records] of index.scopes) {
+  for (const [scope, records] of effects) {
     const last = scope.slice(scope.lastIndexOf('/') + 1);
     if (last.startsWith('agent:')) agents.push(agentOf(scope, records));
   }
-  agents.sort((a, b) => (a.modelCalls[0]?.seq ?? 0) - (b.modelCalls[0]?.seq ?? 0));
-  const children: RunProvenance[] = [];
-  if (depth < 8) {
-    let cursor: string | null = null;
-    do {
-      const page: Awaited<ReturnType<JournalStore['runList']>> = await store.runList({ namespace, parentRunId: runId, pageSize: 100, cursor });
-      for (const child of page.runs) children.push(await provenanceOf(store, child.id, namespace, depth + 1));
-      cursor = page.nextCursor;
-    } while (cursor);
-  }
-  return {
-    runId, workflowName: run.workflowName, status: run.status, budgetUsd: run.budgetUsd,
-    spend: await runSpend({ store, runId, namespace }), agents, children: children.reverse(),
-  };
+  return agents.sort((a, b) => (a.modelCalls[0]?.seq ?? 0) - (b.modelCalls[0]?.seq ?? 0));
 }
 
-function agentOf(scope: string, records: readonly EffectRecord[]): AgentProvenance {
+/** A run's provenance and its children's, read from `store` (GetRunProvenance without a server). */
+export function runProvenance(params: { store: JournalStore; runId: string; namespace: string }): Promise<RunProvenance> {
+  return readRunProvenance({ ...params, agents: agentProvenance });
+}
+
+function agentOf(scope: string, records: readonly EffectView[]): AgentProvenance {
   // Effects by content key, oldest occurrence first: the n-th identical call takes the n-th effect.
-  const pool = new Map<string, EffectRecord[]>();
-  for (const r of records) pool.set(r.identity.contentKey, [...(pool.get(r.identity.contentKey) ?? []), r]);
-  const take = (kind: string, name: string, args: Json): EffectRecord | undefined => pool.get(contentKey({ kind, name, args }))?.shift();
+  const pool = new Map<string, EffectView[]>();
+  for (const r of records) pool.set(r.contentKey, [...(pool.get(r.contentKey) ?? []), r]);
+  const take = (kind: string, name: string, args: Json): EffectView | undefined => pool.get(effectContentKey({ kind, name, args }))?.shift();
 
   const modelCalls: ProvenanceModelCall[] = [];
   const toolResults: ProvenanceToolResult[] = [];
@@ -118,13 +49,12 @@ function agentOf(scope: string, records: readonly EffectRecord[]): AgentProvenan
   const drewOn = { modelCalls: [] as number[], toolResults: [] as number[] };
   for (const r of records) {
     if (r.kind !== 'model') continue;
-    const attempt = latestAttempt(r);
-    const outcome = attemptOutcome(attempt);
-    const intent = (attempt.head.payload ?? {}) as Record<string, Json>;
+    const outcome = r.outcome;
+    const intent = (r.head.payload ?? {}) as Record<string, Json>;
     const rec = outcome?.status === 'ok' ? (outcome.payload as unknown as ModelCallRecord) : null;
     agentType = rec?.agentType ?? (typeof intent.agentType === 'string' ? intent.agentType : agentType);
     model = rec?.model ?? r.name;
-    const seq = (outcome ?? attempt.head).seq;
+    const seq = (outcome ?? r.head).seq;
     costUsd += outcome?.costUsd ?? 0;
     modelCalls.push({
       seq, step: rec?.step ?? (typeof intent.step === 'number' ? intent.step : modelCalls.length + 1), model,
@@ -149,20 +79,20 @@ function agentOf(scope: string, records: readonly EffectRecord[]): AgentProvenan
 function toolResultOf(
   call: ModelCallRecord['toolCalls'][number],
   requestedBySeq: number,
-  take: (kind: string, name: string, args: Json) => EffectRecord | undefined,
+  take: (kind: string, name: string, args: Json) => EffectView | undefined,
 ): ProvenanceToolResult {
   const base = { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, requestedBySeq, seq: null, approvalSeq: null };
   if (call.invalid !== undefined) return { ...base, status: 'invalid', error: { name: 'InvalidToolCall', message: call.invalid } };
-  const args = toJson(call.input, 'tool arguments');
+  // Read back from the journal, so already JSON (a missing input reads as null, as ctx.tool hashed it).
+  const args: Json = call.input ?? null;
   // An `ask` tool's approval comes first (docs/journal.md: name `tool:<name>`, args {tool, args}).
   const approval = take('approval', `tool:${call.toolName}`, { tool: call.toolName, args });
   const tool = take('tool', call.toolName, args);
-  const approvalAttempt = approval ? latestAttempt(approval) : null;
-  const winner = approvalAttempt?.resolutions.find((e) => e.status === 'resolved') ?? null;
-  const withApproval = { ...base, approvalSeq: winner?.seq ?? null };
+  const decision = approval?.resolution ?? null;
+  const withApproval = { ...base, approvalSeq: decision?.seq ?? null };
   if (tool) {
-    const outcome = attemptOutcome(latestAttempt(tool));
-    if (!outcome) return { ...withApproval, status: 'in_flight', seq: latestAttempt(tool).head.seq };
+    const outcome = tool.outcome;
+    if (!outcome) return { ...withApproval, status: 'in_flight', seq: tool.head.seq };
     if (outcome.status === 'error') return { ...withApproval, status: 'error', seq: outcome.seq, ...(outcome.error ? { error: outcome.error } : {}) };
     const value = outcome.payload;
     if (value && typeof value === 'object' && !Array.isArray(value) && value.__denied === true) {
@@ -170,11 +100,10 @@ function toolResultOf(
     }
     return { ...withApproval, status: 'ok', seq: outcome.seq, value };
   }
-  if (approvalAttempt && !winner) return { ...withApproval, status: 'awaiting_approval' };
-  if (winner) {
-    const r = resolutionPayload(winner);
-    const decided = (r.value ?? {}) as Record<string, Json>;
-    if (decided.approved !== true) return { ...withApproval, status: 'denied', deniedBy: r.by ?? (r.source === 'timeout' ? 'timeout' : 'unknown') };
+  if (approval && !decision) return { ...withApproval, status: 'awaiting_approval' };
+  if (decision) {
+    const decided = (decision.value ?? {}) as Record<string, Json>;
+    if (decided.approved !== true) return { ...withApproval, status: 'denied', deniedBy: decision.by ?? (decision.source === 'timeout' ? 'timeout' : 'unknown') };
   }
   return { ...withApproval, status: 'not_run' };
 }

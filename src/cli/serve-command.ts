@@ -2,12 +2,12 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
+import { EngineApi } from '../engine/engine-api.js';
 import { migrate } from '../store/postgres/migrate.js';
 import { PostgresStore } from '../store/postgres/postgres-store.js';
 import { registerApi } from '../server/api.js';
 import { startGrpcServer } from '../server/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
-import { InlineExecutions } from '../server/inline-executions.js';
 import { registerReflectionService } from '../server/reflection-service.js';
 import { StreamGate } from '../server/stream-limit.js';
 import type { Config } from './config.js';
@@ -76,12 +76,13 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
         },
       } : {}),
     });
-    const inline = new InlineExecutions({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs });
-    cleanup.push(() => Promise.all([workers.stop(remaining()), inline.stop({ graceMs: remaining() })]));
+    // What the API calls; it executes the runs StartRun (wait), signals and decisions make runnable.
+    const engineApi = new EngineApi({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs });
+    cleanup.push(() => Promise.all([workers.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));
 
     const api = {
-      engine: workers.engine, logger, limits: config.limits, defaultNamespace: config.namespace,
-      streams: new StreamGate(config.limits.streamsPerReplica), inline,
+      api: engineApi, logger, limits: config.limits, defaultNamespace: config.namespace,
+      streams: new StreamGate(config.limits.streamsPerReplica),
     };
     const server = await startGrpcServer({
       host: config.addr.host,

@@ -214,16 +214,17 @@ export class Engine {
 
   /**
    * ResumeRun: unpins the `invalidate` entries (a `cancelled` entry for each, docs/journal.md), then
-   * executes the run here (default) or leaves it PENDING for an executor. A definition that
-   * drifted follows the workflow's policy, or `drift` when the caller chose a recovery.
+   * executes the run here (default) or leaves it PENDING for an executor (`runnable`: whoever
+   * resumed it may execute it now). A definition that drifted follows the workflow's policy, or
+   * `drift` when the caller chose a recovery.
    */
   async runResume(params: {
     runId: string; namespace: string; invalidate?: number[]; execute?: boolean; drift?: 'restart' | 'abandon';
-  }): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null }> {
+  }): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null; runId: string; runnable: boolean }> {
     const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
     const workflow = this.registry.workflow(run.workflowName);
     if (run.workflowDigest !== workflow.digest) {
-      if (params.drift) return this.recoverDrift(run, params.drift);
+      if (params.drift) return { ...(await this.recoverDrift(run, params.drift)), runId: run.id, runnable: false };
       if (workflow.drift === 'strict') throw new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
       this.logger.warn({ runId: run.id, workflow: workflow.name }, 'resuming against a changed definition (drift policy warn)');
     }
@@ -244,10 +245,10 @@ export class Engine {
     }
     if (params.execute === false) {
       await this.store.runLeaseRelease({ lease });
-      return { run: await this.store.runGet({ runId: run.id, namespace: params.namespace }), execution: null, restartedAs: null };
+      return { run: await this.store.runGet({ runId: run.id, namespace: params.namespace }), execution: null, restartedAs: null, runId: run.id, runnable: true };
     }
     const execution = await this.executeLeased(lease);
-    return { run: execution.run ?? run, execution, restartedAs: null };
+    return { run: execution.run ?? run, execution, restartedAs: null, runId: run.id, runnable: false };
   }
 
   /**

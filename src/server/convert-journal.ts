@@ -3,8 +3,8 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   EntryStatus, JournalEntrySchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
 } from '../gen/waymark/v1/run_pb.js';
-import type { JournalEntry as DomainEntry, StatusPayload } from '../journal/journal-entry.js';
-import { RUN_STATUSES, type RunStatus } from '../journal/run.js';
+import { statusOf } from '../engine/read/run-events.js';
+import type { JournalEntry as DomainEntry } from '../journal/journal-entry.js';
 import { optionalValue, valueFromJson } from './convert-json.js';
 import { runErrorToProto, runStatusToProto } from './convert-run.js';
 
@@ -34,13 +34,6 @@ export function entryToProto(entry: DomainEntry): JournalEntry {
     costUsd: entry.costUsd ?? undefined,
     createTime: timestampFromDate(entry.createdAt),
   });
-}
-
-/** The new status a `status` entry records, or null for any other entry. */
-export function statusOf(entry: DomainEntry): StatusPayload | null {
-  if (entry.kind !== 'status' || entry.payload === null || typeof entry.payload !== 'object' || Array.isArray(entry.payload)) return null;
-  const payload = entry.payload as unknown as StatusPayload;
-  return RUN_STATUSES.includes(payload.status as RunStatus) ? payload : null;
 }
 
 /** An entry as a stream event: a status entry becomes status_changed, anything else the entry itself. */

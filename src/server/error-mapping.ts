@@ -13,6 +13,7 @@ import {
   ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
   NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
 } from '../engine/author/errors.js';
+import { InvalidPageTokenError } from '../engine/read/page-token.js';
 import { InvalidRequestError } from './request-validation.js';
 import { StreamLimitError } from './stream-limit.js';
 
@@ -62,7 +63,9 @@ function status(message: string, code: Code, details: Detail[]): ConnectError {
 /** The gRPC status of a domain error; undefined for an error this file does not know. */
 export function domainStatus(err: WaymarkError): ConnectError | undefined {
   const m = err.message;
-  if (err instanceof InvalidRequestError) return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason)]);
+  if (err instanceof InvalidRequestError || err instanceof InvalidPageTokenError) {
+    return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason)]);
+  }
   if (err instanceof InvalidInputError) return status(m, Code.InvalidArgument, [badRequest(err.violations, 'input'), info(err.reason)]);
   if (err instanceof InvalidResolutionError) {
     return status(m, Code.InvalidArgument, [badRequest(err.violations, 'payload'), info(err.reason, { run_id: err.runId, seq: err.seq })]);

@@ -1,32 +1,25 @@
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { DriftRecovery, RunService } from '../gen/waymark/v1/run_service_pb.js';
-import { runSpend } from '../agent/budget.js';
-import { roundUsd } from '../agent/prices.js';
-import { runProvenance } from '../agent/provenance.js';
-import type { Run } from '../journal/run.js';
-import { decodeRunCursor } from '../store/run-cursor.js';
 import type { ApiDeps } from './api-deps.js';
 import { entryToProto } from './convert-journal.js';
 import { previewToProto } from './convert-preview.js';
 import { runProvenanceToProto } from './convert-provenance.js';
 import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } from './convert-run.js';
 import { withErrorMapping } from './error-mapping.js';
-import { decodePageToken, encodePageToken } from './page-token.js';
 import { PAGE_SIZES, RequestCheck } from './request-validation.js';
-import { streamRunEvents, waitUntilSettled } from './run-events-stream.js';
+import { streamRunEvents } from './run-events-stream.js';
 import { abortable } from './shutdown-signal.js';
 import { unimplemented } from './unimplemented.js';
 
 /*
  * waymark.v1.RunService: each route validates (request-validation.ts), converts (convert-*.ts) and
- * delegates to the engine or the store; error-mapping.ts turns what they throw into statuses.
+ * makes one call to the engine (engine/engine-api.ts); error-mapping.ts turns what it throws into
+ * statuses.
  */
 
 export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
-  const { engine } = deps;
-  const store = engine.store;
+  const { api } = deps;
   const check = () => new RequestCheck(deps.defaultNamespace);
-  const waiting = async (run: Run) => (run.status === 'SUSPENDED' ? engine.runWaits({ runId: run.id, namespace: run.namespace }) : []);
 
   return {
     async startRun(req, ctx: HandlerContext) {
@@ -39,16 +32,11 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const input = c.json('input', req.input);
       c.done();
       c.payload('input', input, deps.limits);
-      const started = deps.inline.track(() => engine.runStart({
+      const { run, created, waitingOn } = await abortable(api.runStart({
         namespace, workflowName, input, labels, idempotencyKey: idempotencyKey || null, budgetUsd: req.budgetUsd ?? null,
-        dryRun: req.dryRun, execute: req.wait,
-      }));
-      const result = await abortable(started, ctx.signal);
-      // An execution stopped by a lost lease or a store failure reports no run: read where it stands.
-      let run = result.execution ? (result.execution.run ?? await store.runGet({ runId: result.run.id, namespace })) : result.run;
-      // A repeated key with `wait` waits for the first call's run, wherever it executes.
-      if (!result.created && req.wait) run = await waitUntilSettled(deps, run, ctx.signal);
-      return { run: runToProto(run), created: result.created, waitingOn: (await waiting(run)).map(waitingToProto) };
+        dryRun: req.dryRun, wait: req.wait,
+      }, ctx.signal), ctx.signal);
+      return { run: runToProto(run), created, waitingOn: waitingOn.map(waitingToProto) };
     },
 
     async getRun(req) {
@@ -56,10 +44,9 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const namespace = c.namespace(req.namespace);
       const runId = c.runId('run_id', req.runId);
       c.done();
-      const run = await store.runGet({ runId, namespace });
       // The spend budgets count: the run's own model calls and its children's, folded from the journal.
-      const spent = await runSpend({ store, runId: run.id, namespace });
-      return { run: runToProto(run, spent.totalUsd), waitingOn: (await waiting(run)).map(waitingToProto) };
+      const { run, spentUsd, waitingOn } = await api.runGet({ runId, namespace });
+      return { run: runToProto(run, spentUsd), waitingOn: waitingOn.map(waitingToProto) };
     },
 
     async listRuns(req) {
@@ -71,21 +58,13 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const labels = c.labels('labels', req.labels);
       const parentRunId = c.runId('parent_run_id', req.parentRunId, { required: false });
       const pageSize = c.pageSize('page_size', req.pageSize, PAGE_SIZES.runs);
-      const filter = { namespace, statuses: [...statuses].sort(), workflowName, labels: Object.entries(labels).sort(), parentRunId };
       c.done();
-      const cursor = decodePageToken(req.pageToken, 'runs', filter, decodeRunCursor);
-      // A filter of UNSPECIFIED only matches nothing (the proto says so).
-      if (req.statuses.length > 0 && statuses.length === 0) return { runs: [], nextPageToken: '' };
-      const page = await store.runList({
-        namespace, pageSize, cursor, ...(statuses.length ? { statuses } : {}), ...(workflowName ? { workflowName } : {}),
-        ...(Object.keys(labels).length ? { labels } : {}), ...(parentRunId ? { parentRunId } : {}),
+      const page = await api.runList({
+        namespace, pageSize, pageToken: req.pageToken, labels,
+        // A filter of UNSPECIFIED only matches nothing (the proto says so): an empty status list.
+        ...(req.statuses.length > 0 ? { statuses } : {}), ...(workflowName ? { workflowName } : {}), ...(parentRunId ? { parentRunId } : {}),
       });
-      // Kept cheap: one summing read for the page, each run's own entries only (not its children's).
-      const spent = await store.journalCostTotals({ namespace, runIds: page.runs.map((r) => r.id) });
-      return {
-        runs: page.runs.map((r) => runToProto(r, roundUsd(spent.get(r.id) ?? 0))),
-        nextPageToken: page.nextCursor ? encodePageToken('runs', filter, page.nextCursor) : '',
-      };
+      return { runs: page.runs.map(({ run, spentUsd }) => runToProto(run, spentUsd)), nextPageToken: page.nextPageToken };
     },
 
     async getJournal(req) {
@@ -95,17 +74,8 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const afterSeq = c.afterSeq('after_seq', req.afterSeq);
       const pageSize = c.pageSize('page_size', req.pageSize, PAGE_SIZES.journal);
       c.done();
-      const filter = { namespace, runId };
-      const cursor = decodePageToken(req.pageToken, 'journal', filter, (text) => {
-        if (!/^\d{1,10}$/.test(text)) throw new TypeError('not a seq');
-      });
-      const entries = await store.journalList({ runId, namespace, afterSeq: cursor === null ? afterSeq : Number(cursor), limit: pageSize + 1 });
-      const page = entries.slice(0, pageSize);
-      const last = page[page.length - 1];
-      return {
-        entries: page.map(entryToProto),
-        nextPageToken: entries.length > pageSize && last ? encodePageToken('journal', filter, String(last.seq)) : '',
-      };
+      const page = await api.journalPage({ runId, namespace, afterSeq, pageSize, pageToken: req.pageToken });
+      return { entries: page.entries.map(entryToProto), nextPageToken: page.nextPageToken };
     },
 
     streamRunEvents: (req, ctx) => streamRunEvents(deps, req, ctx),
@@ -123,15 +93,13 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       if (drift !== undefined && (req.dryRun || invalidate.length > 0)) c.fail('drift_recovery', 'cannot be combined with dry_run or invalidate');
       c.done();
       if (req.dryRun) {
-        const preview = await engine.runPreview({ runId, namespace, invalidate });
-        return { run: runToProto(await store.runGet({ runId, namespace })), preview: previewToProto(preview) };
+        const { run, preview } = await api.runPreview({ runId, namespace, invalidate });
+        return { run: runToProto(run), preview: previewToProto(preview) };
       }
       // The run becomes PENDING, then executes here in the background (the response does not wait
       // for it); a restart executes the new run here before answering, like StartRun with wait.
-      const resumed = await abortable(deps.inline.track(() => engine.runResume({ runId, namespace, invalidate, execute: false, ...(drift ? { drift } : {}) })), ctx.signal);
-      if (drift === undefined) deps.inline.kick(runId, namespace);
-      const restartedAs = resumed.restartedAs ? (resumed.execution?.run ?? resumed.restartedAs) : null;
-      return { run: runToProto(resumed.run), ...(restartedAs ? { restartedAs: runToProto(restartedAs) } : {}) };
+      const { run, restartedAs } = await abortable(api.runResume({ runId, namespace, invalidate, ...(drift ? { drift } : {}) }), ctx.signal);
+      return { run: runToProto(run), ...(restartedAs ? { restartedAs: runToProto(restartedAs) } : {}) };
     },
 
     async cancelRun(req) {
@@ -140,7 +108,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const runId = c.runId('run_id', req.runId);
       const reason = c.text('reason', req.reason, { max: 1024 });
       c.done();
-      const { run } = await engine.runCancel({ runId, namespace, ...(reason ? { reason } : {}) });
+      const { run } = await api.runCancel({ runId, namespace, ...(reason ? { reason } : {}) });
       return { run: runToProto(run) };
     },
 
@@ -148,7 +116,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const c = check();
       c.namespace(req.namespace);
       c.done();
-      return { workflows: engine.registry.workflows().map(workflowToProto) };
+      return { workflows: api.workflows().map(workflowToProto) };
     },
 
     async getRunProvenance(req) {
@@ -156,7 +124,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const namespace = c.namespace(req.namespace);
       const runId = c.runId('run_id', req.runId);
       c.done();
-      return { provenance: runProvenanceToProto(await runProvenance({ store, runId, namespace })) };
+      return { provenance: runProvenanceToProto(await api.runProvenance({ runId, namespace })) };
     },
   };
 }

@@ -1,24 +1,22 @@
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { SignalService } from '../gen/waymark/v1/signal_service_pb.js';
 import type { Json } from '../journal/run.js';
-import { decodeSuspensionCursor } from '../store/suspension-cursor.js';
 import type { ApiDeps } from './api-deps.js';
 import { approvalStatesFromProto, approvalToProto } from './convert-approval.js';
 import { withErrorMapping } from './error-mapping.js';
-import { decodePageToken, encodePageToken } from './page-token.js';
 import { PAGE_SIZES, RequestCheck } from './request-validation.js';
 import { unimplemented } from './unimplemented.js';
 
 /*
  * waymark.v1.SignalService: validate, convert, delegate (as run-service.ts). A delivery or decision
- * that resolves a wait makes a parked run PENDING; this replica then executes it at once (no queue
- * hop) unless an executor claimed it first.
+ * that resolves a wait makes a parked run PENDING; the engine then executes it on this replica at
+ * once (no queue hop) unless an executor claimed it first.
  */
 
 const APPROVAL_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(\d{1,10})$/i;
 
 export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalService> {
-  const { engine } = deps;
+  const { api } = deps;
   const check = () => new RequestCheck(deps.defaultNamespace);
   const approvalIdOf = (c: RequestCheck, id: string): string => {
     if (id === '') c.fail('id', 'is required');
@@ -36,9 +34,8 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       const payload = c.json('payload', req.payload);
       c.done();
       c.payload('payload', payload, deps.limits);
-      const r = await engine.signalSend({ runId, namespace, name, payload, signalId });
+      const r = await api.signalSend({ runId, namespace, name, payload, signalId });
       const applied = r.applied && !r.duplicate;
-      if (applied) deps.inline.kick(runId, namespace);
       const reason = r.duplicate ? 'duplicate' : r.buffered ? 'buffered' : applied ? '' : (r.reason ?? 'already_resolved');
       return { applied, reason, seq: BigInt(r.entry?.seq ?? 0), buffered: r.buffered };
     },
@@ -52,18 +49,13 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       const { states, invalid, onlyUnspecified } = approvalStatesFromProto(req.states);
       if (invalid.length) c.fail('states', `unknown state values ${invalid.join(', ')}`);
       const pageSize = c.pageSize('page_size', req.pageSize, PAGE_SIZES.approvals);
-      const filter = { namespace, runId, workflowName, labels: Object.entries(labels).sort(), states: [...states].sort() };
       c.done();
-      const cursor = decodePageToken(req.pageToken, 'approvals', filter, decodeSuspensionCursor);
-      if (onlyUnspecified) return { approvals: [], nextPageToken: '' };
-      const page = await engine.approvalList({
-        namespace, states, pageSize, cursor, ...(runId ? { runId } : {}), ...(workflowName ? { workflowName } : {}),
-        ...(Object.keys(labels).length ? { labels } : {}),
+      const page = await api.approvalList({
+        namespace, pageSize, pageToken: req.pageToken, labels, ...(runId ? { runId } : {}), ...(workflowName ? { workflowName } : {}),
+        // UNSPECIFIED only matches nothing (an empty state list); no states at all: PENDING ones.
+        ...(onlyUnspecified ? { states: [] } : states.length ? { states } : {}),
       });
-      return {
-        approvals: page.approvals.map(approvalToProto),
-        nextPageToken: page.nextCursor ? encodePageToken('approvals', filter, page.nextCursor) : '',
-      };
+      return { approvals: page.approvals.map(approvalToProto), nextPageToken: page.nextPageToken };
     },
 
     async getApproval(req) {
@@ -71,7 +63,7 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       const namespace = c.namespace(req.namespace);
       const approvalId = approvalIdOf(c, req.id);
       c.done();
-      return { approval: approvalToProto(await engine.approvalGet({ namespace, approvalId })) };
+      return { approval: approvalToProto(await api.approvalGet({ namespace, approvalId })) };
     },
 
     async decideApproval(req) {
@@ -85,14 +77,12 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       if (payload !== null && (typeof payload !== 'object' || Array.isArray(payload))) c.fail('payload', 'must be a JSON object (its fields join the decision)');
       c.done();
       c.payload('payload', payload, deps.limits);
-      const r = await engine.approvalDecide({
+      const r = await api.approvalDecide({
         namespace, approvalId, approve: req.approve, by, comment: comment || null, requestId,
         ...(payload !== null ? { payload: payload as Record<string, Json> } : {}),
       });
       const applied = r.applied && !r.duplicate;
-      if (applied) deps.inline.kick(approvalId.slice(0, approvalId.lastIndexOf(':')), namespace);
-      const approval = await engine.approvalGet({ namespace, approvalId });
-      return { approval: approvalToProto(approval), applied, reason: r.duplicate ? 'duplicate' : applied ? '' : 'already_resolved' };
+      return { approval: approvalToProto(r.approval), applied, reason: r.duplicate ? 'duplicate' : applied ? '' : 'already_resolved' };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSpend } from '../../src/agent/budget.js';
+import { runSpend } from '../../src/engine/read/spend.js';
 import type { JournalStore } from '../../src/store/store.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock } from '../engine/harness.js';

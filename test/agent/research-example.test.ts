@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { runProvenance } from '../../src/agent/provenance.js';
-import { runSpend } from '../../src/agent/budget.js';
+import { runSpend } from '../../src/engine/read/spend.js';
 import { Engine } from '../../src/engine/engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';

@@ -39,6 +39,34 @@ describe('architecture rules', () => {
     expect(await ruleIds('src/agent/probe.ts', upward)).not.toContain('import-x/no-restricted-paths');
   });
 
+  it('server/ does not import agent/ (spend and provenance come through the engine)', async () => {
+    for (const code of [
+      "import { runProvenance } from '../agent/provenance.js';\nexport const p = runProvenance;\n",
+      "import { roundUsd } from '../agent/prices.js';\nexport const p = roundUsd;\n",
+    ]) expect(await ruleIds('src/server/probe.ts', code)).toContain('import-x/no-restricted-paths');
+    const through = "import { EngineApi } from '../engine/engine-api.js';\nexport const p = EngineApi;\n";
+    expect(await ruleIds('src/server/probe.ts', through)).not.toContain('import-x/no-restricted-paths');
+  });
+
+  it('server/ reads the store only through the engine: no cursors, no follower, not even the interface', async () => {
+    for (const code of [
+      "import { decodeRunCursor } from '../store/run-cursor.js';\nexport const p = decodeRunCursor;\n",
+      "import { decodeSuspensionCursor } from '../store/suspension-cursor.js';\nexport const p = decodeSuspensionCursor;\n",
+      "import { journalFollow } from '../store/journal-follow.js';\nexport const p = journalFollow;\n",
+      "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n",
+    ]) expect(await ruleIds('src/server/probe.ts', code)).toContain('import-x/no-restricted-paths');
+    // The run id format and the storable-JSON check refuse bad input before the engine is called.
+    const shared = "import { isRunId } from '../store/run-id.js';\nexport const p = isRunId;\n";
+    expect(await ruleIds('src/server/probe.ts', shared)).not.toContain('import-x/no-restricted-paths');
+  });
+
+  it('agent/ reads journals through the engine\'s read side, not the replay core', async () => {
+    const core = "import { JournalIndex } from '../engine/replay/replay.js';\nexport const p = JournalIndex;\n";
+    expect(await ruleIds('src/agent/probe.ts', core)).toContain('import-x/no-restricted-paths');
+    const view = "import { runEffects } from '../engine/read/effects.js';\nexport const p = runEffects;\n";
+    expect(await ruleIds('src/agent/probe.ts', view)).not.toContain('import-x/no-restricted-paths');
+  });
+
   it('a clean file in the right place passes', async () => {
     const ids = await ruleIds('src/engine/probe.ts', "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n");
     expect(ids).toEqual([]);

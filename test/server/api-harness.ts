@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { expect } from 'vitest';
 import { chargeBack, refund } from '../../examples/refund.js';
 import { Engine, type ExecuteResult } from '../../src/engine/engine.js';
+import { EngineApi } from '../../src/engine/engine-api.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Tool } from '../../src/engine/author/tool.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
@@ -13,7 +14,6 @@ import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
 import { registerApi, type ApiDeps } from '../../src/server/api.js';
-import { InlineExecutions } from '../../src/server/inline-executions.js';
 import { StreamGate } from '../../src/server/stream-limit.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalStore } from '../../src/store/store.js';
@@ -39,8 +39,9 @@ export interface ApiHarness {
 
 /**
  * The API served in process (createRouterTransport) over a MemoryStore, as the composition root
- * wires it: engine, inline executions, stream gate, error mapping. No executor runs: a run only
- * executes where the API executes it (StartRun with wait, after a signal or a decision).
+ * wires it: engine, the engine's API (with its inline executions), stream gate, error mapping. No
+ * executor runs: a run only executes where the API executes it (StartRun with wait, after a signal
+ * or a decision).
  */
 export function apiHarness(options: {
   store?: JournalStore; limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; shutdownSignal?: AbortSignal;
@@ -54,8 +55,7 @@ export function apiHarness(options: {
   const registry = options.registry ?? new Registry().register(...(options.items ?? FIXTURE_ITEMS));
   const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
   const deps: ApiDeps = {
-    engine, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
-    inline: new InlineExecutions({ engine, logger }), followPollMs: 50,
+    api: new EngineApi({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
   };
   const transport = createRouterTransport((router) => registerApi(router, deps), {
     router: options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {},

@@ -3,6 +3,8 @@ import type { Usage } from '../../journal/journal-entry.js';
 import type { Json, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import type { Tool } from '../author/tool.js';
+import type { RunEffects } from '../read/effects.js';
+import type { AgentProvenance } from '../read/provenance.js';
 
 /*
  * The seam between the engine and the agent loop (docs/agents.md). `ctx.agent` belongs to the
@@ -124,4 +126,9 @@ export interface AgentRuntime {
   /** The canonical name of a model (aliases and `default` resolved). Pure: replicas must agree. */
   resolveModel(name: string): string;
   run(host: AgentHost, request: { prompt: string | readonly AgentMessage[]; model: string; options: AgentOptions }): Promise<AgentResult>;
+  /**
+   * The agents in one run's effects, read back for GetRunProvenance (engine/read/provenance.ts):
+   * pure, from the journal alone. Without it a run's provenance lists no agents.
+   */
+  provenance?(effects: RunEffects): AgentProvenance[];
 }

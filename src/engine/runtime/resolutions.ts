@@ -19,6 +19,10 @@ import { parseApprovalId, pinnedOf, timeoutResolution, type ResolutionPayload } 
  */
 
 export interface ResolveResult {
+  /** The run whose wait this resolution was for. */
+  runId: string;
+  /** This call closed the wait (not a duplicate), so the run can continue: whoever received it may execute it now. */
+  runnable: boolean;
   /** Whether this resolution closed the wait (false: it was already closed, or a duplicate of one that did not). */
   applied: boolean;
   /** The same signal_id / request_id was delivered before; nothing was written. */
@@ -75,7 +79,9 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   } catch (err) {
     // A run that ended after its approval was decided takes no resolution; the caller still learns who won.
     const winner = attempt?.resolutions.find((r) => r.status === 'resolved');
-    if (err instanceof RunStateError && winner) return { applied: false, duplicate: false, reason: 'already_resolved', entry: winner, winner };
+    if (err instanceof RunStateError && winner) {
+      return { runId: address.runId, runnable: false, applied: false, duplicate: false, reason: 'already_resolved', entry: winner, winner };
+    }
     throw err;
   }
 }
@@ -120,7 +126,7 @@ export async function childResolveParent(store: JournalStore, child: Run, logger
       suspensionSeq: child.parentSeq,
       entry: newEntry({ kind: 'child', name: child.workflowName, status: 'resolved', payload: { source: 'child', value }, dedupeKey: `child:${child.id}` }),
     });
-    return { ...result, reason: result.applied ? null : 'already_resolved' };
+    return { ...result, runId: child.parentRunId, runnable: result.applied && !result.duplicate, reason: result.applied ? null : 'already_resolved' };
   } catch (err) {
     if (!(err instanceof RunStateError || err instanceof RunNotFoundError)) throw err;
     logger.debug({ runId: child.id, parentRunId: child.parentRunId, err }, 'parent run ended before its child; nothing to resolve');
@@ -137,5 +143,5 @@ async function resolve(
     suspensionSeq: target.seq,
     entry: newEntry({ kind: target.kind, name: target.name, status: 'resolved', payload: payload as Json, dedupeKey }),
   });
-  return { ...result, reason: result.applied ? null : 'already_resolved' };
+  return { ...result, runId, runnable: result.applied && !result.duplicate, reason: result.applied ? null : 'already_resolved' };
 }

@@ -27,6 +27,10 @@ export interface SignalSendParams {
 }
 
 export interface SignalSendResult {
+  /** The run the signal was sent to. */
+  runId: string;
+  /** This delivery closed a wait (not a duplicate, not buffered), so the run can continue: whoever received it may execute it now. */
+  runnable: boolean;
   /** This delivery closed a wait (for a duplicate: the first delivery did). */
   applied: boolean;
   /** The same signal id was delivered before; nothing was written, the first delivery's outcome is returned. */
@@ -64,15 +68,16 @@ export async function signalSend(store: JournalStore, params: SignalSendParams):
       ? { seq: open.seq, entry: newEntry({ kind: 'signal', name: params.name, status: 'resolved', payload: resolution as Json }) }
       : null;
     const r = await store.signalDeliver({ ...params, dedupeKey, payload, target });
+    const runId = params.runId;
     switch (r.outcome) {
       case 'resolved':
-        return { applied: true, duplicate: false, buffered: false, reason: null, entry: r.entry, winner: r.entry };
+        return { runId, runnable: true, applied: true, duplicate: false, buffered: false, reason: null, entry: r.entry, winner: r.entry };
       case 'buffered':
-        return { applied: false, duplicate: false, buffered: true, reason: null, entry: null, winner: null };
+        return { runId, runnable: false, applied: false, duplicate: false, buffered: true, reason: null, entry: null, winner: null };
       case 'duplicate':
-        if (r.entry === null) return { applied: false, duplicate: true, buffered: true, reason: null, entry: null, winner: null };
+        if (r.entry === null) return { runId, runnable: false, applied: false, duplicate: true, buffered: true, reason: null, entry: null, winner: null };
         return {
-          applied: r.entry.status === 'resolved', duplicate: true, buffered: false,
+          runId, runnable: false, applied: r.entry.status === 'resolved', duplicate: true, buffered: false,
           reason: r.entry.status === 'resolved' ? null : 'already_resolved', entry: r.entry, winner: r.winner,
         };
       case 'wait_open':

@@ -3,6 +3,8 @@ import { pino, type Logger } from 'pino';
 import type { Lease } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import type { Engine, ExecuteResult } from '../engine.js';
+import { drainExecutions } from './drain.js';
+import { LeaseLedger } from './lease-ledger.js';
 
 /*
  * The executor loop of `waymark server`: claims PENDING runs and executes them, a bounded number at
@@ -59,17 +61,13 @@ export class Executor {
   private readonly store: JournalStore;
   private readonly namespace: string | undefined;
   private readonly logger: Logger;
-  /** runId -> the newest lease this process holds on it (claimed, re-taken or renewed). */
-  private readonly inFlight = new Map<string, { lease: Lease; done: Promise<void> }>();
+  /** The runs executing here: runId -> the newest lease this process holds on it (claimed, re-taken or renewed). */
+  private ledger: LeaseLedger | null = null;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private filling: Promise<void> | null = null;
   private wakeAgain = false;
   private pollTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => Promise<void>) | null = null;
-  private readonly onLease = ({ runId, lease }: { runId: string; lease: Lease }): void => {
-    const entry = this.inFlight.get(runId);
-    if (entry) entry.lease = lease;
-  };
 
   constructor(options: ExecutorOptions) {
     const concurrency = options.concurrency ?? EXECUTOR_DEFAULTS.concurrency;
@@ -90,15 +88,14 @@ export class Executor {
 
   /** Number of runs executing here now. */
   get busy(): number {
-    return this.inFlight.size;
+    return this.ledger?.size ?? 0;
   }
 
   /** Subscribes to wake-ups, starts polling and claims at once. Resolves once the subscription is live. */
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`executor already ${this.state}`);
     this.state = 'running';
-    this.engine.events.on('lease-acquired', this.onLease);
-    this.engine.events.on('lease-renewed', this.onLease);
+    this.ledger = new LeaseLedger(this.engine);
     this.unsubscribe = await this.store.wakeupSubscribe({ onPending: () => this.wake(), onResync: () => this.wake() });
     const poll = (): void => {
       this.pollTimer = setTimeout(() => {
@@ -113,12 +110,10 @@ export class Executor {
   }
 
   /**
-   * Stops taking work and lets in-flight runs finish for up to `graceMs`. Then it aborts the ones
-   * still executing (no further writes; their tools' and model calls' AbortSignal fires) and gives
-   * them `settleMs` to stop touching the world. Only the leases of those that settled are released
-   * (they become PENDING, so another replica continues them at once): releasing one whose effect
-   * still runs would let another replica redispatch it, and the effect would run twice at once.
-   * The others keep their leases until they expire and the sweeper recovers them.
+   * Stops taking work and drains (drain.ts): in-flight runs get `graceMs` to finish; then those
+   * still executing are aborted, get `settleMs` to stop touching the world, and only the leases of
+   * those that settled are released (PENDING, so another replica continues them at once). The
+   * others keep their leases until they expire and the sweeper recovers them.
    */
   async stop(options: { graceMs: number }): Promise<{ released: string[]; unsettled: string[] }> {
     if (this.state === 'new') this.state = 'stopped';
@@ -127,44 +122,12 @@ export class Executor {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     await this.unsubscribe?.().catch((err: unknown) => this.logger.warn({ err }, 'unsubscribing the executor failed'));
     await this.filling?.catch(() => undefined);
-    const drained = Promise.all([...this.inFlight.values()].map((r) => r.done)).then(() => true);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, options.graceMs))));
-    const finished = await Promise.race([drained, timedOut]);
-    clearTimeout(timer);
-    const released: string[] = [];
-    const unsettled: string[] = [];
-    if (!finished) {
-      // Snapshot first: an aborted execution ends at once and leaves inFlight.
-      const running = [...this.inFlight].map(([runId, { lease, done }]) => ({ runId, lease, done }));
-      const settling = this.engine.executionsAbort({ runIds: running.map((r) => r.runId), why: 'the worker is shutting down' });
-      const settled = new Set<string>();
-      const all = Promise.all(running.map(async ({ runId, done }) => {
-        await Promise.all([done, settling.get(runId)]);
-        settled.add(runId);
-      }));
-      let settleTimer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise<void>((resolve) => (settleTimer = setTimeout(resolve, this.settleMs)))]);
-      clearTimeout(settleTimer);
-      for (const { runId, lease } of running) {
-        if (!settled.has(runId)) {
-          unsettled.push(runId);
-          continue;
-        }
-        try {
-          await this.store.runLeaseRelease({ lease });
-          released.push(runId);
-        } catch (err) {
-          this.logger.warn({ runId, err }, 'could not release a lease on shutdown; it expires and the sweeper recovers the run');
-        }
-      }
-      if (released.length) this.logger.info({ released }, 'released runs aborted after the grace period');
-      if (unsettled.length) {
-        this.logger.warn({ unsettled, settleMs: this.settleMs }, 'runs still performing an effect after being aborted keep their leases; they expire and the sweeper recovers the runs');
-      }
-    }
-    this.engine.events.off('lease-acquired', this.onLease);
-    this.engine.events.off('lease-renewed', this.onLease);
+    const ledger = this.ledger!;
+    const { released, unsettled } = await drainExecutions({
+      engine: this.engine, store: this.store, ledger, graceMs: options.graceMs, settleMs: this.settleMs,
+      why: 'the worker is shutting down', logger: this.logger,
+    });
+    ledger.close();
     this.state = 'stopped';
     this.events.emit('stopped', { released, unsettled });
     return { released, unsettled };
@@ -188,7 +151,7 @@ export class Executor {
 
   private async fill(): Promise<void> {
     while (this.state === 'running') {
-      const free = this.concurrency - this.inFlight.size;
+      const free = this.concurrency - this.busy;
       if (free <= 0) return;
       let leases: Lease[];
       try {
@@ -207,7 +170,7 @@ export class Executor {
       }
       for (const lease of leases) this.launch(lease);
       if (leases.length < free) {
-        if (this.inFlight.size === 0) this.events.emit('idle');
+        if (this.busy === 0) this.events.emit('idle');
         return;
       }
     }
@@ -215,10 +178,10 @@ export class Executor {
 
   private launch(lease: Lease): void {
     const { runId } = lease;
-    const entry = { lease, done: Promise.resolve() };
-    this.inFlight.set(runId, entry);
+    const ledger = this.ledger!;
+    ledger.hold(runId, lease);
     this.events.emit('claimed', { runId, lease });
-    entry.done = (async () => {
+    void (async () => {
       let result: ExecuteResult | null = null;
       let error: unknown = null;
       try {
@@ -227,7 +190,7 @@ export class Executor {
         error = err;
         this.logger.error({ runId, err }, 'execution threw; the lease expires and the sweeper recovers the run');
       }
-      this.inFlight.delete(runId);
+      ledger.forget(runId);
       this.events.emit('finished', { runId, result, error });
       this.wake(); // a slot is free
     })();

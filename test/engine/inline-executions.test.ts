@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/index.js';
-import { InlineExecutions } from '../../src/server/inline-executions.js';
+import { InlineExecutions } from '../../src/engine/scheduling/inline-executions.js';
 import { NS, setup } from '../engine/harness.js';
 import { deferred } from '../engine/suite/support.js';
 

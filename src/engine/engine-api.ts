@@ -1,0 +1,156 @@
+import type { Logger } from 'pino';
+import type { JournalEntry } from '../journal/journal-entry.js';
+import type { Run } from '../journal/run.js';
+import type { ApprovalDecideParams, ResolveResult } from './runtime/resolutions.js';
+import type { ApprovalState, ApprovalView } from './runtime/approvals.js';
+import type { Engine, RunStartParams } from './engine.js';
+import { approvalPage } from './read/approval-page.js';
+import { journalPage } from './read/journal-page.js';
+import { runProvenance, type RunProvenance } from './read/provenance.js';
+import { runEvents } from './read/run-events.js';
+import { runSettled } from './read/run-events.js';
+import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
+import type { ReplayPreview } from './runtime/resume-preview.js';
+import { InlineExecutions } from './scheduling/inline-executions.js';
+import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
+import type { Waiting } from './runtime/suspension.js';
+import type { Workflow } from './author/workflow.js';
+
+/*
+ * The engine as the API sees it: one method per RPC, each the whole use case, so a handler
+ * validates, converts, makes one call and converts the answer (docs/architecture.md). Writes go
+ * to the Engine; runs a call makes runnable execute here at once (scheduling/inline-executions.ts,
+ * which makes that decision in one place); reads go to read/ (views, spend, provenance, journal
+ * pages, streams, page tokens). The composition root builds one per replica and stops it on
+ * shutdown, after the executor.
+ */
+
+export interface EngineApiOptions {
+  engine: Engine;
+  logger: Logger;
+  /** How long executions aborted on shutdown get to settle (WAYMARK_SHUTDOWN_SETTLE_MS); default 2 s. */
+  settleMs?: number;
+  /** Fallback poll of a stream following a run when no wake-up arrives. Default 1000 ms. */
+  followPollMs?: number;
+}
+
+export class EngineApi {
+  readonly engine: Engine;
+  readonly inline: InlineExecutions;
+  readonly #followPollMs: number | undefined;
+
+  constructor(options: EngineApiOptions) {
+    this.engine = options.engine;
+    this.inline = new InlineExecutions({ engine: options.engine, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
+    this.#followPollMs = options.followPollMs;
+  }
+
+  /**
+   * StartRun: creates the run (a repeated idempotency key returns the first one) and, with `wait`,
+   * executes it here until it ends or parks; a repeated key with `wait` waits for the first call's
+   * run wherever it executes. `signal`: the caller went away (only the waiting stops).
+   */
+  async runStart(
+    params: Omit<RunStartParams, 'execute' | 'parentRunId' | 'parentSeq'> & { wait: boolean }, signal: AbortSignal,
+  ): Promise<{ run: Run; created: boolean; waitingOn: Waiting[] }> {
+    const { wait, ...start } = params;
+    const store = this.engine.store;
+    const result = await this.inline.track(() => this.engine.runStart({ ...start, execute: wait }));
+    // An execution stopped by a lost lease or a store failure reports no run: read where it stands.
+    let run = result.execution ? (result.execution.run ?? await store.runGet({ runId: result.run.id, namespace: params.namespace })) : result.run;
+    if (!result.created && wait) run = await runSettled({ store, run, signal, ...this.#poll() });
+    return { run, created: result.created, waitingOn: await this.#waits(run) };
+  }
+
+  /** GetRun: the run, the spend its budget counts, and what it waits on. */
+  async runGet(params: { runId: string; namespace: string }): Promise<RunView & { waitingOn: Waiting[] }> {
+    const view = await runView(this.engine.store, params);
+    return { ...view, waitingOn: await this.#waits(view.run) };
+  }
+
+  /** ListRuns (read/run-view.ts). */
+  runList(params: RunPageParams): Promise<{ runs: RunView[]; nextPageToken: string }> {
+    return runPage(this.engine.store, params);
+  }
+
+  /** GetJournal (read/journal-page.ts). */
+  journalPage(params: { runId: string; namespace: string; afterSeq: number; pageSize: number; pageToken: string }): Promise<{ entries: JournalEntry[]; nextPageToken: string }> {
+    return journalPage(this.engine.store, params);
+  }
+
+  /** StreamRunEvents: the entries after `afterSeq`, live, ending after the one that settles the run (read/run-events.ts). */
+  runEvents(params: { runId: string; namespace: string; afterSeq: number; followSuspended: boolean; signal: AbortSignal }): AsyncGenerator<JournalEntry, void, undefined> {
+    return runEvents({ store: this.engine.store, ...params, ...this.#poll() });
+  }
+
+  /** GetRunProvenance: agents as the registry's agent runtime reads them (read/provenance.ts). */
+  runProvenance(params: { runId: string; namespace: string }): Promise<RunProvenance> {
+    const agent = this.engine.registry.agentRuntime;
+    const agents = agent?.provenance ? (effects: Parameters<NonNullable<typeof agent.provenance>>[0]) => agent.provenance!(effects) : null;
+    return runProvenance({ store: this.engine.store, ...params, agents });
+  }
+
+  /** ResumeRun with dry_run: the replay-strict preview, then the run as it stands. */
+  async runPreview(params: { runId: string; namespace: string; invalidate: number[] }): Promise<{ run: Run; preview: ReplayPreview }> {
+    const preview = await this.engine.runPreview(params);
+    return { run: await this.engine.store.runGet({ runId: params.runId, namespace: params.namespace }), preview };
+  }
+
+  /**
+   * ResumeRun: the run becomes PENDING and then executes here in the background (the answer does
+   * not wait for it); a drift restart executes the new run here before answering, like StartRun with wait.
+   */
+  async runResume(params: { runId: string; namespace: string; invalidate: number[]; drift?: 'restart' | 'abandon' }): Promise<{ run: Run; restartedAs: Run | null }> {
+    const resumed = await this.inline.track(() => this.engine.runResume({ ...params, execute: false }));
+    this.inline.resolved(resumed, params.namespace);
+    return { run: resumed.run, restartedAs: resumed.restartedAs ? (resumed.execution?.run ?? resumed.restartedAs) : null };
+  }
+
+  /** CancelRun: the run and its unfinished children. */
+  async runCancel(params: { runId: string; namespace: string; reason?: string }): Promise<{ run: Run }> {
+    const { run } = await this.engine.runCancel(params);
+    return { run };
+  }
+
+  /** ListWorkflows. */
+  workflows(): Workflow[] {
+    return this.engine.registry.workflows();
+  }
+
+  /** SendSignal: resolves the oldest open wait of the name, or buffers; a run it made runnable executes here. */
+  async signalSend(params: SignalSendParams): Promise<SignalSendResult> {
+    const result = await this.engine.signalSend(params);
+    this.inline.resolved(result, params.namespace);
+    return result;
+  }
+
+  /** ListApprovals (read/approval-page.ts). */
+  approvalList(params: Parameters<typeof approvalPage>[1] & { states?: ApprovalState[] }): Promise<{ approvals: ApprovalView[]; nextPageToken: string }> {
+    return approvalPage(this.engine.store, params);
+  }
+
+  /** GetApproval. */
+  approvalGet(params: { namespace: string; approvalId: string }): Promise<ApprovalView> {
+    return this.engine.approvalGet(params);
+  }
+
+  /** DecideApproval: the decision (a run it made runnable executes here) and the approval as it now stands. */
+  async approvalDecide(params: ApprovalDecideParams & { approvalId: string }): Promise<ResolveResult & { approval: ApprovalView }> {
+    const result = await this.engine.approvalDecide(params);
+    this.inline.resolved(result, params.namespace);
+    return { ...result, approval: await this.engine.approvalGet({ namespace: params.namespace, approvalId: params.approvalId }) };
+  }
+
+  /** On shutdown, after the server drained: the inline executions' drain (scheduling/drain.ts). */
+  stop(options: { graceMs: number }): Promise<{ released: string[]; unsettled: string[] }> {
+    return this.inline.stop(options);
+  }
+
+  #waits(run: Run): Promise<Waiting[]> {
+    return run.status === 'SUSPENDED' ? this.engine.runWaits({ runId: run.id, namespace: run.namespace }) : Promise.resolve([]);
+  }
+
+  #poll(): { pollMs?: number } {
+    return this.#followPollMs !== undefined ? { pollMs: this.#followPollMs } : {};
+  }
+}
