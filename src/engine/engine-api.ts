@@ -2,13 +2,13 @@ import type { Logger } from 'pino';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Run } from '../journal/run.js';
 import type { ApprovalDecideParams, ResolveResult } from './runtime/resolutions.js';
-import type { ApprovalState, ApprovalView } from './runtime/approvals.js';
+import type { ApprovalView } from './runtime/approvals.js';
 import type { Engine, RunStartParams } from './engine.js';
 import { approvalPage } from './read/approval-page.js';
 import { journalPage } from './read/journal-page.js';
 import { runProvenance, type RunProvenance } from './read/provenance.js';
-import { runEvents } from './read/run-events.js';
-import { runSettled } from './read/run-events.js';
+import type { RunEffects } from './read/effects.js';
+import { runEvents, runSettled } from './read/run-events.js';
 import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
 import type { ReplayPreview } from './runtime/resume-preview.js';
 import { InlineExecutions } from './scheduling/inline-executions.js';
@@ -85,8 +85,8 @@ export class EngineApi {
 
   /** GetRunProvenance: agents as the registry's agent runtime reads them (read/provenance.ts). */
   runProvenance(params: { runId: string; namespace: string }): Promise<RunProvenance> {
-    const agent = this.engine.registry.agentRuntime;
-    const agents = agent?.provenance ? (effects: Parameters<NonNullable<typeof agent.provenance>>[0]) => agent.provenance!(effects) : null;
+    const runtime = this.engine.registry.agentRuntime;
+    const agents = runtime?.provenance ? (effects: RunEffects) => runtime.provenance!(effects) : null;
     return runProvenance({ store: this.engine.store, ...params, agents });
   }
 
@@ -125,7 +125,7 @@ export class EngineApi {
   }
 
   /** ListApprovals (read/approval-page.ts). */
-  approvalList(params: Parameters<typeof approvalPage>[1] & { states?: ApprovalState[] }): Promise<{ approvals: ApprovalView[]; nextPageToken: string }> {
+  approvalList(params: Parameters<typeof approvalPage>[1]): Promise<{ approvals: ApprovalView[]; nextPageToken: string }> {
     return approvalPage(this.engine.store, params);
   }
 
