@@ -2,8 +2,8 @@ import http2 from 'node:http2';
 import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Logger } from 'pino';
+import { createHttp2Handler } from './http2-handler.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
 
@@ -56,8 +56,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   // calls in flight, not a leak, so Node's warning past ten listeners does not apply.
   setMaxListeners(0, draining.signal, stopping.signal);
 
-  const handler = connectNodeAdapter({
+  const handler = createHttp2Handler({
     routes: options.routes,
+    logger,
     grpc: true,
     grpcWeb: true,
     connect: true,

@@ -22,7 +22,7 @@ export async function* streamRunEvents(
   const runId = check.runId('run_id', req.runId);
   const afterSeq = check.afterSeq('after_seq', req.afterSeq);
   check.done();
-  const release = deps.streams.acquire();
+  const release = deps.streams.acquire(ctx.signal);
   try {
     const signal = streamSignal(ctx);
     const it = deps.api.runEvents({ runId, namespace, afterSeq, followSuspended: req.followSuspended, signal });

@@ -25,15 +25,23 @@ export class StreamGate {
     return this.#open;
   }
 
-  /** Takes a slot (StreamLimitError when none is free); call the returned function once to give it back. */
-  acquire(): () => void {
+  /**
+   * Takes a slot (StreamLimitError when none is free). It is given back by the returned function or
+   * when `signal` aborts (the call ended: client gone, cancelled, deadline, shutdown), whichever
+   * comes first, so a handler stuck anywhere cannot keep it.
+   */
+  acquire(signal?: AbortSignal): () => void {
     if (this.#open >= this.limit) throw new StreamLimitError(this.limit);
     this.#open++;
     let released = false;
-    return () => {
+    const release = (): void => {
       if (released) return;
       released = true;
       this.#open--;
+      signal?.removeEventListener('abort', release);
     };
+    if (signal?.aborted) release();
+    else signal?.addEventListener('abort', release, { once: true });
+    return release;
   }
 }

@@ -1,0 +1,137 @@
+import type http2 from 'node:http2';
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from '@connectrpc/connect';
+import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } from '@connectrpc/connect-node';
+import type { Logger } from 'pino';
+import { clampTimeoutHeaders } from './request-timeout.js';
+
+/*
+ * The HTTP/2 server's request listener: Connect's router (gRPC, gRPC-Web and Connect), with the
+ * transport rules Waymark needs that connect-node's own adapter lacks:
+ *
+ * - Every response write settles when the stream closes. connect-node waits for 'drain' after a
+ *   write the stream could not take at once, and a stream the client abandons while blocked on
+ *   HTTP/2 flow control never drains: the handler stayed suspended at its `yield` forever, with its
+ *   stream slot (issue 16, finding 1; test/server/stream-slots.test.ts). Here the write fails with
+ *   CANCELLED instead, which is thrown into the handler, so its `finally` runs.
+ * - Deadlines longer than Node's timers are clamped before Connect reads them (request-timeout.ts).
+ */
+
+export interface Http2HandlerOptions extends ConnectRouterOptions {
+  routes: (router: ConnectRouter) => void;
+  contextValues: (req: http2.Http2ServerRequest) => ContextValues;
+  logger: Logger;
+}
+
+export type Http2RequestListener = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
+
+export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestListener {
+  const { logger } = options;
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  options.routes(router);
+  const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+
+  return (req, res) => {
+    const handler = paths.get((req.url ?? '').split('?', 1)[0]!);
+    if (!handler) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    clampTimeoutHeaders(req.headers);
+    const uReq = universalRequestFromNodeRequest(req, undefined, options.contextValues(req));
+    handler(uReq)
+      .then((uRes) => writeResponse(uRes, res))
+      .catch((err: unknown) => {
+        // The client went away (its stream closed or reset): nothing to answer, nobody to tell.
+        const code = ConnectError.from(err).code;
+        if (code === Code.Canceled || code === Code.Aborted) return;
+        logger.error({ err, rpc: handler.requestPath }, 'writing the response failed');
+      });
+  };
+}
+
+/** The error a write fails with once the client has closed the stream. */
+function streamClosed(): ConnectError {
+  return new ConnectError('the client closed the stream', Code.Canceled);
+}
+
+function isClosed(res: http2.Http2ServerResponse): boolean {
+  return res.stream.destroyed || res.stream.closed;
+}
+
+/** Writes a Connect response; rejects (and throws the reason into the handler) when the stream closes first. */
+async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2ServerResponse): Promise<void> {
+  const it = uRes.body?.[Symbol.asyncIterator]();
+  try {
+    if (it) {
+      // Headers go out after the first chunk, so a handler can still set them before it yields.
+      let chunk = await it.next();
+      res.writeHead(uRes.status, nodeHeaders(uRes.header));
+      for (; chunk.done !== true; chunk = await it.next()) {
+        try {
+          await writeChunk(res, chunk.value as Uint8Array);
+        } catch (err) {
+          await it.throw?.(err).catch(() => undefined);
+          throw err;
+        }
+      }
+    }
+    if (isClosed(res)) throw streamClosed();
+    if (!res.headersSent) res.writeHead(uRes.status, nodeHeaders(uRes.header));
+    if (uRes.trailer) res.addTrailers(nodeHeaders(uRes.trailer));
+    await untilClosedOr(res, (done) => {
+      res.end(() => done());
+    });
+  } finally {
+    void it?.return?.(undefined).catch(() => undefined);
+  }
+}
+
+function writeChunk(res: http2.Http2ServerResponse, chunk: Uint8Array): Promise<void> {
+  if (isClosed(res)) return Promise.reject(streamClosed());
+  return untilClosedOr(res, (done) => {
+    const onDrain = (): void => done();
+    const flushed = res.write(chunk, (err) => {
+      if (err) done(err);
+    });
+    // Past the stream's high-water mark (HTTP/2 flow control): go on once it drains.
+    if (flushed) done();
+    else res.once('drain', onDrain);
+    return () => res.off('drain', onDrain);
+  });
+}
+
+/**
+ * Runs `start(done)` and settles on the first `done`, or rejects with CANCELLED when the stream
+ * closes before that; either way every listener is removed.
+ */
+function untilClosedOr(
+  res: http2.Http2ServerResponse, start: (done: (err?: Error | null) => void) => (() => void) | void,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const stream = res.stream;
+    let settled = false;
+    let cleanup: (() => void) | void = undefined;
+    const done = (err?: Error | null): void => {
+      if (settled) return;
+      settled = true;
+      stream.off('close', onClose);
+      cleanup?.();
+      if (err) reject(err);
+      else resolve();
+    };
+    const onClose = (): void => done(streamClosed());
+    stream.once('close', onClose);
+    cleanup = start(done);
+    if (settled) cleanup?.();
+  });
+}
+
+function nodeHeaders(headers: Headers | undefined): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = Object.create(null) as http2.OutgoingHttpHeaders;
+  headers?.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}

@@ -1,0 +1,101 @@
+import http2 from 'node:http2';
+import { defineWorkflow } from 'waymark';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
+import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { registerApi } from '../../src/server/api.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
+import { apiHarness, FIXTURE_ITEMS, json, type ApiHarness } from './api-harness.js';
+import { stalledReader, type StalledReader } from './raw-http2.js';
+
+/*
+ * Issue 16, finding 1: a StreamRunEvents client that stops reading while the server is blocked on
+ * HTTP/2 flow control, then goes away, kept its stream slot for good (connect-node waited for a
+ * 'drain' that a closed stream never emits; the handler stayed suspended at its yield). Real HTTP/2
+ * with raw node:http2 clients; the API over a MemoryStore, as the composition root wires it.
+ */
+
+/** `ticks` rounds of: wait for a `tick` signal, emit a 100 KB event. */
+const bigEvents = defineWorkflow({ name: 'big-events', input: z.object({ ticks: z.number() }) }, async (ctx, { ticks }) => {
+  for (let i = 0; i < ticks; i++) {
+    await ctx.signal('tick');
+    await ctx.emit({ type: 'blob', i, blob: 'x'.repeat(100_000) });
+  }
+  return { ticks };
+});
+
+const READERS = 10;
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function apiServer(streams = 100): Promise<{ t: ApiHarness; server: GrpcServer }> {
+  const t = apiHarness({ items: [...FIXTURE_ITEMS, bigEvents as never], streams });
+  const server = await startGrpcServer({ host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerApi(r, t.deps) });
+  cleanups.push(() => server.close(1_000));
+  return { t, server };
+}
+
+async function tick(t: ApiHarness, runId: string, n: number): Promise<void> {
+  const ended = t.executionEnded(runId);
+  await t.signals.sendSignal({ runId, name: 'tick', payload: json({}), signalId: `tick-${n}` });
+  await ended;
+}
+
+/** READERS stalled readers of a run, each blocked on flow control in the middle of a 100 KB event. */
+async function blockedReaders(t: ApiHarness, server: GrpcServer, ticks = 3): Promise<{ runId: string; readers: StalledReader[] }> {
+  const { run } = await t.runs.startRun({ workflow: 'big-events', input: json({ ticks: ticks + 2 }), wait: true });
+  const runId = run!.id;
+  const readers = Array.from({ length: READERS }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }));
+  await Promise.all(readers.map((r) => r.responded));
+  for (let n = 0; n < ticks; n++) await tick(t, runId, n);
+  expect(t.deps.streams.open).toBe(READERS);
+  return { runId, readers };
+}
+
+const gone: Record<string, (r: StalledReader) => void> = {
+  'closes its connection': (r) => r.session.destroy(),
+  'drops its TCP connection': (r) => r.socket.destroy(),
+  'resets its stream': (r) => r.stream.close(http2.constants.NGHTTP2_CANCEL),
+};
+
+describe('stream slots under flow control (issue 16, finding 1)', () => {
+  for (const [how, leave] of Object.entries(gone)) {
+    it(`a reader that stops reading and then ${how} gives its slot back, before and after the run ends`, async () => {
+      const { t, server } = await apiServer();
+      const { runId, readers } = await blockedReaders(t, server);
+      for (const r of readers) leave(r);
+      await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 5_000 });
+      // The run goes on and ends; nothing comes back to life and takes a slot.
+      await tick(t, runId, 10);
+      await tick(t, runId, 11);
+      expect((await t.runs.getRun({ runId })).run?.status).toBe(RunStatus.SUCCEEDED);
+      expect(t.deps.streams.open).toBe(0);
+    });
+  }
+
+  it('a run that ends while the writes are blocked: the readers keep their slots until they go, then give them back', async () => {
+    const { t, server } = await apiServer();
+    const { runId, readers } = await blockedReaders(t, server, 3);
+    await tick(t, runId, 3);
+    await tick(t, runId, 4);
+    // Still connected and still owed the rest of the run: the slots are theirs.
+    expect(t.deps.streams.open).toBe(READERS);
+    for (const r of readers) r.session.destroy();
+    await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 5_000 });
+  });
+
+  it('after as many vanished readers as the limit, the replica serves its full stream limit again', async () => {
+    const { t, server } = await apiServer(READERS);
+    const { runId, readers } = await blockedReaders(t, server);
+    for (const r of readers) r.session.destroy();
+    await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 5_000 });
+    const fresh = Array.from({ length: READERS }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }, 1 << 20));
+    await Promise.all(fresh.map((r) => r.responded));
+    expect(t.deps.streams.open).toBe(READERS);
+    for (const r of fresh) r.session.destroy();
+    await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 5_000 });
+  });
+});
