@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
 import { DEFAULT_APPENDS_IN_FLIGHT } from '../store/postgres/postgres-store.js';
+import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sessions.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -44,6 +45,9 @@ const schema = z.object({
   WAYMARK_MAX_PAYLOAD_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadBytes),
   WAYMARK_MAX_JOURNAL_ENTRIES: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.journalEntries),
   WAYMARK_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.streamsPerReplica),
+  WAYMARK_HTTP2_IDLE_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.idleTimeoutMs),
+  WAYMARK_HTTP2_KEEPALIVE_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.keepaliveMs),
+  WAYMARK_HTTP2_PING_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.pingTimeoutMs),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -66,6 +70,8 @@ export interface Config {
   namespace: string;
   logLevel: Env['WAYMARK_LOG_LEVEL'];
   limits: Limits;
+  /** Idle timeout and keepalive of each HTTP/2 connection. */
+  http2: SessionLimits;
 }
 
 /** A setting that failed validation; `message` is the one line printed before exiting. */
@@ -106,6 +112,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       payloadBytes: e.WAYMARK_MAX_PAYLOAD_BYTES,
       journalEntries: e.WAYMARK_MAX_JOURNAL_ENTRIES,
       streamsPerReplica: e.WAYMARK_MAX_STREAMS,
+    },
+    http2: {
+      idleTimeoutMs: e.WAYMARK_HTTP2_IDLE_TIMEOUT_MS,
+      keepaliveMs: e.WAYMARK_HTTP2_KEEPALIVE_MS,
+      pingTimeoutMs: e.WAYMARK_HTTP2_PING_TIMEOUT_MS,
     },
   };
 }

@@ -89,6 +89,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       port: config.addr.port,
       logger,
       maxRequestBytes: config.limits.requestBytes,
+      sessionLimits: config.http2,
       routes: (router) => {
         registerApi(router, api);
         registerHealthService(router, health);

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
 import { createHttp2Handler } from './http2-handler.js';
+import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
 
@@ -19,6 +20,8 @@ export interface GrpcServerOptions {
   maxRequestBytes: number;
   /** Run after the logging interceptor, innermost last (metrics, validation, error mapping). */
   interceptors?: Interceptor[];
+  /** Idle timeout and keepalive of each connection (http2-sessions.ts); defaults DEFAULT_SESSION_LIMITS. */
+  sessionLimits?: Partial<SessionLimits>;
 }
 
 export interface GrpcServer {
@@ -69,10 +72,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   });
   const server = http2.createServer({}, handler);
 
+  const sessionLimits: SessionLimits = { ...DEFAULT_SESSION_LIMITS, ...options.sessionLimits };
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
+    superviseSession(session, sessionLimits);
   });
   // A misbehaving client must not take the process down; its session is already being torn down.
   server.on('sessionError', (err) => logger.debug({ err }, 'http2 session error'));
