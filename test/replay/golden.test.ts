@@ -171,6 +171,24 @@ describe('mutated journals', () => {
     expect(executions).toEqual([]);
   });
 
+  it('an effect edited into a wait (a tool whose entry says suspended) is a NonDeterminismError, nothing runs', async () => {
+    const g = golden('checkout');
+    const entries = g.entries.map((e) => (e.name === 'price_lookup' ? { ...e, status: 'suspended' as const } : e));
+    const result = await replay(g, { entries });
+    expect(result).toMatchObject({ outcome: 'failed', error: { name: 'NonDeterminismError', reason: 'non_determinism' } });
+    expect(result.error?.message).toMatch(/an effect matched a wait/);
+    expect(executions).toEqual([]);
+  });
+
+  it('a wait edited into an effect (a sleep whose entry says ok) is a NonDeterminismError', async () => {
+    const g = golden('sleeper');
+    const resolution = g.entries.find((e) => e.kind === 'sleep' && e.status === 'resolved')!;
+    const entries = withoutEntry(g.entries, resolution.seq).map((e) => (e.kind === 'sleep' ? { ...e, status: 'ok' as const } : e));
+    const result = await replay(g, { entries });
+    expect(result).toMatchObject({ outcome: 'failed', error: { name: 'NonDeterminismError', reason: 'non_determinism' } });
+    expect(result.error?.message).toMatch(/a wait matched an effect/);
+  });
+
   it('a resolution edited to fail its pinned schema does not win: the run parks again, counted as invalid', async () => {
     const g = golden('restock-signal');
     const entries = g.entries.map((e) => (e.status === 'resolved' ? { ...e, payload: { source: 'signal', value: { qty: -7 } } } : e));

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/author/errors.js';
 import {
-  childScope, invalidationEntries, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
+  callShape, childScope, invalidationEntries, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
 } from '../../src/engine/replay/replay.js';
-import type { JournalEntry } from '../../src/journal/journal-entry.js';
+import { ENTRY_KINDS, type EntryKind, type JournalEntry } from '../../src/journal/journal-entry.js';
 import { identityOf, JournalBuilder, RUN } from './journal-builder.js';
 
 /** The decision for one call against a journal, as replay makes it. */
@@ -150,6 +150,93 @@ describe('replayDecide: the table of DESIGN "What replay does with a matched ent
     j.ref(s, 'resolved', { payload: { value: { approved: true } } });
     j.ref(s, 'cancelled');
     expect(decide(j.entries, identityOf('approval', 'approval')).action).toBe('rerun');
+  });
+});
+
+describe('replayDecide: a journal that disagrees with the call is a verdict (non-determinism)', () => {
+  /** The decision for a call of `kind` "name", as Execution.call asks for it. */
+  function decideCall(entries: JournalEntry[], kind: EntryKind, name: string): ReplayDecision {
+    const index = JournalIndex.build(RUN, entries);
+    return replayDecide(index.record(identityOf(kind, name)), { index, call: { kind, name } });
+  }
+
+  it('another name under the same content key (an edited journal)', () => {
+    const j = new JournalBuilder();
+    j.head('step', 'total', 'ok', { payload: 1 });
+    j.entries[0] = { ...j.entries[0]!, name: 'renamed' };
+    expect(decideCall(j.entries, 'step', 'total')).toEqual({
+      action: 'nondeterministic', expected: 'step "total"', found: 'step "renamed"', detail: `same content key ${identityOf('step', 'total').contentKey}`,
+    });
+  });
+
+  it('another kind under the same content key', () => {
+    const j = new JournalBuilder();
+    j.head('step', 'a', 'ok');
+    j.entries[0] = { ...j.entries[0]!, kind: 'tool' };
+    expect(decideCall(j.entries, 'step', 'a')).toMatchObject({ action: 'nondeterministic', expected: 'step "a"', found: 'tool "a"' });
+  });
+
+  it('a dispatched effect matching an open or a resolved wait', () => {
+    const open = new JournalBuilder();
+    open.head('step', 'a', 'suspended');
+    expect(decideCall(open.entries, 'step', 'a')).toEqual({
+      action: 'nondeterministic', expected: 'step "a"', found: 'a park suspension', detail: 'an effect matched a wait',
+    });
+    const resolved = new JournalBuilder();
+    const s = resolved.head('tool', 'a', 'suspended');
+    resolved.ref(s, 'resolved', { payload: { value: 1 } });
+    expect(decideCall(resolved.entries, 'tool', 'a')).toMatchObject({ action: 'nondeterministic', found: 'a resolved suspension' });
+  });
+
+  it('a wait matching a dispatched effect: recorded value, recorded error, or intent', () => {
+    const ok = new JournalBuilder();
+    ok.head('sleep', 'sleep', 'ok');
+    expect(decideCall(ok.entries, 'sleep', 'sleep')).toEqual({
+      action: 'nondeterministic', expected: 'a sleep wait "sleep"', found: 'an effect (return)', detail: 'a wait matched an effect',
+    });
+    const handled = new JournalBuilder();
+    const h = handled.head('signal', 'go', 'running');
+    handled.ref(h, 'error', { error: boom });
+    handled.head('step', 'after', 'ok');
+    expect(decideCall(handled.entries, 'signal', 'go')).toMatchObject({ action: 'nondeterministic', found: 'an effect (throw)' });
+    const intent = new JournalBuilder();
+    intent.head('approval', 'approval', 'running');
+    expect(decideCall(intent.entries, 'approval', 'approval')).toMatchObject({ action: 'nondeterministic', found: 'an effect (redispatch)' });
+  });
+
+  it('what both shapes may do stays a table verdict: a rerun, a miss, a match of the right shape', () => {
+    const cancelledWait = new JournalBuilder();
+    const s = cancelledWait.head('step', 'a', 'suspended');
+    cancelledWait.ref(s, 'cancelled');
+    expect(decideCall(cancelledWait.entries, 'step', 'a')).toMatchObject({ action: 'rerun', because: 'cancelled' });
+    const diedOn = new JournalBuilder();
+    const h = diedOn.head('child', 'kid', 'running');
+    diedOn.ref(h, 'error', { error: boom });
+    expect(decideCall(diedOn.entries, 'child', 'kid')).toMatchObject({ action: 'rerun', because: 'error' });
+    expect(decideCall([], 'signal', 'go')).toEqual({ action: 'live' });
+    const parked = new JournalBuilder();
+    parked.head('signal', 'go', 'suspended');
+    expect(decideCall(parked.entries, 'signal', 'go').action).toBe('park');
+  });
+
+  it('ctx.agent only reserves an identity: no shape to disagree with, but a name still must match', () => {
+    const j = new JournalBuilder();
+    j.head('agent', 'agent', 'suspended');
+    expect(decideCall(j.entries, 'agent', 'agent').action).toBe('park');
+    j.entries[0] = { ...j.entries[0]!, name: 'planner' };
+    expect(decideCall(j.entries, 'agent', 'agent').action).toBe('nondeterministic');
+  });
+
+  it('the shapes: waits suspend, ctx.agent reserves, the rest dispatch', () => {
+    expect(ENTRY_KINDS.filter((k) => callShape(k) === 'wait')).toEqual(['sleep', 'signal', 'approval', 'child']);
+    expect(ENTRY_KINDS.filter((k) => callShape(k) === 'reservation')).toEqual(['agent']);
+  });
+
+  it('without a call (openSuspensions, the preview) the table alone decides', () => {
+    const j = new JournalBuilder();
+    j.head('step', 'a', 'suspended');
+    const index = JournalIndex.build(RUN, j.entries);
+    expect(replayDecide(index.record(identityOf('step', 'a')), { index }).action).toBe('park');
   });
 });
 

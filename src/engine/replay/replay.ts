@@ -1,4 +1,4 @@
-import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
+import { newEntry, type EntryKind, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
 import { InvalidateTargetError, JournalCorruptError } from '../author/errors.js';
 
@@ -12,7 +12,8 @@ import { InvalidateTargetError, JournalCorruptError } from '../author/errors.js'
  *   attempt with the same identity; the latest attempt is the one replay looks at.
  * - ReplayCursor does the scoped forward matching: one cursor per scope, a call consumes the
  *   unconsumed effect with its identity, a miss consumes nothing and moves nothing.
- * - replayDecide is the table of DESIGN "What replay does with a matched entry".
+ * - replayDecide is the table of DESIGN "What replay does with a matched entry", plus the verdict
+ *   that the journal and the code disagree (non-determinism); every verdict is a value.
  * test/replay/replay.test.ts pins every row; test/replay/golden.test.ts pins recorded journals.
  */
 
@@ -233,17 +234,77 @@ export type ReplayDecision =
   /** `suspended` with a valid resolution: return the first valid one's payload. */
   | { action: 'resolved'; suspension: JournalEntry; resolution: JournalEntry; invalidResolutions: number }
   /** `suspended` and still open: park. */
-  | { action: 'park'; suspension: JournalEntry; invalidResolutions: number };
+  | { action: 'park'; suspension: JournalEntry; invalidResolutions: number }
+  /**
+   * The matched effect is not what the code called: another kind or name under the same content
+   * key, a dispatched effect matching a wait, or a wait matching a dispatched effect. The journal
+   * and the code disagree; the caller fails the call with a NonDeterminismError built from these.
+   */
+  | { action: 'nondeterministic'; expected: string; found: string; detail: string };
+
+/** What the code called, compared with the matched effect. */
+export interface CallExpectation {
+  kind: EntryKind;
+  name: string;
+}
+
+/**
+ * How a call of this kind meets the journal: a dispatched `effect` (intent, execute, outcome), a
+ * `wait` on a suspension, or a `reservation` (ctx.agent: an identity, no entry of its own).
+ */
+export type CallShape = 'effect' | 'wait' | 'reservation';
+
+export function callShape(kind: EntryKind): CallShape {
+  switch (kind) {
+    case 'sleep':
+    case 'signal':
+    case 'approval':
+    case 'child':
+      return 'wait';
+    case 'agent':
+      return 'reservation';
+    default:
+      return 'effect';
+  }
+}
 
 export interface DecideOptions {
   index: JournalIndex;
   /** Validates a resolution against the schema pinned in its suspension; all valid when absent. */
   resolutionIsValid?: (suspension: JournalEntry, resolution: JournalEntry) => boolean;
+  /** The call being matched; when given, a journal that disagrees with it is the `nondeterministic` verdict. */
+  call?: CallExpectation;
 }
 
-/** DESIGN "What replay does with a matched entry", for the latest attempt of a matched effect. */
+/**
+ * DESIGN "What replay does with a matched entry", for the latest attempt of a matched effect; with
+ * `options.call`, first whether the effect is what the code called (docs/journal.md "Matching").
+ */
 export function replayDecide(record: EffectRecord | undefined, options: DecideOptions): ReplayDecision {
   if (!record) return { action: 'live' };
+  const { call } = options;
+  if (call && (record.kind !== call.kind || record.name !== call.name)) {
+    return { action: 'nondeterministic', expected: `${call.kind} "${call.name}"`, found: `${record.kind} "${record.name}"`, detail: `same content key ${record.identity.contentKey}` };
+  }
+  const decision = decideMatched(record, options);
+  if (!call) return decision;
+  switch (callShape(call.kind)) {
+    case 'effect':
+      // A dispatched effect may rerun a cancelled wait, never take a wait's resolution or park.
+      return decision.action === 'resolved' || decision.action === 'park'
+        ? { action: 'nondeterministic', expected: `${call.kind} "${call.name}"`, found: `a ${decision.action} suspension`, detail: 'an effect matched a wait' }
+        : decision;
+    case 'wait':
+      return decision.action === 'return' || decision.action === 'throw' || decision.action === 'redispatch'
+        ? { action: 'nondeterministic', expected: `a ${call.kind} wait "${call.name}"`, found: `an effect (${decision.action})`, detail: 'a wait matched an effect' }
+        : decision;
+    case 'reservation':
+      return decision;
+  }
+}
+
+/** The table itself: what the latest attempt of a matched effect says. */
+function decideMatched(record: EffectRecord, options: DecideOptions): ReplayDecision {
   const attempt = latestAttempt(record);
   const { head } = attempt;
   if (head.status === 'suspended') {

@@ -3,14 +3,14 @@ import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal
 import type { Json } from '../../journal/run.js';
 import { crashpoint, unsafeTestKey } from './crashpoint.js';
 import { errorFromRecord, errorRecord } from '../replay/error-codec.js';
-import { NonDeterminismError } from '../author/errors.js';
 import type { Call, Execution } from './execution.js';
 import type { SuspensionPayload } from './suspension.js';
 
 /*
  * The two protocols every journaled call follows, over an Execution: a dispatched effect
  * (`perform`: intent, execute, outcome) and a wait (`suspend`: suspended entry, then park or the
- * winning resolution). Each first asks the replay decision what the journal already knows.
+ * winning resolution). Each acts on the verdict replayDecide gave the call (Execution.call): a
+ * journal that disagrees with the code never reaches these (the call threw NonDeterminismError).
  */
 
 const NEVER = new Promise<never>(() => {});
@@ -42,9 +42,7 @@ export async function perform(
     exec.hit(call);
     throw errorFromRecord(decision.error, call);
   }
-  if (decision.action !== 'live' && decision.action !== 'rerun' && decision.action !== 'redispatch') {
-    throw new NonDeterminismError(exec.run.id, call.identity.scope, `${call.kind} "${call.name}"`, `a ${decision.action} suspension`, 'an effect matched a wait');
-  }
+  if (decision.action !== 'live' && decision.action !== 'rerun' && decision.action !== 'redispatch') return misrouted(call);
   if (!exec.goLive(call)) return NEVER;
   let head: JournalEntry | null = decision.action === 'redispatch' ? decision.head : null;
   crashpoint(call.kind, 'before-intent');
@@ -107,7 +105,7 @@ export async function suspend(
       callEntry(call, { status: 'suspended', payload: (await options.payload()) as unknown as Json }),
     ]))[0]!;
   } else {
-    throw new NonDeterminismError(exec.run.id, call.identity.scope, `a ${call.kind} wait "${call.name}"`, `an effect (${decision.action})`, 'a wait matched an effect');
+    return misrouted(call);
   }
   if (exec.mode === 'live' && options.beforePark) {
     const hook = options.beforePark;
@@ -122,6 +120,11 @@ export async function suspend(
   }
   exec.park(suspension);
   return NEVER;
+}
+
+/** A verdict of the other protocol: replayDecide checks a call's shape (replay.ts callShape), so this is a bug here, not in the journal. */
+function misrouted(call: Call): never {
+  throw new Error(`internal: the ${call.decision.action} verdict for ${call.kind} "${call.name}" reached the wrong protocol (callShape and effect-runner disagree)`);
 }
 
 /** The journal entry of a call: its identity, plus what this write records. Written out, not spread (the hot path). */

@@ -77,6 +77,7 @@ export interface ExecutionOptions {
 
 const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
 const NEVER = new Promise<never>(() => {});
+const LIVE: ReplayDecision = { action: 'live' };
 
 interface QueuedAppend {
   produce: () => NewJournalEntry[] | Promise<NewJournalEntry[]>;
@@ -185,17 +186,15 @@ export class Execution {
     this.occurrences.set(slot, occurrence + 1);
     const identity = { scope, contentKey: key, occurrence };
     const record = this.cursor.take(identity);
-    if (record && (record.kind !== kind || record.name !== name)) {
-      throw new NonDeterminismError(this.run.id, scope, `${kind} "${name}"`, `${record.kind} "${record.name}"`, `same content key ${key}`);
+    const call: Call = { identity, kind, name, idempotencyKey: idempotencyKey({ runId: this.run.id, scope, contentKey: key, occurrence }), decision: LIVE };
+    // The call is its own expectation (kind, name): replayDecide says whether the journal agrees.
+    const decision = replayDecide(record, { index: this.index, resolutionIsValid, call });
+    if (decision.action === 'nondeterministic') {
+      throw new NonDeterminismError(this.run.id, scope, decision.expected, decision.found, decision.detail);
     }
+    call.decision = decision;
     this.bump();
-    return {
-      identity,
-      kind,
-      name,
-      idempotencyKey: idempotencyKey({ runId: this.run.id, scope, contentKey: key, occurrence }),
-      decision: replayDecide(record, { index: this.index, resolutionIsValid }),
-    };
+    return call;
   }
 
   /** Counts a journal answer (preview figures), and in preview lists it with the resolutions skipped as invalid. */
