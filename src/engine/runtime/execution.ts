@@ -1,12 +1,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
-import { JournalFullError, LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../../journal/errors.js';
-import type { EntryKind, JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import { LeaseLostError } from '../../journal/errors.js';
+import type { EntryKind, JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import { contentKey, idempotencyKey } from '../replay/content-key.js';
-import { JournalMissError, NonDeterminismError } from '../author/errors.js';
+import { NonDeterminismError } from '../author/errors.js';
 import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from '../replay/replay.js';
+import { AppendQueue, isRefusal, type ProduceEntries } from './append-queue.js';
+import { LeaseRenewal } from './lease-renewal.js';
+import { PreviewTally, type PreviewCounts } from './preview-tally.js';
 import { signalInboxTake } from './signal-inbox.js';
 import { resolutionIsValid } from './suspension.js';
 
@@ -15,6 +18,7 @@ import { resolutionIsValid } from './suspension.js';
  * runs what must run live, appends entries through one queue (so heads land in call order), and
  * notices when the body has returned, thrown, or is blocked on open suspensions. The Engine decides
  * what to write at the end. In `preview` mode it never writes and stops at the first live call.
+ * Its parts: append-queue.ts (the writes), lease-renewal.ts (the lease), preview-tally.ts (figures).
  */
 
 export type ExecutionMode = 'live' | 'preview';
@@ -28,28 +32,6 @@ export type ExecutionEnd =
   | { kind: 'stopped'; reason: StopReason; error: unknown };
 
 export type StopReason = 'lease_lost' | 'store_error' | 'live_call' | 'shutdown';
-
-export interface PreviewCounts {
-  hits: number;
-  misses: number;
-  reruns: number;
-  invalidResolutions: number;
-  /** The call that ended a preview, when one did. */
-  liveCall: { scope: string; kind: string; name: string; occurrence: number; why: string } | null;
-  /** One item per call or entry counted, in replay order (preview mode only). */
-  items: PreviewItem[];
-}
-
-/** One call or entry of a preview: what ResumeRun's dry run lists. */
-export interface PreviewItem {
-  outcome: 'HIT' | 'MISS' | 'SKIPPED' | 'RERUN' | 'ORPHANED' | 'INVALID_RESOLUTION';
-  /** The journal entry involved; null for a miss. */
-  seq: number | null;
-  scope: string;
-  kind: string;
-  name: string;
-  detail: string;
-}
 
 /** A reserved call: identity fixed synchronously when the code made it. */
 export interface Call {
@@ -79,28 +61,21 @@ const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
 const NEVER = new Promise<never>(() => {});
 const LIVE: ReplayDecision = { action: 'live' };
 
-interface QueuedAppend {
-  produce: () => NewJournalEntry[] | Promise<NewJournalEntry[]>;
-  /** null: the execution ended before its turn; nothing was written. */
-  resolve: (entries: JournalEntry[] | null) => void;
-  reject: (error: unknown) => void;
-}
-
 export class Execution {
   readonly run: Run;
   readonly mode: ExecutionMode;
   readonly index: JournalIndex;
   readonly cursor: ReplayCursor;
   readonly abort = new AbortController();
-  readonly counts: PreviewCounts = { hits: 0, misses: 0, reruns: 0, invalidResolutions: 0, liveCall: null, items: [] };
-  lease: Lease | null;
 
   private readonly store: JournalStore | null;
+  private readonly tally: PreviewTally;
+  /** Live executions only (a store and a lease): the writes and the lease they are fenced with. */
+  private readonly appends: AppendQueue | null = null;
+  private readonly renewal: LeaseRenewal | null = null;
   private readonly occurrences = new Map<string, number>();
   private readonly sites = new Map<string, number>();
   private readonly parked = new Map<number, JournalEntry>();
-  private readonly appendQueue: QueuedAppend[] = [];
-  private flushing = false;
   private pending = 0;
   private generation = 0;
   private checkScheduled = false;
@@ -108,16 +83,32 @@ export class Execution {
   private end: ExecutionEnd | null = null;
   private resolveEnd!: (end: ExecutionEnd) => void;
   private readonly ended = new Promise<ExecutionEnd>((resolve) => (this.resolveEnd = resolve));
-  private renewTimer: NodeJS.Timeout | null = null;
   private quietWaiters: Array<() => void> = [];
 
   constructor(private readonly options: ExecutionOptions) {
     this.run = options.run;
     this.mode = options.mode;
     this.store = options.store;
-    this.lease = options.lease;
     this.index = JournalIndex.build(options.run.id, options.entries);
     this.cursor = new ReplayCursor(this.index);
+    this.tally = new PreviewTally(this.index, options.mode === 'preview');
+    if (options.store && options.lease) {
+      this.appends = new AppendQueue(options.store, this);
+      this.renewal = new LeaseRenewal({
+        store: options.store, lease: options.lease, ttlMs: options.leaseTtlMs, everyMs: options.renewEveryMs,
+        logger: options.logger, runId: options.run.id, onRenewed: options.onLeaseRenewed, onLost: (error) => this.stop('lease_lost', error),
+      });
+    }
+  }
+
+  /** The run's lease as last renewed (null in preview): every write of this execution is fenced with it. */
+  get lease(): Lease | null {
+    return this.renewal !== null ? this.renewal.lease : this.options.lease;
+  }
+
+  /** The replay figures so far (ResumeRun's dry run reads them). */
+  get counts(): PreviewCounts {
+    return this.tally.counts;
   }
 
   get logger(): Logger {
@@ -130,10 +121,7 @@ export class Execution {
 
   /** Runs `body` at the root scope and resolves once it returned, threw, blocked or was stopped. */
   start(body: () => Promise<unknown>): Promise<ExecutionEnd> {
-    if (this.mode === 'live' && this.store && this.lease) {
-      this.renewTimer = setInterval(() => void this.renew(), this.options.renewEveryMs);
-      this.renewTimer.unref();
-    }
+    if (this.mode === 'live') this.renewal?.start();
     const settled = (end: ExecutionEnd): void => {
       if (this.end || this.bodySettled) return;
       this.bodySettled = end;
@@ -200,22 +188,7 @@ export class Execution {
   /** Counts a journal answer (preview figures), and in preview lists it with the resolutions skipped as invalid. */
   hit(call: Call, invalidResolutions = 0): void {
     if (this.end) return;
-    this.counts.hits++;
-    this.counts.invalidResolutions += invalidResolutions;
-    if (this.mode !== 'preview') return;
-    const d = call.decision;
-    const at = (seq: number | null, outcome: PreviewItem['outcome'], detail = ''): PreviewItem =>
-      ({ outcome, seq, scope: call.identity.scope, kind: call.kind, name: call.name, detail });
-    const seq = 'entry' in d ? d.entry.seq : 'suspension' in d ? d.suspension.seq : null;
-    this.counts.items.push(at(seq, 'HIT', d.action === 'park' ? 'waits again' : d.action === 'resolved' ? `resolved at seq ${d.resolution.seq}` : ''));
-    if (invalidResolutions > 0 && 'suspension' in d) {
-      // replayDecide skipped these before it found the winner (or found none): list them.
-      const resolutions = this.index.attemptsBySeq.get(d.suspension.seq)?.resolutions ?? [];
-      for (const r of resolutions) {
-        if (resolutionIsValid(d.suspension, r)) break;
-        this.counts.items.push(at(r.seq, 'INVALID_RESOLUTION', 'fails the schema pinned in its suspension'));
-      }
-    }
+    this.tally.hit(call, invalidResolutions);
   }
 
   /**
@@ -224,34 +197,21 @@ export class Execution {
    */
   goLive(call: Call): boolean {
     if (this.mode === 'live') return !this.end;
-    const why = call.decision.action === 'live' ? 'miss' : call.decision.action === 'redispatch' ? 'redispatch' : `rerun after ${(call.decision as { because: string }).because}`;
-    if (call.decision.action === 'live') this.counts.misses++;
-    else this.counts.reruns++;
-    this.counts.liveCall = { ...call.identity, kind: call.kind, name: call.name, why };
-    const d = call.decision;
-    this.counts.items.push({
-      outcome: d.action === 'live' ? 'MISS' : 'RERUN', seq: 'entry' in d ? d.entry.seq : 'head' in d ? d.head.seq : null,
-      scope: call.identity.scope, kind: call.kind, name: call.name, detail: why,
-    });
-    this.stop('live_call', new JournalMissError(call.identity.scope, call.kind, call.name, call.identity.occurrence, why));
+    this.stop('live_call', this.tally.liveCall(call));
     return false;
   }
 
   /**
-   * Appends entries through the execution's single queue, in the order calls were made. `produce`
-   * runs when the entry's turn comes (so it may read the clock). A refusal (payload too large,
-   * journal full: nothing was written) rejects, so the workflow sees it like any other error. On
-   * any other store failure the execution stops, and the caller's promise never settles: nothing
-   * more is written by this worker.
+   * Appends entries through the execution's single queue (append-queue.ts), in the order calls were
+   * made. `produce` runs when the entry's turn comes (so it may read the clock). A refusal (payload
+   * too large, journal full: nothing was written) rejects, so the workflow sees it like any other
+   * error. On any other store failure the execution stops, and the caller's promise never settles:
+   * nothing more is written by this worker.
    */
-  append(produce: () => NewJournalEntry[] | Promise<NewJournalEntry[]>): Promise<JournalEntry[]> {
-    if (this.end || !this.store || !this.lease) return NEVER;
+  append(produce: ProduceEntries): Promise<JournalEntry[]> {
+    if (this.end || !this.appends) return NEVER;
     this.pending++;
-    const written = new Promise<JournalEntry[] | null>((resolve, reject) => {
-      this.appendQueue.push({ produce, resolve, reject });
-      if (!this.flushing) void this.flush();
-    });
-    return written.then(
+    return this.appends.push(produce).then(
       (entries) => {
         this.release();
         return entries ?? NEVER;
@@ -266,65 +226,6 @@ export class Execution {
         return NEVER;
       },
     );
-  }
-
-  /**
-   * Writes the queue. Appends queued while a write is in flight go together as one store append
-   * (one commit for effects that finish together: Promise.all over steps, an agent's parallel tool
-   * calls), in queue order, so the journal holds what one-by-one appends would have written.
-   */
-  private async flush(): Promise<void> {
-    this.flushing = true;
-    try {
-      while (this.appendQueue.length > 0) {
-        const groups: { queued: QueuedAppend; entries: NewJournalEntry[] }[] = [];
-        for (const queued of this.appendQueue.splice(0)) {
-          if (this.end) {
-            queued.resolve(null);
-            continue;
-          }
-          try {
-            groups.push({ queued, entries: await queued.produce() });
-          } catch (error) {
-            queued.reject(error);
-          }
-        }
-        await this.write(groups);
-      }
-    } finally {
-      this.flushing = false;
-    }
-  }
-
-  /** One store append for all the groups; a refusal of the whole (nothing written) is retried one by one, so it reaches only its own call. */
-  private async write(groups: { queued: QueuedAppend; entries: NewJournalEntry[] }[]): Promise<void> {
-    if (groups.length > 1 && !this.end) {
-      try {
-        const all = await this.store!.journalAppend({ lease: this.lease!, entries: groups.flatMap((g) => g.entries) });
-        let at = 0;
-        for (const { queued, entries } of groups) {
-          queued.resolve(all.slice(at, at + entries.length));
-          at += entries.length;
-        }
-        return;
-      } catch (error) {
-        if (!isRefusal(error)) {
-          for (const { queued } of groups) queued.reject(error);
-          return;
-        }
-      }
-    }
-    for (const { queued, entries } of groups) {
-      if (this.end) {
-        queued.resolve(null);
-        continue;
-      }
-      try {
-        queued.resolve(await this.store!.journalAppend({ lease: this.lease!, entries }));
-      } catch (error) {
-        queued.reject(error);
-      }
-    }
   }
 
   /** A `signal` wait about to park takes the earliest buffered signal of its name (signal-inbox.ts); null in preview. */
@@ -421,25 +322,8 @@ export class Execution {
   private conclude(end: ExecutionEnd): void {
     if (this.end) return;
     this.end = end;
-    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewal?.stop();
     if (end.kind === 'stopped') this.abort.abort(end.error);
     this.resolveEnd(end);
   }
-
-  /** Renews the lease at a third of its TTL; a fenced renewal stops the execution at once. */
-  private async renew(): Promise<void> {
-    if (this.end || !this.store || !this.lease) return;
-    try {
-      this.lease = await this.store.runLeaseRenew({ lease: this.lease, ttlMs: this.options.leaseTtlMs });
-      this.options.onLeaseRenewed?.(this.lease);
-    } catch (error) {
-      if (error instanceof LeaseLostError) this.stop('lease_lost', error);
-      else this.logger.warn({ runId: this.run.id, err: error }, 'lease renewal failed; retrying at the next interval');
-    }
-  }
-}
-
-/** Store errors that wrote nothing and will refuse the same write again: the workflow handles them. */
-export function isRefusal(error: unknown): boolean {
-  return error instanceof PayloadTooLargeError || error instanceof JournalFullError || error instanceof UnstorableValueError;
 }
