@@ -1,3 +1,5 @@
+// engine/: class Engine, the use cases (start, execute, signal, decide, cancel, resume, read) over a JournalStore.
+// Must not know the transport or a store implementation: server/ and cli/ call it, never the reverse.
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import { LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';

@@ -1,3 +1,5 @@
+// engine/: the Registry, the workflows, tools and agent runtime a server knows, by name.
+// Must not execute anything or import src/agent: it holds definitions only.
 import { WorkflowNotFoundError } from '../journal/errors.js';
 import type { AgentRuntime } from './runtime/agent-runtime.js';
 import { builtinTools } from './author/builtin-tools.js';

@@ -1,3 +1,5 @@
+// engine/: loads a user's module (`--workflows`) and registers the workflows and tools it exports.
+// Must not execute workflows: it imports a module and recognises definitions by their brand.
 import { existsSync } from 'node:fs';
 import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';

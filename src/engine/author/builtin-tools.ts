@@ -1,3 +1,5 @@
+// author/: the built-in tools every server registers (`http`, `echo`), written with defineTool.
+// Must not reach into the journal or the runtime: a tool sees its arguments and its StepInfo only.
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
 import { defineTool, type Tool } from './tool.js';

@@ -1,3 +1,5 @@
+// author/: the Duration workflows write (`500ms`, `30s`, `1h30m`, or milliseconds) and its parser.
+// Pure: must not read the clock or import anything else of the engine.
 /** A length of time: milliseconds, or text such as `500ms`, `30s`, `15m`, `24h`, `7d`, `1h30m`. */
 export type Duration = number | string;
 

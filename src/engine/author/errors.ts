@@ -1,3 +1,5 @@
+// author/: the engine's error classes, exported to workflow authors by src/index.ts and mapped to
+// gRPC codes by the server. Must not import runtime/ or a store: an error is data with a stable reason.
 import { WaymarkError } from '../../journal/errors.js';
 import type { Json, RunError } from '../../journal/run.js';
 

@@ -1,3 +1,5 @@
+// author/: defineTool, the tool definition users write (schemas, policy, mutating), exported by src/index.ts.
+// Must not import runtime/: a Tool is a value; how it is called and journaled is runtime/'s business.
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
 import { DefinitionError } from './errors.js';

@@ -1,3 +1,5 @@
+// author/: defineWorkflow and the `ctx` interface (WorkflowContext) users program against, exported by src/index.ts.
+// Must not import runtime/ beyond types: runtime/workflow-context.ts implements ctx.
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
 import type { AgentMessage, AgentOptions, AgentResult } from '../runtime/agent-runtime.js';

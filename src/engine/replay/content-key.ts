@@ -1,3 +1,5 @@
+// replay/: content keys and idempotency keys (hashes of canonical JSON): the identity of an effect call.
+// Pure: no store, clock or I/O; a change here changes the identity of every journaled call.
 import { createHash } from 'node:crypto';
 import type { Json } from '../../journal/run.js';
 import { NotJsonError } from '../author/errors.js';

@@ -1,3 +1,5 @@
+// replay/: how an error is recorded in the journal and rebuilt from that record on every replay.
+// Pure: no store or clock; what it rebuilds must depend on the record only, never on the first process.
 import { WaymarkError } from '../../journal/errors.js';
 import type { Json, RunError } from '../../journal/run.js';
 import { toJson } from './content-key.js';

@@ -1,3 +1,5 @@
+// replay/: pins a payload schema (zod to JSON Schema, hashed) and validates payloads against the pinned copy.
+// Pure: no store or clock; a parked run is judged by its pinned schema, never by the current code's.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';

@@ -1,3 +1,5 @@
+// replay/: the pure replay core: JournalIndex, the scoped ReplayCursor, and replayDecide (every verdict a value).
+// Must not import runtime/, scheduling/ or engine.ts, nor touch a store, the clock or any I/O.
 import { newEntry, type EntryKind, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
 import { InvalidateTargetError, JournalCorruptError } from '../author/errors.js';

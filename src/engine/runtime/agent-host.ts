@@ -1,3 +1,5 @@
+// runtime/: the AgentHost one ctx.agent call gets: model and tool calls as journaled effects in its scope.
+// Must not import src/agent (the loop lives there) nor write except through effect-runner.
 import type { Json } from '../../journal/run.js';
 import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from './agent-runtime.js';
 import { toJson } from '../replay/content-key.js';

@@ -1,3 +1,5 @@
+// runtime/: the AgentRuntime contract between the engine and the agent loop of src/agent (types only).
+// Must not import src/agent or the AI SDK: src/agent implements this, the Registry carries it.
 import type { Logger } from 'pino';
 import type { Usage } from '../../journal/journal-entry.js';
 import type { Json, Run } from '../../journal/run.js';

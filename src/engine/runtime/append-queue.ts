@@ -1,6 +1,6 @@
-// The journal append queue of one Execution: entries land in call order, and appends queued while a
-// write is in flight go to the store together (group commit of effects in flight).
-// It must not decide anything about the run: stopping on a failure is the Execution's (execution.ts).
+// runtime/: the journal append queue of one Execution: entries land in call order, and appends queued
+// while a write is in flight go to the store together (group commit of effects in flight).
+// Must not decide anything about the run: stopping on a failure is the Execution's (execution.ts).
 import { JournalFullError, PayloadTooLargeError, UnstorableValueError } from '../../journal/errors.js';
 import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Lease } from '../../journal/run.js';

@@ -1,3 +1,5 @@
+// runtime/: approvals as people see them (list, get), read from `approval` suspensions and their resolutions.
+// Read-only: must not write the journal (deciding one is resolutions.ts).
 import { RunNotFoundError } from '../../journal/errors.js';
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Json } from '../../journal/run.js';

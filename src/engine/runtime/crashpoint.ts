@@ -1,3 +1,5 @@
+// runtime/: named crash points in the effect path for the chaos tests (WAYMARK_CRASHPOINT).
+// Must not change behaviour unless that variable is set: compiled in, inert otherwise.
 import { writeSync } from 'node:fs';
 
 /*

@@ -1,3 +1,5 @@
+// runtime/: the two protocols of a journaled call: perform (intent, execute, outcome) and suspend (wait).
+// Acts on the verdict replayDecide gave the call: must not decide replay itself nor write except via Execution.append.
 import { LeaseLostError, PayloadTooLargeError, UnstorableValueError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Json } from '../../journal/run.js';

@@ -1,3 +1,5 @@
+// runtime/: one execution of a workflow body over a journal snapshot: calls, work in flight, how it ended.
+// Must not decide what the run's end writes (engine.ts does) nor write except through its AppendQueue.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
 import { LeaseLostError } from '../../journal/errors.js';

@@ -1,6 +1,6 @@
-// Keeps one execution's run lease alive: renews it at an interval (a third of the TTL by default)
-// and holds the latest lease, which every fenced write of the execution uses.
-// It must not write the journal or end the execution itself: a fenced renewal is reported to onLost.
+// runtime/: keeps one execution's run lease alive: renews it every `everyMs` (a third of the TTL by
+// default) and holds the latest lease, which every fenced write of the execution uses.
+// Must not write the journal or end the execution itself: a fenced renewal is reported to onLost.
 import type { Logger } from 'pino';
 import { LeaseLostError } from '../../journal/errors.js';
 import type { Lease } from '../../journal/run.js';

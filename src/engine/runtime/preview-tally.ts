@@ -1,6 +1,6 @@
-// The figures of one execution's replay: journal answers, misses, reruns, invalid resolutions, and
-// in preview mode (ResumeRun's dry run) one item per call and the call that would have gone live.
-// It must not touch the store or change what the execution does: it only counts what it is told.
+// runtime/: the figures of one execution's replay (journal answers, misses, reruns, invalid resolutions)
+// and, in preview mode (ResumeRun's dry run), one item per call and the call that would go live.
+// Must not touch the store or change what the execution does: it only counts what it is told.
 import { JournalMissError } from '../author/errors.js';
 import type { JournalIndex } from '../replay/replay.js';
 import type { Call } from './execution.js';

@@ -1,3 +1,5 @@
+// runtime/: closes a suspension from outside the run: approval decisions, deadlines, child outcomes.
+// Must not write a resolution that fails the pinned schema, nor execute the run (the caller decides that).
 import type { Logger } from 'pino';
 import { RunNotFoundError, RunStateError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';

@@ -1,3 +1,5 @@
+// runtime/: replay-strict passes (ResumeRun's dry run, the golden tests): an Execution in preview mode.
+// Must not write or make a live call: the first call that would go live ends the pass.
 import { pino, type Logger } from 'pino';
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, Run, RunError } from '../../journal/run.js';

@@ -1,3 +1,5 @@
+// runtime/: signals: delivered to the oldest open wait of their name or buffered in the run's inbox,
+// and taken by a wait before it parks. Must not order signals itself: arrival order is the store's.
 import type { Logger } from 'pino';
 import { StoreUnavailableError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';

@@ -1,3 +1,5 @@
+// runtime/: the payloads of suspensions and resolutions, and whether a resolution fits its pinned schema.
+// Must not touch a store: it reads the entries it is given.
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json } from '../../journal/run.js';
 import type { PinnedSchema } from '../replay/payload-schema.js';

@@ -1,3 +1,5 @@
+// runtime/: WorkflowContextImpl, the `ctx` a body gets: each method reserves a call and runs it via effect-runner.
+// Must not write the journal or decide replay itself.
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { JournalEntry } from '../../journal/journal-entry.js';

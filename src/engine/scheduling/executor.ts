@@ -1,3 +1,5 @@
+// scheduling/: the executor loop of `waymark server`: claims PENDING runs and has the Engine execute them.
+// Must not execute a run or touch its journal itself: Engine.execute does.
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import type { Lease } from '../../journal/run.js';
