@@ -41,6 +41,11 @@ export default tseslint.config(
               message: 'server/ reads runs, journals, streams and page cursors through the engine (engine/engine-api.ts, engine/read/), not the store; only the run id format and the storable-JSON check are shared, to refuse bad input before the engine.',
             },
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
+            // Inside engine/ (docs/architecture.md "The engine's rooms"): author/ and replay/ sit below runtime/,
+            // runtime/ below the use cases (engine.ts) and the scheduling loop.
+            zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the use cases or the scheduler.'),
+            zone('engine/author', ['engine/scheduling', 'engine/engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
+            zone('engine/runtime', ['engine/scheduling', 'engine/engine.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (engine.ts) and the scheduler call it, not the reverse.'),
           ],
         },
       ],
@@ -52,6 +57,15 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         { patterns: [{ regex: '^(node:)?(fs|net|http|http2|child_process|dgram|dns|tls)(/.*)?$|^pg$', message: 'journal/ performs no I/O.' }] },
+      ],
+    },
+  },
+  {
+    files: ['src/engine/author/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../runtime/*'], allowTypeImports: true, message: 'engine/author/ may import types of runtime/ (the AgentRuntime contract), nothing that runs.' }] },
       ],
     },
   },

@@ -67,6 +67,35 @@ describe('architecture rules', () => {
     expect(await ruleIds('src/agent/probe.ts', view)).not.toContain('import-x/no-restricted-paths');
   });
 
+  it('inside engine/, the replay core imports nothing of the runtime, the use cases or the scheduler', async () => {
+    const probe = 'src/engine/replay/probe.ts';
+    for (const from of ['../runtime/execution.js', '../scheduling/executor.js', '../engine.js', '../registry.js']) {
+      const code = `import * as m from '${from}';\nexport const p = m;\n`;
+      expect(await ruleIds(probe, code), from).toContain('import-x/no-restricted-paths');
+    }
+    const clean = "import { JournalCorruptError } from '../author/errors.js';\nimport { contentKey } from './content-key.js';\nexport const p = [JournalCorruptError, contentKey];\n";
+    expect(await ruleIds(probe, clean)).toEqual([]);
+  });
+
+  it('inside engine/, the runtime does not reach up to the use cases or the scheduler', async () => {
+    for (const from of ['../engine.js', '../scheduling/executor.js']) {
+      const code = `import * as m from '${from}';\nexport const p = m;\n`;
+      expect(await ruleIds('src/engine/runtime/probe.ts', code), from).toContain('import-x/no-restricted-paths');
+    }
+    const down = "import { Registry } from '../registry.js';\nimport { replayDecide } from '../replay/replay.js';\nexport const p = [Registry, replayDecide];\n";
+    expect(await ruleIds('src/engine/runtime/probe.ts', down)).toEqual([]);
+  });
+
+  it('inside engine/, the author API imports runtime/ types only, and never the use cases', async () => {
+    const probe = 'src/engine/author/probe.ts';
+    const value = "import { Execution } from '../runtime/execution.js';\nexport const p = Execution;\n";
+    expect(await ruleIds(probe, value)).toContain('@typescript-eslint/no-restricted-imports');
+    const types = "import type { AgentOptions } from '../runtime/agent-runtime.js';\nexport type P = AgentOptions;\n";
+    expect(await ruleIds(probe, types)).toEqual([]);
+    const up = "import { Engine } from '../engine.js';\nexport const p = Engine;\n";
+    expect(await ruleIds(probe, up)).toContain('import-x/no-restricted-paths');
+  });
+
   it('a clean file in the right place passes', async () => {
     const ids = await ruleIds('src/engine/probe.ts', "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n");
     expect(ids).toEqual([]);
