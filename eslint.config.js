@@ -43,9 +43,9 @@ export default tseslint.config(
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
             // Inside engine/ (docs/architecture.md "The engine's rooms"): author/ and replay/ sit below runtime/,
             // runtime/ below the use cases (engine.ts) and the scheduling loop.
-            zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the use cases or the scheduler.'),
-            zone('engine/author', ['engine/scheduling', 'engine/engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
-            zone('engine/runtime', ['engine/scheduling', 'engine/engine.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (engine.ts) and the scheduler call it, not the reverse.'),
+            zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
+            zone('engine/author', ['engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
+            zone('engine/runtime', ['engine/scheduling', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (engine.ts) and the scheduler call it, not the reverse.'),
           ],
         },
       ],

@@ -1,3 +1,5 @@
+// engine/: EngineApi, the engine as the API sees it: one method per RPC, each the whole use case.
+// Must not know the wire (protos, gRPC codes): server/ converts; it only composes Engine, read/ and scheduling/.
 import type { Logger } from 'pino';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Run } from '../journal/run.js';

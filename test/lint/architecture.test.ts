@@ -69,7 +69,7 @@ describe('architecture rules', () => {
 
   it('inside engine/, the replay core imports nothing of the runtime, the use cases or the scheduler', async () => {
     const probe = 'src/engine/replay/probe.ts';
-    for (const from of ['../runtime/execution.js', '../scheduling/executor.js', '../engine.js', '../registry.js']) {
+    for (const from of ['../runtime/execution.js', '../scheduling/executor.js', '../read/run-view.js', '../engine.js', '../engine-api.js', '../registry.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds(probe, code), from).toContain('import-x/no-restricted-paths');
     }
@@ -78,7 +78,7 @@ describe('architecture rules', () => {
   });
 
   it('inside engine/, the runtime does not reach up to the use cases or the scheduler', async () => {
-    for (const from of ['../engine.js', '../scheduling/executor.js']) {
+    for (const from of ['../engine.js', '../engine-api.js', '../scheduling/executor.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds('src/engine/runtime/probe.ts', code), from).toContain('import-x/no-restricted-paths');
     }

@@ -1,3 +1,5 @@
+// read/: a run's effects as readers outside the engine see them (provenance in agent/).
+// Read-only: must not expose the replay core's own types to its readers.
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json } from '../../journal/run.js';
 import { contentKey } from '../replay/content-key.js';

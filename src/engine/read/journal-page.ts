@@ -1,3 +1,5 @@
+// read/: GetJournal: a page of a run's entries in seq order behind a page token.
+// Read-only: must not write the journal or decode a page token itself (page-token.ts does).
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { JournalStore } from '../../store/store.js';
 import { decodePageToken, encodePageToken } from './page-token.js';

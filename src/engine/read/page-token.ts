@@ -1,3 +1,5 @@
+// read/: page tokens (AIP-158): the one file that encodes and decodes them and the store's cursors.
+// Must not trust a token: one issued for other filters, another listing or edited by hand is refused.
 import { createHash } from 'node:crypto';
 import { WaymarkError } from '../../journal/errors.js';
 import { decodeRunCursor } from '../../store/run-cursor.js';

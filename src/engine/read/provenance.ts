@@ -1,3 +1,5 @@
+// read/: GetRunProvenance: each ctx.agent's answer and what it drew on, walked over the run tree.
+// Read-only: must not interpret an agent's entries itself (AgentRuntime.provenance does).
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError, RunStatus } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';

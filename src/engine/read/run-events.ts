@@ -1,3 +1,5 @@
+// read/: a run's journal as a stream (StreamRunEvents) and where that stream ends.
+// Read-only: must not miss or repeat an entry across a reconnect (it reads from its own cursor).
 import type { JournalEntry, StatusPayload } from '../../journal/journal-entry.js';
 import { isTerminalStatus, RUN_STATUSES, type Run, type RunStatus } from '../../journal/run.js';
 import { journalFollow } from '../../store/journal-follow.js';

@@ -1,3 +1,5 @@
+// read/: runs as the API shows them (GetRun, ListRuns) with their spend and what they wait on.
+// Read-only: must not write the journal or decode a page token itself (page-token.ts does).
 import type { Run, RunStatus } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import { decodePageToken, encodePageToken } from './page-token.js';

@@ -1,3 +1,5 @@
+// read/: spend folded from the journal alone (the costUsd of a run's entries and its children's).
+// Must not keep spend in memory: a crash, a resume or a replay must never count a call twice.
 import type { JournalStore } from '../../store/store.js';
 
 /*

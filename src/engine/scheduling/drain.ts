@@ -1,3 +1,5 @@
+// scheduling/: the shutdown drain shared by the executor loop and the inline executions.
+// Must not release the lease of an execution that has not settled (another replica would run it twice at once).
 import type { Logger } from 'pino';
 import type { JournalStore } from '../../store/store.js';
 import type { Engine } from '../engine.js';

@@ -1,3 +1,5 @@
+// scheduling/: runs executed on the replica that received the call (StartRun with wait, a run made runnable).
+// Must not execute a run itself: it decides where, and Engine executes; the transport never decides this.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
 import type { Engine } from '../engine.js';

@@ -1,3 +1,5 @@
+// scheduling/: the leases held by the executions one party runs in this process.
+// Must not renew or release a lease itself: the engine's lease events keep it current, drain.ts releases.
 import type { Lease } from '../../journal/run.js';
 import type { Engine } from '../engine.js';
 
