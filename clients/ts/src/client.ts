@@ -1,134 +1,61 @@
 import { fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
-import { Code, createClient, type CallOptions, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { randomBytes } from 'node:crypto';
-import { alreadyResolved, toWaymarkError, Unavailable, type WaymarkError } from './errors.js';
+import { Code, createClient, type CallOptions as ConnectCallOptions, type Client } from '@connectrpc/connect';
+import type { Http2SessionManager } from '@connectrpc/connect-node';
+import { randomUUID } from 'node:crypto';
+import { alreadyResolved, Unavailable, WaymarkError, WrongState } from './errors.js';
+import { followEvents } from './events.js';
+import { Health, HealthCheckResponse_ServingStatus as Serving } from './gen/grpc/health/v1/health_pb.js';
 import {
-  RunStatus, type Approval, type ApprovalState, type JournalEntry, type ResumePreview, type Run, type RunEvent, type Workflow,
+  ApprovalState, EntryStatus, RunStatus, type Approval, type JournalEntry, type ResumePreview, type Run, type RunEvent, type Workflow,
 } from './gen/waymark/v1/run_pb.js';
-import { DriftRecovery, RunService, type GetRunResponse, type ResumeRunResponse, type StartRunResponse } from './gen/waymark/v1/run_service_pb.js';
-import { SignalService, type DecideApprovalResponse, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
+import { DriftRecovery, RunService, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
+import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
+import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus } from './names.js';
+import type {
+  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
+  SignalOptions, StartOptions,
+} from './options.js';
+import { required, type DecisionResult, type ResumeResult, type RunState, type StartRunResult } from './responses.js';
+import { DEFAULT_RETRY, withRetries, type RetryMode, type RetryPolicy } from './retry.js';
+import { RunCancelled, RunFailed } from './run-failed.js';
+import { createDefaultTransport } from './transport.js';
 
 /** The `reason` of a response whose resolution lost to another. */
 const ALREADY_RESOLVED = 'already_resolved';
+const DUPLICATE = 'duplicate';
 
-const RETRY_ATTEMPTS = 5;
-
-/** Where `waymark dev` listens. */
+/** Where `waymark dev` listens; the address when neither ClientOptions.address nor WAYMARK_ADDRESS is set. */
 export const DEFAULT_ADDRESS = '127.0.0.1:50051';
 
 /**
- * Paces the reconnects of an event stream: the first wait is `initialMs`, each further one
- * doubles up to `maxMs` (with jitter), and the stream gives up after failing to reconnect for
- * `giveUpAfterMs` in a row. An event received starts over.
- */
-export interface Backoff {
-  initialMs: number;
-  maxMs: number;
-  giveUpAfterMs: number;
-}
-
-export interface ClientOptions {
-  /** `host:port` (default 127.0.0.1:50051). */
-  address?: string;
-  /** TLS (https) instead of plaintext HTTP/2, which `waymark dev` and in-cluster servers speak. */
-  tls?: boolean;
-  /** Sent as `authorization: Bearer <token>` with every call. */
-  token?: string;
-  /** The namespace of every call (default "default"). */
-  namespace?: string;
-  /** Deadline of unary calls in ms (default 30 000); event streams have none. */
-  timeoutMs?: number;
-  backoff?: Partial<Backoff>;
-  /** A transport of your own (interceptors, another protocol); address, tls and token are then ignored. */
-  transport?: Transport;
-}
-
-export interface StartOptions {
-  /** Makes the start idempotent in the namespace: a repeat returns the first run (created false). */
-  idempotencyKey?: string;
-  /** Execute at once on the receiving server and answer when the run ends or parks (give timeoutMs room). */
-  wait?: boolean;
-  labels?: Record<string, string>;
-  budgetUsd?: number;
-  dryRun?: boolean;
-  timeoutMs?: number;
-}
-
-export interface RunFilter {
-  statuses?: RunStatus[];
-  workflow?: string;
-  labels?: Record<string, string>;
-  parentRunId?: string;
-  pageSize?: number;
-}
-
-export interface ApprovalFilter {
-  runId?: string;
-  workflow?: string;
-  labels?: Record<string, string>;
-  /** Empty means pending only. */
-  states?: ApprovalState[];
-  pageSize?: number;
-}
-
-export interface EventsOptions {
-  /** Start after this seq (the last one a previous stream delivered); unset starts at the first event. */
-  afterSeq?: bigint;
-  /** Keep the stream open while the run is parked, until it ends. */
-  followSuspended?: boolean;
-  /** Called before each reconnect with the seq the stream resumes after (-1n: none yet). */
-  onReconnect?: (afterSeq: bigint, cause: WaymarkError) => void;
-  /** Stops the stream; the iteration then throws the signal's reason. */
-  signal?: AbortSignal;
-}
-
-export interface Decision {
-  /** Who decides, recorded in the journal. */
-  by: string;
-  comment?: string;
-  /** Returned to the workflow; must satisfy the approval's payload_schema. */
-  payload?: JsonValue;
-  /** Makes the decision idempotent; default a random id. */
-  requestId?: string;
-}
-
-/**
  * A client for one Waymark server (or a load-balanced address of several). Methods throw the
- * typed errors of errors.ts. `runs` and `signals` are the generated Connect clients, for
- * anything not wrapped here.
+ * typed errors of errors.ts and retry as docs/clients.md says. `runs` and `signals` are the
+ * generated Connect clients, for anything not wrapped here.
  */
 export class WaymarkClient {
   readonly runs: Client<typeof RunService>;
   readonly signals: Client<typeof SignalService>;
+  readonly health: Client<typeof Health>;
+  /** The namespace of every call; empty means the server's default. */
   readonly namespace: string;
   private readonly timeoutMs: number;
-  private readonly backoff: Backoff;
+  private readonly policy: RetryPolicy;
   private readonly sessions: Http2SessionManager | undefined;
 
   constructor(options: ClientOptions = {}) {
     this.namespace = options.namespace ?? '';
     this.timeoutMs = options.timeoutMs ?? 30_000;
-    this.backoff = { initialMs: 100, maxMs: 5_000, giveUpAfterMs: 120_000, ...options.backoff };
+    this.policy = { ...DEFAULT_RETRY, ...definedOnly(options.retry ?? {}) };
     let transport = options.transport;
     if (!transport) {
-      const baseUrl = `${options.tls ? 'https' : 'http'}://${options.address ?? DEFAULT_ADDRESS}`;
-      // Keep idle follow-streams alive through proxies; 30 s is the smallest client ping
-      // interval most servers and proxies accept.
-      this.sessions = new Http2SessionManager(baseUrl, { pingIntervalMs: 30_000, pingTimeoutMs: 10_000, idleConnectionTimeoutMs: 15 * 60_000 });
-      const interceptors: Interceptor[] = [];
-      if (options.token) {
-        const authorization = `Bearer ${options.token}`;
-        interceptors.push((next) => (req) => {
-          req.header.set('authorization', authorization);
-          return next(req);
-        });
-      }
-      transport = createGrpcTransport({ baseUrl, sessionManager: this.sessions, interceptors, readMaxBytes: 16 << 20 });
+      const created = createDefaultTransport({ address: options.address || process.env.WAYMARK_ADDRESS || DEFAULT_ADDRESS, tls: options.tls, token: options.token });
+      transport = created.transport;
+      this.sessions = created.sessions;
     }
     this.runs = createClient(RunService, transport);
     this.signals = createClient(SignalService, transport);
+    this.health = createClient(Health, transport);
   }
 
   /** Closes the connection; calls in flight fail. */
@@ -136,82 +63,86 @@ export class WaymarkClient {
     this.sessions?.abort();
   }
 
-  private async call<T>(fn: (options: CallOptions) => Promise<T>, timeoutMs = this.timeoutMs): Promise<T> {
-    try {
-      return await fn({ timeoutMs });
-    } catch (err) {
-      throw toWaymarkError(err);
-    }
+  /**
+   * Checks that the server serves (grpc.health.v1 Check of the whole server is SERVING). By
+   * default one check that fails fast with Unavailable; `wait` retries with backoff until
+   * `timeoutMs` (default the retry budget).
+   */
+  async ready(options: ReadyOptions = {}): Promise<void> {
+    const wait = options.wait ?? false;
+    await withRetries(
+      { mode: 'safe', policy: this.policy, attemptTimeoutMs: 5_000, timeoutMs: options.timeoutMs ?? (wait ? this.policy.budgetMs : 5_000), signal: options.signal, retry: wait },
+      async (_, o) => {
+        const { status } = await this.health.check({ service: '' }, o);
+        if (status !== Serving.SERVING) throw new Unavailable(`the server is not serving (health status ${Serving[status] ?? status})`, 'status');
+      },
+    );
   }
 
-  /**
-   * `call` for requests that are safe to repeat (reads, cancels, and signals and decisions, which
-   * always carry an id that makes a repeat a no-op): retried while the server is unavailable (a
-   * restart, a rollout), up to 5 attempts. StartRun and ResumeRun are not retried.
-   */
-  private async retried<T>(fn: (options: CallOptions) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.call(fn);
-      } catch (err) {
-        if (!(err instanceof Unavailable) || attempt >= RETRY_ATTEMPTS) throw err;
-        await delay(jitter(Math.min(200 * 2 ** (attempt - 1), 3_000)), undefined);
-      }
-    }
+  /** One logical call: the retries of `mode` under the client's policy and the call's own options. */
+  private unary<T>(mode: RetryMode, o: CallOptions, fn: (attempt: number, options: ConnectCallOptions) => Promise<T>): Promise<T> {
+    const policy = o.retry ? { ...this.policy, ...definedOnly(o.retry) } : this.policy;
+    return withRetries({ mode, policy, attemptTimeoutMs: this.timeoutMs, timeoutMs: o.timeoutMs, signal: o.signal, retry: o.retry !== false }, fn);
   }
 
   // Runs
 
-  /** Starts a run of `workflow` with a JSON `input`. */
-  async startRun(workflow: string, input: JsonValue | undefined, options: StartOptions = {}): Promise<StartRunResponse> {
+  /**
+   * Starts a run of `workflow` with a JSON `input`. Retried safely: without an idempotencyKey the
+   * client generates one for this call, and a retry of it that finds the run reports created.
+   */
+  async startRun(workflow: string, input: JsonValue | undefined, options: StartOptions = {}): Promise<StartRunResult> {
+    const generated = !options.idempotencyKey;
     const request = {
       namespace: this.namespace,
       workflow,
       input: toValue(input),
-      idempotencyKey: options.idempotencyKey ?? '',
+      idempotencyKey: options.idempotencyKey || `client:${randomUUID()}`,
       wait: options.wait ?? false,
       labels: options.labels ?? {},
       budgetUsd: options.budgetUsd,
       dryRun: options.dryRun ?? false,
     };
-    return this.call((o) => this.runs.startRun(request, o), options.timeoutMs);
+    let attempts = 0;
+    const r = await this.unary('safe', options, (attempt, o) => {
+      attempts = attempt;
+      return this.runs.startRun(request, o);
+    });
+    return { run: required(r.run, 'run', 'StartRun'), created: r.created || (generated && attempts > 1), waitingOn: r.waitingOn };
   }
 
   /** A run and, when it is suspended, what it waits for (`waitingOn`). */
-  async getRun(runId: string): Promise<GetRunResponse> {
-    return this.retried((o) => this.runs.getRun({ namespace: this.namespace, runId }, o));
+  async getRun(runId: string, options: CallOptions = {}): Promise<RunState> {
+    const r = await this.unary('safe', options, (_, o) => this.runs.getRun({ namespace: this.namespace, runId }, o));
+    return { run: required(r.run, 'run', 'GetRun'), waitingOn: r.waitingOn };
   }
 
   /** Iterates over matching runs, newest first, fetching pages as the loop advances. */
   async *listRuns(filter: RunFilter = {}): AsyncGenerator<Run, void, undefined> {
+    const request = {
+      namespace: this.namespace,
+      statuses: (filter.statuses ?? []).map(toRunStatus),
+      workflow: filter.workflow ?? '',
+      labels: filter.labels ?? {},
+      parentRunId: filter.parentRunId ?? '',
+      pageSize: filter.pageSize ?? 0,
+    };
     let pageToken = '';
     do {
-      const page = await this.retried((o) =>
-        this.runs.listRuns(
-          {
-            namespace: this.namespace,
-            statuses: filter.statuses ?? [],
-            workflow: filter.workflow ?? '',
-            labels: filter.labels ?? {},
-            parentRunId: filter.parentRunId ?? '',
-            pageSize: filter.pageSize ?? 0,
-            pageToken,
-          },
-          o,
-        ),
-      );
+      const token = pageToken;
+      const page = await this.unary('safe', filter, (_, o) => this.runs.listRuns({ ...request, pageToken: token }, o));
       yield* page.runs;
       pageToken = page.nextPageToken;
     } while (pageToken);
   }
 
   /** Iterates over a run's journal in seq order (after `afterSeq` when given). */
-  async *journal(runId: string, options: { afterSeq?: bigint; pageSize?: number } = {}): AsyncGenerator<JournalEntry, void, undefined> {
+  async *journal(runId: string, options: JournalOptions = {}): AsyncGenerator<JournalEntry, void, undefined> {
     let pageToken = '';
     do {
-      const page = await this.retried((o) =>
-        this.runs.getJournal({ namespace: this.namespace, runId, afterSeq: options.afterSeq, pageSize: options.pageSize ?? 0, pageToken }, o),
-      );
+      const token = pageToken;
+      const page = await this.unary('safe', options, (_, o) =>
+        this.runs.getJournal({ namespace: this.namespace, runId, afterSeq: options.afterSeq, pageSize: options.pageSize ?? 0, pageToken: token }, o));
       yield* page.entries;
       pageToken = page.nextPageToken;
     } while (pageToken);
@@ -219,152 +150,195 @@ export class WaymarkClient {
 
   /**
    * Yields a run's events: its history, then live events until it ends (or parks, unless
-   * `followSuspended`); the server decides when, so a run that parked and was resumed streams on.
-   * When the connection drops or the server answers UNAVAILABLE (a restart,
-   * a rollout) it reconnects by itself with backoff, resuming after the last seq it yielded, so
-   * every event arrives exactly once and in seq order. Other failures throw the typed error; so
-   * does failing to reconnect for longer than `backoff.giveUpAfterMs`. Breaking out of the loop
-   * closes the stream.
+   * `followSuspended`). When the connection drops or the server is unavailable it reconnects by
+   * itself with backoff, resuming after the last seq it yielded, so every event arrives exactly
+   * once and in seq order; it gives up only after `giveUpAfterMs` with no successful reconnect
+   * and no event (docs/clients.md). Other failures throw the typed error. Breaking out of the
+   * loop closes the stream.
    */
   async *events(runId: string, options: EventsOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
-    const follow = options.followSuspended ?? false;
-    let last = options.afterSeq ?? -1n;
-    let attempt = 0;
-    let failingSince: number | undefined;
-    for (;;) {
-      let error: WaymarkError | undefined;
-      const stream = new AbortController();
-      const stop = (): void => stream.abort(options.signal?.reason);
-      options.signal?.addEventListener('abort', stop);
-      try {
-        options.signal?.throwIfAborted();
-        const request = { namespace: this.namespace, runId, afterSeq: last >= 0n ? last : undefined, followSuspended: follow };
-        for await (const { event } of this.runs.streamRunEvents(request, { signal: stream.signal })) {
-          if (!event || event.seq <= last) continue; // delivered before a reconnect
-          last = event.seq;
-          attempt = 0;
-          failingSince = undefined;
-          yield event;
+    const { signal, timedOut } = callSignal(options.signal, options.timeoutMs);
+    try {
+      yield* followEvents({
+        runs: this.runs, namespace: this.namespace, runId, afterSeq: options.afterSeq ?? -1n, followSuspended: options.followSuspended ?? false,
+        policy: options.giveUpAfterMs === undefined ? this.policy : { ...this.policy, streamGiveUpMs: options.giveUpAfterMs },
+        onReconnect: options.onReconnect, signal,
+      });
+    } catch (err) {
+      throw timedOut() ? deadline('the event stream', options.timeoutMs) : err;
+    }
+  }
+
+  /**
+   * Waits for the run to end, following its events (through restarts and parked waits), and
+   * returns its output (the JSON the workflow returned; T is not checked). Throws RunFailed or
+   * RunCancelled when it ended otherwise.
+   */
+  async result<T extends JsonValue = JsonValue>(runId: string, options: ResultOptions = {}): Promise<T> {
+    const { signal, timedOut } = callSignal(options.signal, options.timeoutMs);
+    try {
+      for (;;) {
+        const { run } = await this.getRun(runId, { signal });
+        if (isTerminal(run.status)) return outcome(run) as T;
+        const events = this.events(runId, { afterSeq: run.nextSeq - 1n, followSuspended: true, signal, onReconnect: options.onReconnect, giveUpAfterMs: options.giveUpAfterMs });
+        for await (const event of events) {
+          if (event.body.case === 'statusChanged' && isTerminal(event.body.value.status)) break;
         }
-      } catch (err) {
-        if (options.signal?.aborted) throw options.signal.reason;
-        const typed = toWaymarkError(err);
-        if (!reconnectable(typed) && !droppedByPeer(typed)) throw typed;
-        error = typed;
-      } finally {
-        options.signal?.removeEventListener('abort', stop);
-        stream.abort();
       }
-      // The server ended the stream: the run ended (or parked). It never ends one cleanly otherwise.
-      if (!error) return;
-      const now = Date.now();
-      failingSince ??= now;
-      if (now - failingSince > this.backoff.giveUpAfterMs) throw error;
-      options.onReconnect?.(last, error);
-      await delay(jitter(Math.min(this.backoff.initialMs * 2 ** attempt, this.backoff.maxMs)), options.signal);
-      attempt += 1;
+    } catch (err) {
+      throw timedOut() ? deadline('the run', options.timeoutMs) : err;
     }
   }
 
   /**
    * Makes a suspended or failed run execute again; `invalidate` unpins entries by seq.
-   * `driftRecovery` (RESTART or ABANDON) recovers a run that threw FlowDrift; with RESTART the
-   * response's `restartedAs` is the new run.
+   * `driftRecovery` ('RESTART' or 'ABANDON') recovers a run that threw FlowDrift; with RESTART
+   * `restartedAs` is the new run. With invalidate or RESTART it is retried only when the request
+   * never reached the server (a repeat would redo the work: docs/clients.md).
    */
-  async resume(runId: string, options: { invalidate?: bigint[]; driftRecovery?: DriftRecovery } = {}): Promise<ResumeRunResponse> {
-    const request = { namespace: this.namespace, runId, invalidate: options.invalidate ?? [], driftRecovery: options.driftRecovery ?? DriftRecovery.UNSPECIFIED };
-    return this.call((o) => this.runs.resumeRun(request, o));
+  async resume(runId: string, options: ResumeOptions = {}): Promise<ResumeResult> {
+    const driftRecovery = options.driftRecovery === undefined ? DriftRecovery.UNSPECIFIED : toDriftRecovery(options.driftRecovery);
+    const invalidate = options.invalidate ?? [];
+    const mode: RetryMode = invalidate.length > 0 || driftRecovery === DriftRecovery.RESTART ? 'unsent' : 'safe';
+    const request = { namespace: this.namespace, runId, invalidate, driftRecovery };
+    let attempts = 0;
+    try {
+      const r = await this.unary(mode, options, (attempt, o) => {
+        attempts = attempt;
+        return this.runs.resumeRun(request, o);
+      });
+      return { run: required(r.run, 'run', 'ResumeRun'), restartedAs: r.restartedAs };
+    } catch (err) {
+      // A retry of a plain resume that an earlier attempt applied finds the run executing.
+      if (mode === 'safe' && attempts > 1 && err instanceof WrongState && (err.status === 'RUNNING' || err.status === 'PENDING')) {
+        return { run: (await this.getRun(runId, options)).run, restartedAs: undefined };
+      }
+      throw err;
+    }
   }
 
   /** What `resume` would do, computed with no live calls and nothing written. */
-  async previewResume(runId: string, invalidate: bigint[] = []): Promise<ResumePreview | undefined> {
-    return (await this.call((o) => this.runs.resumeRun({ namespace: this.namespace, runId, invalidate, dryRun: true }, o))).preview;
+  async previewResume(runId: string, options: Omit<ResumeOptions, 'driftRecovery'> = {}): Promise<ResumePreview> {
+    const request = { namespace: this.namespace, runId, invalidate: options.invalidate ?? [], dryRun: true };
+    const r = await this.unary('safe', options, (_, o) => this.runs.resumeRun(request, o));
+    return required(r.preview, 'preview', 'ResumeRun');
   }
 
-  /** Cancels a run; cancelling a finished run returns it unchanged. */
-  async cancel(runId: string, reason = ''): Promise<Run | undefined> {
-    return (await this.retried((o) => this.runs.cancelRun({ namespace: this.namespace, runId, reason }, o))).run;
+  /** Cancels a run and its unfinished children; cancelling a finished run returns it unchanged. */
+  async cancel(runId: string, options: CallOptions & { reason?: string | undefined } = {}): Promise<Run> {
+    const r = await this.unary('safe', options, (_, o) => this.runs.cancelRun({ namespace: this.namespace, runId, reason: options.reason ?? '' }, o));
+    return required(r.run, 'run', 'CancelRun');
   }
 
-  async listWorkflows(): Promise<Workflow[]> {
-    return (await this.retried((o) => this.runs.listWorkflows({ namespace: this.namespace }, o))).workflows;
+  async listWorkflows(options: CallOptions = {}): Promise<Workflow[]> {
+    return (await this.unary('safe', options, (_, o) => this.runs.listWorkflows({ namespace: this.namespace }, o))).workflows;
+  }
+
+  /** What the run's agents answered and what each answer drew on, and the same for its children. */
+  async provenance(runId: string, options: CallOptions = {}): Promise<RunProvenance> {
+    const r = await this.unary('safe', options, (_, o) => this.runs.getRunProvenance({ namespace: this.namespace, runId }, o));
+    return required(r.provenance, 'provenance', 'GetRunProvenance');
   }
 
   // Signals and approvals
 
   /**
-   * Delivers a named signal. `signalId` makes it idempotent (default a random id); a repeat is
-   * answered like the first (reason "duplicate"). A run not waiting for the signal yet keeps it
-   * for its next wait of that name (`buffered`). Throws AlreadyResolved when another resolution
-   * already closed the wait.
+   * Delivers a named signal. `signalId` makes it idempotent (default a random id per call, so
+   * retries are safe); a repeat is answered with the first delivery's outcome (reason
+   * "duplicate"). A run not waiting for the signal yet keeps it for its next wait of that name
+   * (`buffered`). Throws AlreadyResolved when another resolution already closed the wait.
    */
-  async sendSignal(runId: string, name: string, payload?: JsonValue, options: { signalId?: string } = {}): Promise<SendSignalResponse> {
-    const request = { namespace: this.namespace, runId, name, payload: toValue(payload), signalId: options.signalId ?? randomId() };
-    const response = await this.retried((o) => this.signals.sendSignal(request, o));
+  async sendSignal(runId: string, name: string, payload?: JsonValue, options: SignalOptions = {}): Promise<SendSignalResponse> {
+    const request = { namespace: this.namespace, runId, name, payload: toValue(payload), signalId: options.signalId || randomUUID() };
+    const response = await this.unary('safe', options, (_, o) => this.signals.sendSignal(request, o));
+    if (response.reason === DUPLICATE && !response.buffered) {
+      // The answer says "delivered before", not whether that delivery won: its journal entry does.
+      const [first] = await this.journalPage(runId, response.seq - 1n, options);
+      if (first?.status === EntryStatus.NOOP) throw alreadyResolved(`the wait for signal "${name}" of run ${runId}`, response);
+      return { ...response, applied: first?.status === EntryStatus.RESOLVED };
+    }
     if (!response.applied && response.reason === ALREADY_RESOLVED) throw alreadyResolved(`the wait for signal "${name}" of run ${runId}`, response);
     return response;
   }
 
+  private async journalPage(runId: string, afterSeq: bigint, options: CallOptions): Promise<JournalEntry[]> {
+    return (await this.unary('safe', options, (_, o) => this.runs.getJournal({ namespace: this.namespace, runId, afterSeq, pageSize: 1 }, o))).entries;
+  }
+
   /** Iterates over approvals, pending ones unless `states` says otherwise, oldest first. */
   async *listApprovals(filter: ApprovalFilter = {}): AsyncGenerator<Approval, void, undefined> {
+    const request = {
+      namespace: this.namespace,
+      runId: filter.runId ?? '',
+      workflow: filter.workflow ?? '',
+      labels: filter.labels ?? {},
+      states: (filter.states ?? []).map(toApprovalState),
+      pageSize: filter.pageSize ?? 0,
+    };
     let pageToken = '';
     do {
-      const page = await this.retried((o) =>
-        this.signals.listApprovals(
-          {
-            namespace: this.namespace,
-            runId: filter.runId ?? '',
-            workflow: filter.workflow ?? '',
-            labels: filter.labels ?? {},
-            states: filter.states ?? [],
-            pageSize: filter.pageSize ?? 0,
-            pageToken,
-          },
-          o,
-        ),
-      );
+      const token = pageToken;
+      const page = await this.unary('safe', filter, (_, o) => this.signals.listApprovals({ ...request, pageToken: token }, o));
       yield* page.approvals;
       pageToken = page.nextPageToken;
     } while (pageToken);
   }
 
-  async getApproval(id: string): Promise<Approval | undefined> {
-    return (await this.retried((o) => this.signals.getApproval({ namespace: this.namespace, id }, o))).approval;
+  async getApproval(id: string, options: CallOptions = {}): Promise<Approval> {
+    const r = await this.unary('safe', options, (_, o) => this.signals.getApproval({ namespace: this.namespace, id }, o));
+    return required(r.approval, 'approval', 'GetApproval');
   }
 
   /**
-   * Approves. A repeated `requestId` is answered like the first call (reason "duplicate"). Throws
-   * AlreadyResolved (with `response`) when another decision, a timeout or a cancellation already
-   * resolved the approval.
+   * Approves. Retried safely (the request id, random per call unless given, is applied once); a
+   * repeated request id is answered with the first decision's outcome (reason "duplicate").
+   * Throws AlreadyResolved (with `response`) when another decision, a timeout or a cancellation
+   * resolved the approval first.
    */
-  async approve(id: string, decision: Decision): Promise<DecideApprovalResponse> {
+  async approve(id: string, decision: Decision): Promise<DecisionResult> {
     return this.decide(id, true, decision);
   }
 
   /** Denies; see `approve`. */
-  async deny(id: string, decision: Decision): Promise<DecideApprovalResponse> {
+  async deny(id: string, decision: Decision): Promise<DecisionResult> {
     return this.decide(id, false, decision);
   }
 
-  private async decide(id: string, approve: boolean, d: Decision): Promise<DecideApprovalResponse> {
+  private async decide(id: string, approve: boolean, d: Decision): Promise<DecisionResult> {
     const request = {
-      namespace: this.namespace,
-      id,
-      approve,
-      by: d.by,
-      comment: d.comment ?? '',
-      payload: toValue(d.payload),
-      requestId: d.requestId ?? randomId(),
+      namespace: this.namespace, id, approve, by: d.by, comment: d.comment ?? '', payload: toValue(d.payload), requestId: d.requestId || randomUUID(),
     };
-    const response = await this.retried((o) => this.signals.decideApproval(request, o));
+    const response = await this.unary('safe', d, (_, o) => this.signals.decideApproval(request, o));
+    const approval = required(response.approval, 'approval', 'DecideApproval');
+    if (response.reason === DUPLICATE) {
+      // The first decision with this request id won if the approval is decided its way, by its author.
+      const won = approval.decidedBy === d.by && approval.state === (approve ? ApprovalState.APPROVED : ApprovalState.DENIED);
+      if (!won) throw alreadyResolved(`approval ${id}`, response);
+      return { approval, applied: true, reason: DUPLICATE };
+    }
     if (!response.applied && response.reason === ALREADY_RESOLVED) throw alreadyResolved(`approval ${id}`, response);
-    return response;
+    return { approval, applied: response.applied, reason: response.reason };
   }
 }
 
-/** A client for `address` (default 127.0.0.1:50051); see ClientOptions. */
+/** A client for `address` (default 127.0.0.1:50051); see ClientOptions. Connects on the first call. */
 export function createWaymarkClient(options: ClientOptions = {}): WaymarkClient {
   return new WaymarkClient(options);
+}
+
+/**
+ * A client whose server answered a readiness check (`ready`): fails fast with Unavailable when it
+ * cannot be reached, or waits for it with `ready: { wait: true }`.
+ */
+export async function connectWaymarkClient(options: ClientOptions & { ready?: ReadyOptions | undefined } = {}): Promise<WaymarkClient> {
+  const client = new WaymarkClient(options);
+  try {
+    await client.ready(options.ready);
+    return client;
+  } catch (err) {
+    client.close();
+    throw err;
+  }
 }
 
 /** A JSON value as google.protobuf.Value; undefined leaves the payload unset. */
@@ -377,49 +351,25 @@ export function fromValue(value: Value | undefined): JsonValue | undefined {
   return value === undefined ? undefined : toJson(ValueSchema, value);
 }
 
-/** True when a run in this status has ended. */
-export function isTerminal(status: RunStatus): boolean {
-  return status === RunStatus.SUCCEEDED || status === RunStatus.FAILED || status === RunStatus.CANCELLED;
+/** The output of an ended run, or its failure thrown. */
+function outcome(run: Run): JsonValue {
+  if (run.status === RunStatus.SUCCEEDED) return fromValue(run.output) ?? null;
+  if (run.status === RunStatus.CANCELLED) throw new RunCancelled(run, run.error);
+  throw new RunFailed(run, run.error);
 }
 
-/** The server went away or is restarting, and said so. */
-function reconnectable(err: WaymarkError): boolean {
-  return err.code === Code.Unavailable;
+/** The caller's signal joined with a timer for `timeoutMs`; `timedOut` says whether the timer ended it. */
+function callSignal(signal: AbortSignal | undefined, timeoutMs: number | undefined): { signal: AbortSignal; timedOut: () => boolean } {
+  const timer = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+  const parts = [signal, timer].filter((s): s is AbortSignal => s !== undefined);
+  const joined = parts.length === 0 ? new AbortController().signal : parts.length === 1 ? parts[0]! : AbortSignal.any(parts);
+  return { signal: joined, timedOut: () => timer?.aborted === true && signal?.aborted !== true };
 }
 
-/**
- * The connection broke mid-stream without a status from the server (a killed process, a reset):
- * connect-node reports a reset socket as ABORTED, a stream the peer cancelled as CANCELED (this
- * stream is only cancelled by us after the catch, so here it was the peer), and an HTTP/2 stream
- * reset with an error code as INTERNAL ("http/2 stream closed with error code ..."). Errors the
- * server sends carry an ErrorInfo (LEASE_LOST is an ABORTED with one), and its INTERNAL (a bug)
- * has another message, so neither is mistaken for a drop.
- */
-function droppedByPeer(err: WaymarkError): boolean {
-  if (err.reason !== '') return false;
-  if (err.code === Code.Aborted || err.code === Code.Canceled) return true;
-  return err.code === Code.Internal && err.message.startsWith('http/2 stream closed');
+function deadline(what: string, timeoutMs: number | undefined): WaymarkError {
+  return new WaymarkError(Code.DeadlineExceeded, `${what} did not end within timeoutMs (${timeoutMs} ms)`);
 }
 
-function jitter(ms: number): number {
-  return ms / 2 + Math.random() * (ms / 2);
-}
-
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-function randomId(): string {
-  return randomBytes(12).toString('hex');
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

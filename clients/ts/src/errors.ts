@@ -7,6 +7,15 @@ export interface FieldViolation {
   description: string;
 }
 
+/** What a WaymarkError carries besides its code and message. */
+export interface ErrorDetails {
+  reason?: string | undefined;
+  domain?: string | undefined;
+  metadata?: Record<string, string> | undefined;
+  fieldViolations?: FieldViolation[] | undefined;
+  retryDelayMs?: number | undefined;
+}
+
 /**
  * A failed call: the gRPC code and message plus the google.rpc details the server sent
  * (ErrorInfo reason and metadata, BadRequest field violations, RetryInfo). Every method of the
@@ -24,7 +33,7 @@ export class WaymarkError extends Error {
   constructor(
     readonly code: Code,
     message: string,
-    details: { reason?: string; domain?: string; metadata?: Record<string, string>; fieldViolations?: FieldViolation[]; retryDelayMs?: number } = {},
+    details: ErrorDetails = {},
     options?: { cause?: unknown },
   ) {
     super(message, options);
@@ -39,9 +48,13 @@ export class WaymarkError extends Error {
     return this.constructor.name;
   }
 
-  /** True when the same call may succeed later: the server is unavailable or asked to back off. */
+  /**
+   * True when the same call may succeed later: the server is unavailable, the connection failed,
+   * or the server asked to back off (RetryInfo). docs/clients.md says which calls the client
+   * retries by itself.
+   */
   get retryable(): boolean {
-    return this.code === Code.Unavailable || this.retryDelayMs !== undefined;
+    return this.code === Code.Unavailable || (this.code === Code.ResourceExhausted && this.retryDelayMs !== undefined);
   }
 
   protected meta(...keys: string[]): string {
@@ -107,8 +120,8 @@ export class InvalidArgument extends WaymarkError {}
 /**
  * The approval or signal wait was already resolved by another decision, signal, timeout or
  * cancellation. The server answers such a call successfully with `applied` false and reason
- * "already_resolved"; `approve`, `deny` and `sendSignal` throw this for it (a repeated request id
- * or signal id is not an error). `response` is the server's answer.
+ * "already_resolved"; `approve`, `deny` and `sendSignal` throw this for it (and for a repeat of
+ * a request id or signal id whose first delivery lost). `response` is the server's answer.
  */
 export class AlreadyResolved extends WaymarkError {
   response: unknown;
@@ -123,6 +136,7 @@ export class LeaseLost extends WaymarkError {
 
 /** The run's status does not allow the operation (FAILED_PRECONDITION). */
 export class WrongState extends WaymarkError {
+  /** The run's status as the server saw it, e.g. "RUNNING". */
   get status(): string {
     return this.meta('status');
   }
@@ -135,8 +149,28 @@ export class IdempotencyConflict extends WaymarkError {
   }
 }
 
-/** The server could not be reached or is shutting down (UNAVAILABLE); retry with backoff. */
-export class Unavailable extends WaymarkError {}
+/**
+ * How an Unavailable came about: `status` the server answered UNAVAILABLE (draining, its store
+ * unreachable); `not_sent` no connection could be used (refused, unresolvable, GOAWAY or
+ * REFUSED_STREAM), so the server never saw the request; `dropped` the connection broke before a
+ * response (a killed server, a reset), so the request may or may not have been processed.
+ */
+export type UnavailableKind = 'status' | 'not_sent' | 'dropped';
+
+/**
+ * The server could not be reached, went away mid-call, or is shutting down (code UNAVAILABLE).
+ * The client retries these by itself within its budget (docs/clients.md); this is what is left
+ * when the budget ran out, and what an event stream reports when it gives up.
+ */
+export class Unavailable extends WaymarkError {
+  /** See UnavailableKind. */
+  readonly kind: UnavailableKind;
+
+  constructor(message: string, kind: UnavailableKind, details: ErrorDetails = {}, options?: { cause?: unknown }) {
+    super(Code.Unavailable, message, details, options);
+    this.kind = kind;
+  }
+}
 
 const BY_REASON: Record<string, typeof WaymarkError> = {
   RUN_NOT_FOUND: RunNotFound,
@@ -150,7 +184,37 @@ const BY_REASON: Record<string, typeof WaymarkError> = {
   IDEMPOTENCY_KEY_REUSED: IdempotencyConflict,
 };
 
-/** The typed error for anything a call threw (a ConnectError, an abort, a network error). */
+/** Node error codes meaning no connection was made, so the request never left. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_HTTP2_GOAWAY_SESSION']);
+/** Node error codes meaning an open connection or stream broke. */
+const DROPPED = new Set([
+  'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_HTTP2_INVALID_STREAM',
+  'ERR_HTTP2_STREAM_ERROR', 'ERR_HTTP2_SESSION_ERROR', 'ERR_HTTP2_STREAM_CANCEL', 'ERR_HTTP2_INVALID_SESSION',
+]);
+
+/**
+ * Whether `err` is a connection failure rather than a status the server sent, and which kind.
+ * connect-node reports them with several codes: a refused connection as UNAVAILABLE, a reset
+ * socket as ABORTED, a stream the peer reset as INTERNAL or CANCELED ("http/2 stream closed with
+ * error code ..."), REFUSED_STREAM as UNAVAILABLE. The Node error in the cause chain, or that
+ * message, tells them from statuses; a status from the server never has either.
+ */
+export function connectionFailure(err: ConnectError): 'not_sent' | 'dropped' | undefined {
+  const codes: string[] = [];
+  for (let e: unknown = err.cause, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') codes.push(code);
+  }
+  if (codes.some((c) => NOT_SENT.has(c))) return 'not_sent';
+  const message = err.rawMessage;
+  if (message.startsWith('http/2 stream closed with error code REFUSED_STREAM')) return 'not_sent';
+  if (codes.some((c) => DROPPED.has(c)) || message.startsWith('http/2 stream closed')) return 'dropped';
+  // A session the peer closed or destroyed before answering; connect-node passes Node's text.
+  if (err.code !== Code.Unavailable && /^(socket hang up|The pending stream has been canceled|Stream closed with error code)/.test(message)) return 'dropped';
+  return undefined;
+}
+
+/** The typed error for anything a call threw (a ConnectError, a network error). */
 export function toWaymarkError(err: unknown): WaymarkError {
   if (err instanceof WaymarkError) return err;
   const connect = ConnectError.from(err);
@@ -158,10 +222,16 @@ export function toWaymarkError(err: unknown): WaymarkError {
   const fieldViolations = connect.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations.map((v) => ({ field: v.field, description: v.description })));
   const retry = connect.findDetails(RetryInfoSchema)[0]?.retryDelay;
   const retryDelayMs = retry ? Number(retry.seconds) * 1000 + Math.round(retry.nanos / 1e6) : undefined;
-  const details = { reason: info?.reason, domain: info?.domain, metadata: info ? { ...info.metadata } : undefined, fieldViolations, retryDelayMs };
-  const cls =
-    (info && BY_REASON[info.reason]) ??
-    (connect.code === Code.InvalidArgument ? InvalidArgument : connect.code === Code.Unavailable ? Unavailable : WaymarkError);
+  const details: ErrorDetails = { reason: info?.reason, domain: info?.domain, metadata: info ? { ...info.metadata } : undefined, fieldViolations, retryDelayMs };
+  if (!info) {
+    const failure = connectionFailure(connect);
+    if (failure) {
+      const what = failure === 'not_sent' ? 'could not reach the server' : 'the connection to the server broke before it answered';
+      return new Unavailable(`${what}: ${connect.rawMessage}`, failure, details, { cause: connect });
+    }
+  }
+  if (connect.code === Code.Unavailable && !(info && BY_REASON[info.reason])) return new Unavailable(connect.rawMessage, 'status', details, { cause: connect });
+  const cls = (info && BY_REASON[info.reason]) ?? (connect.code === Code.InvalidArgument ? InvalidArgument : WaymarkError);
   return new cls(connect.code, connect.rawMessage, details, { cause: connect });
 }
 

@@ -1,15 +1,30 @@
 /**
  * Waymark client for TypeScript (Node): start, follow, resume and approve durable AI-agent runs
- * over gRPC. `createWaymarkClient()` returns the wrapper; the generated messages, enums and
- * service descriptors are re-exported for everything else.
+ * over gRPC. `createWaymarkClient()` (or `connectWaymarkClient()`, which checks the server is
+ * ready first) returns the client; the generated messages, enums and service descriptors are
+ * re-exported for everything else, and Connect's `Code` for error codes.
  */
-export { createWaymarkClient, DEFAULT_ADDRESS, fromValue, isTerminal, toValue, WaymarkClient } from './client.js';
-export type { ApprovalFilter, Backoff, ClientOptions, Decision, EventsOptions, RunFilter, StartOptions } from './client.js';
+export { Code, ConnectError } from '@connectrpc/connect';
+export type { JsonValue } from '@bufbuild/protobuf';
+export { connectWaymarkClient, createWaymarkClient, DEFAULT_ADDRESS, fromValue, toValue, WaymarkClient } from './client.js';
+export type {
+  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
+  SignalOptions, StartOptions,
+} from './options.js';
+export type { DecisionResult, ResumeResult, RunState, StartRunResult } from './responses.js';
+export type { ReconnectInfo } from './events.js';
+export { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
+export type { TlsOptions, TokenSource } from './transport.js';
+export {
+  approvalStateName, entryStatusName, isTerminal, runStatusName, toApprovalState, toDriftRecovery, toRunStatus,
+  type ApprovalStateName, type DriftRecoveryName, type EntryStatusName, type RunStatusName,
+} from './names.js';
 export {
   AlreadyResolved, ApprovalNotFound, FlowDrift, IdempotencyConflict, InvalidArgument, LeaseLost, PayloadTooLarge, RunNotFound,
   toWaymarkError, Unavailable, WaymarkError, WorkflowNotFound, WrongState,
 } from './errors.js';
-export type { FieldViolation } from './errors.js';
+export type { ErrorDetails, FieldViolation, UnavailableKind } from './errors.js';
+export { RunCancelled, RunFailed } from './run-failed.js';
 export * from './gen/waymark/v1/run_pb.js';
 export * from './gen/waymark/v1/run_service_pb.js';
 export * from './gen/waymark/v1/signal_service_pb.js';

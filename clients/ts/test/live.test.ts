@@ -57,17 +57,17 @@ describe('TypeScript client, live', () => {
     const input = { order: 'ts-A-1001', amount: 42.5 };
     const idempotencyKey = key('ts-refund');
     const started = await client.startRun('refund', input, { idempotencyKey });
-    const runId = started.run!.id;
+    const runId = started.run.id;
     const again = await client.startRun('refund', input, { idempotencyKey });
     expect(again.created).toBe(false);
-    expect(again.run!.id).toBe(runId);
+    expect(again.run.id).toBe(runId);
 
     const events: RunEvent[] = [];
     const reconnects: bigint[] = [];
     let markParked!: () => void;
     const parked = new Promise<void>((resolve) => (markParked = resolve));
     const streamed = (async () => {
-      for await (const event of client.events(runId, { followSuspended: true, onReconnect: (after) => reconnects.push(after) })) {
+      for await (const event of client.events(runId, { followSuspended: true, onReconnect: ({ afterSeq }) => reconnects.push(afterSeq) })) {
         events.push(event);
         if (event.body.case === 'statusChanged' && event.body.value.status === RunStatus.SUSPENDED) markParked();
       }
@@ -77,8 +77,8 @@ describe('TypeScript client, live', () => {
     // Parked: getRun says on what, and a resume preview replays the approval from the journal.
     expect((await client.getRun(runId)).waitingOn.map((w) => w.kind)).toEqual(['approval']);
     const preview = await client.previewResume(runId);
-    expect(preview!.hits).toBeGreaterThanOrEqual(1);
-    expect(preview!.items[0]!.kind).toBe('approval');
+    expect(preview.hits).toBeGreaterThanOrEqual(1);
+    expect(preview.items[0]!.kind).toBe('approval');
 
     await server.restart({ signal: 'SIGKILL' });
 
@@ -104,7 +104,7 @@ describe('TypeScript client, live', () => {
     expect(seqs).toEqual(journal.map((e) => e.seq));
     expect(journal.filter((e) => e.kind === 'tool' && e.name === 'charge_back' && e.status === EntryStatus.OK)).toHaveLength(1);
     expect(sink.charges.get('ts-A-1001'), 'the payment provider was charged exactly once').toBe(1);
-    expect((await client.getRun(runId)).run!.status).toBe(RunStatus.SUCCEEDED);
+    expect((await client.getRun(runId)).run.status).toBe(RunStatus.SUCCEEDED);
     const listed = client.listRuns({ workflow: 'refund', pageSize: 1 });
     let found = false;
     for await (const run of listed) {
@@ -140,32 +140,34 @@ describe('TypeScript client, live', () => {
     const first = await client.startRun('drift_probe', {}, { idempotencyKey: conflictKey });
     const conflict = await client.startRun('refund', { order: 'A-1', amount: 1 }, { idempotencyKey: conflictKey }).catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(IdempotencyConflict);
-    expect((conflict as IdempotencyConflict).existingRunId).toBe(first.run!.id);
+    expect((conflict as IdempotencyConflict).existingRunId).toBe(first.run.id);
 
     const noApproval = await client.getApproval(`${missing}:1`).catch((e: unknown) => e);
     expect(noApproval).toBeInstanceOf(ApprovalNotFound);
 
-    await client.cancel(first.run!.id, 'to make it final');
-    const wrongState = await client.sendSignal(first.run!.id, 'nudge', {}).catch((e: unknown) => e);
+    await client.cancel(first.run.id, { reason: 'to make it final' });
+    const wrongState = await client.sendSignal(first.run.id, 'nudge', {}).catch((e: unknown) => e);
     expect(wrongState).toBeInstanceOf(WrongState);
     expect((wrongState as WrongState).status).not.toBe('');
 
-    const dead = createWaymarkClient({ address: '127.0.0.1:1', timeoutMs: 5_000 });
+    // Retried (refused connections are safe to retry) until its budget, then typed.
+    const dead = createWaymarkClient({ address: '127.0.0.1:1', retry: { budgetMs: 500 } });
     try {
-      const unavailable = await dead.startRun('refund', {}).catch((e: unknown) => e); // not retried: fails at once
+      const unavailable = await dead.startRun('refund', {}).catch((e: unknown) => e);
       expect(unavailable).toBeInstanceOf(Unavailable);
+      expect((unavailable as Unavailable).kind).toBe('not_sent');
     } finally {
       dead.close();
     }
 
     // FlowDrift: a parked run of a strict workflow, then the server restarts with a new definition.
     const parked = await client.startRun('drift_probe', {}, { wait: true, timeoutMs: 60_000 });
-    expect(parked.run!.status).toBe(RunStatus.SUSPENDED);
+    expect(parked.run.status).toBe(RunStatus.SUSPENDED);
     await server.restart({ bumpDrift: true });
-    const drift = await client.resume(parked.run!.id).catch((e: unknown) => e);
+    const drift = await client.resume(parked.run.id).catch((e: unknown) => e);
     expect(drift).toBeInstanceOf(FlowDrift);
     expect((drift as FlowDrift).choices).toEqual(['restart', 'abandon']);
-    const abandoned = await client.resume(parked.run!.id, { driftRecovery: DriftRecovery.ABANDON });
-    expect(abandoned.run!.status).toBe(RunStatus.CANCELLED);
+    const abandoned = await client.resume(parked.run.id, { driftRecovery: DriftRecovery.ABANDON });
+    expect(abandoned.run.status).toBe(RunStatus.CANCELLED);
   });
 });

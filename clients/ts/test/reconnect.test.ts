@@ -83,11 +83,11 @@ describe('events() reconnects', () => {
       { seqs: [2n, 3n], hang: true },
       { seqs: [4n], final: RunStatus.SUCCEEDED },
     ]);
-    const client = createWaymarkClient({ address: `127.0.0.1:${server.port}`, backoff: { initialMs: 10, maxMs: 50 } });
+    const client = createWaymarkClient({ address: `127.0.0.1:${server.port}`, retry: { initialMs: 10, maxMs: 50 } });
     const seen: bigint[] = [];
     const reconnects: bigint[] = [];
     try {
-      for await (const event of client.events('run-1', { followSuspended: true, onReconnect: (after) => reconnects.push(after) })) {
+      for await (const event of client.events('run-1', { followSuspended: true, onReconnect: ({ afterSeq }) => reconnects.push(afterSeq) })) {
         seen.push(event.seq);
         if (event.seq === 3n) {
           await server.kill();

@@ -1,0 +1,133 @@
+import type { JsonValue } from '@bufbuild/protobuf';
+import type { Transport } from '@connectrpc/connect';
+import type { ReconnectInfo } from './events.js';
+import type { ApprovalState, RunStatus } from './gen/waymark/v1/run_pb.js';
+import type { DriftRecovery } from './gen/waymark/v1/run_service_pb.js';
+import type { ApprovalStateName, DriftRecoveryName, RunStatusName } from './names.js';
+import type { RetryPolicy } from './retry.js';
+import type { TlsOptions, TokenSource } from './transport.js';
+
+/*
+ * The options of the client and of its methods. Every optional property also accepts undefined,
+ * so applications compiled with exactOptionalPropertyTypes can pass values through.
+ */
+
+export interface ClientOptions {
+  /** `host:port` (default: the WAYMARK_ADDRESS environment variable, else 127.0.0.1:50051). */
+  address?: string | undefined;
+  /**
+   * TLS (https) instead of plaintext HTTP/2, which `waymark dev` and in-cluster servers speak.
+   * `true` trusts Node's default CAs; an object gives the CA PEM (and a client certificate).
+   */
+  tls?: boolean | TlsOptions | undefined;
+  /** Sent as `authorization: Bearer <token>` with every call; a function is asked before each call. */
+  token?: TokenSource | undefined;
+  /** The namespace of every call (default: the server's, "default"). */
+  namespace?: string | undefined;
+  /**
+   * Deadline of each attempt of a unary call that sets no `timeoutMs` of its own (default
+   * 30 000 ms). Event streams have none.
+   */
+  timeoutMs?: number | undefined;
+  /** Backoff, the retry budget and the event streams' give-up window (docs/clients.md). */
+  retry?: Partial<RetryPolicy> | undefined;
+  /** A transport of your own (interceptors, another protocol); address, tls and token are then ignored. */
+  transport?: Transport | undefined;
+}
+
+/** Options every method takes. */
+export interface CallOptions {
+  /** Aborts the call (all its attempts); the method then rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+  /**
+   * Deadline of the whole call, retries included, in ms; past it the call fails with
+   * DEADLINE_EXCEEDED. For iterators it applies to each page; for `events` and `result`, to the
+   * whole wait.
+   */
+  timeoutMs?: number | undefined;
+  /** This call's retry budget or backoff, or false for a single attempt. */
+  retry?: Partial<RetryPolicy> | false | undefined;
+}
+
+export interface StartOptions extends CallOptions {
+  /**
+   * Makes the start idempotent in the namespace: a repeat returns the first run (created false).
+   * When unset the client generates one (`client:<uuid>`) so its own retries are safe.
+   */
+  idempotencyKey?: string | undefined;
+  /** Execute at once on the receiving server and answer when the run ends or parks (give timeoutMs room). */
+  wait?: boolean | undefined;
+  labels?: Record<string, string> | undefined;
+  budgetUsd?: number | undefined;
+  dryRun?: boolean | undefined;
+}
+
+export interface RunFilter extends CallOptions {
+  statuses?: Array<RunStatus | RunStatusName> | undefined;
+  workflow?: string | undefined;
+  labels?: Record<string, string> | undefined;
+  parentRunId?: string | undefined;
+  pageSize?: number | undefined;
+}
+
+export interface ApprovalFilter extends CallOptions {
+  runId?: string | undefined;
+  workflow?: string | undefined;
+  labels?: Record<string, string> | undefined;
+  /** Empty means pending only. */
+  states?: Array<ApprovalState | ApprovalStateName> | undefined;
+  pageSize?: number | undefined;
+}
+
+export interface JournalOptions extends CallOptions {
+  /** Entries after this seq; unset starts at the first. */
+  afterSeq?: bigint | undefined;
+  pageSize?: number | undefined;
+}
+
+export interface EventsOptions {
+  /** Start after this seq (the last one a previous stream delivered); unset starts at the first event. */
+  afterSeq?: bigint | undefined;
+  /** Keep the stream open while the run is parked, until it ends. */
+  followSuspended?: boolean | undefined;
+  /** Called before each reconnect: attempt number, the error, the seq it resumes after. */
+  onReconnect?: ((info: ReconnectInfo) => void) | undefined;
+  /** Stops the stream; the iteration then rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+  /** Ends the stream with DEADLINE_EXCEEDED after this many ms. */
+  timeoutMs?: number | undefined;
+  /** This stream's give-up window (default the client's retry.streamGiveUpMs). */
+  giveUpAfterMs?: number | undefined;
+}
+
+export interface ResultOptions extends Omit<EventsOptions, 'afterSeq' | 'followSuspended'> {}
+
+export interface ResumeOptions extends CallOptions {
+  /** Seqs of journal entries to unpin so their effects run again. */
+  invalidate?: bigint[] | undefined;
+  /** RESTART or ABANDON, for a run that threw FlowDrift. */
+  driftRecovery?: DriftRecovery | DriftRecoveryName | undefined;
+}
+
+export interface SignalOptions extends CallOptions {
+  /** Makes the delivery idempotent; default a random id per call. */
+  signalId?: string | undefined;
+}
+
+export interface Decision extends CallOptions {
+  /** Who decides, recorded in the journal. */
+  by: string;
+  comment?: string | undefined;
+  /** Returned to the workflow; must satisfy the approval's payload_schema. */
+  payload?: JsonValue | undefined;
+  /** Makes the decision idempotent; default a random id per call. */
+  requestId?: string | undefined;
+}
+
+export interface ReadyOptions {
+  /** Keep checking (with backoff) until the server serves or timeoutMs passes; default one check (fail fast). */
+  wait?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+  /** Default 5 000 ms for one check, the retry budget when waiting. */
+  timeoutMs?: number | undefined;
+}
