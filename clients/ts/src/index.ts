@@ -9,12 +9,11 @@ export type { JsonValue } from '@bufbuild/protobuf';
 export { connectWaymarkClient, createWaymarkClient, DEFAULT_ADDRESS, fromValue, toValue, WaymarkClient } from './client.js';
 export type {
   ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
-  SignalOptions, StartOptions,
+  SignalOptions, StartOptions, TlsOptions, TokenSource,
 } from './options.js';
 export type { DecisionResult, ResumeResult, RunState, StartRunResult } from './responses.js';
 export type { ReconnectInfo } from './events.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
-export type { TlsOptions, TokenSource } from './transport.js';
 export {
   approvalStateName, entryStatusName, isTerminal, runStatusName, toApprovalState, toDriftRecovery, toRunStatus,
   type ApprovalStateName, type DriftRecoveryName, type EntryStatusName, type RunStatusName,

@@ -5,12 +5,26 @@ import type { ApprovalState, RunStatus } from './gen/waymark/v1/run_pb.js';
 import type { DriftRecovery } from './gen/waymark/v1/run_service_pb.js';
 import type { ApprovalStateName, DriftRecoveryName, RunStatusName } from './names.js';
 import type { RetryPolicy } from './retry.js';
-import type { TlsOptions, TokenSource } from './transport.js';
 
 /*
  * The options of the client and of its methods. Every optional property also accepts undefined,
  * so applications compiled with exactOptionalPropertyTypes can pass values through.
  */
+
+/** TLS settings; `true` uses Node's default trust store. */
+export interface TlsOptions {
+  /** PEM of the CA (or CAs) to trust instead of Node's defaults, e.g. a cluster's own CA. */
+  ca?: string | Uint8Array | undefined;
+  /** PEM client certificate, for a server that asks for one (mTLS). */
+  cert?: string | Uint8Array | undefined;
+  /** PEM private key of `cert`. */
+  key?: string | Uint8Array | undefined;
+  /** The name to verify the server's certificate against, when it differs from the address's host. */
+  serverName?: string | undefined;
+}
+
+/** A bearer token, or a function returning the current one (called before every call). */
+export type TokenSource = string | (() => string | Promise<string>);
 
 export interface ClientOptions {
   /** `host:port` (default: the WAYMARK_ADDRESS environment variable, else 127.0.0.1:50051). */

@@ -1,27 +1,13 @@
 import { type Interceptor, type Transport } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import type { SecureClientSessionOptions } from 'node:http2';
+import type { TlsOptions, TokenSource } from './options.js';
 
 /*
  * The default transport: gRPC over Node's HTTP/2 (h2c, or TLS with the CA and client certificate
  * given here rather than NODE_EXTRA_CA_CERTS), one connection per client, a bearer token on
  * every call.
  */
-
-/** TLS settings; `true` uses Node's default trust store. */
-export interface TlsOptions {
-  /** PEM of the CA (or CAs) to trust instead of Node's defaults, e.g. a cluster's own CA. */
-  ca?: string | Uint8Array | undefined;
-  /** PEM client certificate, for a server that asks for one (mTLS). */
-  cert?: string | Uint8Array | undefined;
-  /** PEM private key of `cert`. */
-  key?: string | Uint8Array | undefined;
-  /** The name to verify the server's certificate against, when it differs from the address's host. */
-  serverName?: string | undefined;
-}
-
-/** A bearer token, or a function returning the current one (called before every call). */
-export type TokenSource = string | (() => string | Promise<string>);
 
 export interface TransportSettings {
   address: string;
@@ -41,6 +27,7 @@ export function createDefaultTransport(s: TransportSettings): { transport: Trans
   // Keep idle follow-streams alive through proxies; 30 s is the smallest client ping interval
   // most servers and proxies accept.
   const sessions = new Http2SessionManager(baseUrl, { pingIntervalMs: 30_000, pingTimeoutMs: 10_000, idleConnectionTimeoutMs: 15 * 60_000 }, secure);
+  guardSessions(sessions);
   const interceptors: Interceptor[] = [];
   const token = s.token;
   if (token) {
@@ -54,4 +41,27 @@ export function createDefaultTransport(s: TransportSettings): { transport: Trans
 
 function pem(value: string | Uint8Array): string | Buffer {
   return typeof value === 'string' ? value : Buffer.from(value);
+}
+
+interface SessionState {
+  t?: string;
+  conn?: { on?: (event: string, listener: () => void) => unknown };
+}
+
+/**
+ * connect-node 2.1 destroys a connection that receives GOAWAY with no open streams, and Node
+ * raises that error on the session later; when the manager has detached its listeners by then,
+ * it becomes an uncaught exception that ends the application (connect-es issue 1768). A rolling
+ * restart of the server sends exactly that GOAWAY to idle connections. A listener of our own on
+ * each session that becomes ready keeps the error from being uncaught; connect-node still
+ * handles it while it listens. Applied only when the manager's internals look as expected.
+ */
+function guardSessions(sessions: Http2SessionManager): void {
+  const manager = sessions as unknown as { setState?: (state: SessionState) => void };
+  const setState = manager.setState;
+  if (typeof setState !== 'function') return;
+  manager.setState = function (this: unknown, state: SessionState) {
+    if (state?.t === 'ready' && typeof state.conn?.on === 'function') state.conn.on('error', () => undefined);
+    setState.call(this, state);
+  };
 }
