@@ -2,7 +2,7 @@ import { Code, type CallOptions as ConnectCallOptions, type Client } from '@conn
 import { toWaymarkError, WaymarkError } from './errors.js';
 import type { RunEvent } from './gen/waymark/v1/run_pb.js';
 import type { RunService } from './gen/waymark/v1/run_service_pb.js';
-import { backoffMs, isRetryable, sleep, type RetryPolicy } from './retry.js';
+import { backoffMs, isRetryable, sleep, withRetries, type RetryPolicy } from './retry.js';
 
 /*
  * StreamRunEvents with reconnects (docs/clients.md "Event streams"). The give-up clock runs only
@@ -53,9 +53,10 @@ export async function* followEvents(s: FollowSettings): AsyncGenerator<RunEvent,
     try {
       s.signal.throwIfAborted();
       if (failingSince !== undefined) {
-        // One probe per reconnect, on the same connection; its failure only leaves the clock running.
-        s.runs.getRun({ namespace: s.namespace, runId: s.runId }, { signal: stream.signal, timeoutMs: s.policy.maxMs * 2 })
-          .then(succeeded, () => undefined);
+        // The probe of this reconnect: retried with the same backoff for as long as this stream
+        // attempt lives (a slow or restarting server); its failure only leaves the clock running.
+        withRetries({ mode: 'safe', policy: s.policy, attemptTimeoutMs: 30_000, signal: stream.signal, retry: true },
+          (_, o) => s.runs.getRun({ namespace: s.namespace, runId: s.runId }, o)).then(succeeded, () => undefined);
       }
       const request = { namespace: s.namespace, runId: s.runId, afterSeq: last >= 0n ? last : undefined, followSuspended: s.followSuspended };
       for await (const { event } of s.runs.streamRunEvents(request, options)) {

@@ -53,7 +53,7 @@ beforeAll(async () => {
   sink = await startChargeSink();
   server = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url });
   await server.start();
-});
+}, 180_000);
 
 afterAll(async () => {
   await server?.stop();
@@ -63,7 +63,7 @@ afterAll(async () => {
 });
 
 describe('the built TypeScript package', () => {
-  it('installs into a fresh project outside the repo, compiles the refund example with tsc --init defaults and runs it with node', { timeout: 300_000 }, async () => {
+  it('installs into a fresh project outside the repo, compiles the refund example with tsc --init defaults and runs it with node', { timeout: 420_000 }, async () => {
     // prepack (the build) prints its own lines first; the JSON report is the rest.
     const report = await ok('npm', ['pack', '--json', '--pack-destination', scratch], pkgDir);
     const packed = JSON.parse(report.slice(report.search(/^\[/m))) as [{ filename: string; files: { path: string }[] }];

@@ -22,7 +22,7 @@ beforeAll(async () => {
   for (const r of replicas) await r.start(); // one after the other: the first migrates
   balancer = new TcpBalancer(() => replicas.map((r) => r.address));
   await balancer.start();
-});
+}, 180_000);
 
 afterAll(async () => {
   await balancer?.stop();
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 describe('a rolling restart of two replicas', () => {
-  it('applies every decision sent during it, once, and every run finishes', { timeout: 240_000 }, async () => {
+  it('applies every decision sent during it, once, and every run finishes', { timeout: 300_000 }, async () => {
     const client: WaymarkClient = createWaymarkClient({ address: balancer.address });
     try {
       const approvals: string[] = [];
