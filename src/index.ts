@@ -25,7 +25,9 @@ export {
   ApprovalNotFoundError, ChildRunFailedError, DefinitionError, EffectFailedError, FlowDriftError, InvalidateTargetError,
   InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
+  EffectTimeoutError, NonRetryableError, RetriesExhaustedError,
 } from './engine/author/errors.js';
+export type { RetryOptions } from './engine/author/retry.js';
 export type { FieldViolation } from './engine/author/errors.js';
 export {
   IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,

@@ -2,11 +2,13 @@ import { generateText, jsonSchema, tool as aiTool, type JSONSchema7, type ModelM
 import type { Json } from '../journal/run.js';
 import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/runtime/agent-runtime.js';
 import { canonicalJson, sha256Hex, toJson } from '../engine/replay/content-key.js';
+import { durationMs } from '../engine/author/duration.js';
 import { InvalidInputError } from '../engine/author/errors.js';
 import { roundUsd } from '../engine/read/spend.js';
 import type { Tool } from '../engine/author/tool.js';
 import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';
 import { budgetVerdict } from './budget.js';
+import { classifyModelFailure } from './model-retry.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { costOf, estimateCostOf } from './prices.js';
 
@@ -55,7 +57,7 @@ export interface RecordedToolCall {
 
 export interface LoopDeps {
   catalog: ModelCatalog;
-  /** The SDK's retries of one model call (rate limits, 5xx) before it is recorded as failed. */
+  /** The SDK's in-memory retries within one attempt (default 0: the engine retries durably, one journaled attempt each). */
   maxRetries: number;
   /** A model call taking longer is aborted and recorded as failed (a resume retries it). */
   timeoutMs: number;
@@ -78,6 +80,14 @@ export async function runAgentLoop(
     throw new InvalidInputError('the options of ctx.agent', [{ field: 'maxSteps', description: 'must be a whole number of at least 1' }]);
   }
   const agentType = options.agentType ?? 'agent';
+  let timeoutMs: number | null = null;
+  if (options.timeout !== undefined) {
+    try {
+      timeoutMs = durationMs(options.timeout);
+    } catch (error) {
+      throw new InvalidInputError('the options of ctx.agent', [{ field: 'timeout', description: (error as Error).message }]);
+    }
+  }
   const tools = (options.tools ?? []).map((t): Tool => (typeof t === 'string' ? host.tool(t) : t));
   const byName = new Map(tools.map((t) => [t.name, t]));
   const specs: ToolSpec[] = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
@@ -108,6 +118,9 @@ export async function runAgentLoop(
     const estimate = call.live && !host.preview && !dry ? await guardBudget(host, deps, model, bodyText.length, options) : null;
     const sent = [...conversation];
     const record = (await call.perform({
+      retry: options.retry,
+      classify: classifyModelFailure,
+      timeoutMs,
       intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length, ...(dry ? { __dryRun: true } : {}) },
       execute: dry
         ? async () => dryRunModelCall({ model, agentType, step, requestDigest })

@@ -16,7 +16,7 @@ export interface AgentRuntimeOptions {
   models?: Record<string, LanguageModelV3>;
   /** Prices by model name (USD per million tokens); they win over WAYMARK_MODEL_PRICES and the defaults. */
   prices?: Record<string, ModelPrice>;
-  /** The SDK's retries of one model call before it is recorded as failed (default 2). */
+  /** The SDK's in-memory retries inside one journaled attempt (default 0: the engine retries model calls durably, docs/workflows.md "Retries and timeouts"). */
   maxRetries?: number;
   /** A model call taking longer is aborted and recorded as failed (default 300000: 5 minutes). */
   timeoutMs?: number;
@@ -45,7 +45,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions = {}): WaymarkAg
       options.logger.info({ defaultModel: config.defaultModel, from: config.defaultFrom }, `agents on the "default" model use ${config.defaultModel}`);
     }
   }
-  const deps = { catalog, maxRetries: options.maxRetries ?? 2, timeoutMs: options.timeoutMs ?? 300_000 };
+  const deps = { catalog, maxRetries: options.maxRetries ?? 0, timeoutMs: options.timeoutMs ?? 300_000 };
   return {
     catalog,
     defaultModel: config.defaultModel,

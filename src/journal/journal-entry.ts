@@ -42,6 +42,12 @@ export interface JournalEntry {
   dedupeKey: string | null;
   usage: Usage | null;
   costUsd: number | null;
+  /**
+   * The attempt of its effect this entry belongs to: 1 for the first, n for the n-th under a retry
+   * policy; a backoff timer carries the attempt it leads to. Null on status entries, resolutions,
+   * waits, and entries written before attempts were recorded (docs/journal.md "Retries").
+   */
+  attempt: number | null;
   createdAt: Date;
 }
 
@@ -67,6 +73,7 @@ export function newEntry(
     dedupeKey: fields.dedupeKey ?? null,
     usage: fields.usage ?? null,
     costUsd: fields.costUsd ?? null,
+    attempt: fields.attempt ?? null,
   };
 }
 

@@ -33,6 +33,7 @@ export function entryToProto(entry: DomainEntry): JournalEntry {
       : undefined,
     costUsd: entry.costUsd ?? undefined,
     createTime: timestampFromDate(entry.createdAt),
+    attempt: entry.attempt ?? 0,
   });
 }
 

@@ -62,3 +62,76 @@ describe('built-in tools', () => {
     expect(shape(await store.journalList({ runId: run.id }))).toEqual([]);
   });
 });
+
+describe('the http tool retries what a server may answer otherwise later', () => {
+  /** A downstream that answers each path's deliveries from a script of statuses (then 200), recording each one's key. */
+  let flaky: Server;
+  let flakyBase: string;
+  const scripts = new Map<string, { status: number; headers?: Record<string, string> }[]>();
+  const deliveries: { path: string; key: string | undefined }[] = [];
+  beforeAll(async () => {
+    flaky = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const path = req.url!;
+        deliveries.push({ path, key: req.headers['idempotency-key'] as string | undefined });
+        const next = scripts.get(path)?.shift() ?? { status: 200 };
+        res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers });
+        res.end(JSON.stringify({ path, status: next.status }));
+      });
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    flakyBase = `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => flaky.close(() => resolve())));
+
+  const wf = defineWorkflow({ name: 'posts', input: z.object({ url: z.string() }) }, async (ctx, { url }) =>
+    ctx.tool('http', { url, method: 'POST', body: { n: 1 } }).catch((e: unknown) => ({ failed: (e as Error).name, attempts: (e as { attempts?: number }).attempts })));
+
+  /** Fires due backoff timers and executes what they woke, as the sweeper and an executor would. */
+  async function drive(engine: ReturnType<typeof setup>['engine'], clock: ReturnType<typeof setup>['clock']): Promise<void> {
+    for (let i = 0; i < 5; i++) {
+      clock.advance(120_000);
+      if ((await engine.suspensionsResolveDue({ limit: 10 })).resolved.length === 0) return;
+      await engine.runExecutePending();
+    }
+  }
+
+  it('503 twice, then 200: three deliveries with one idempotency key, three attempts journaled, SUCCEEDED', async () => {
+    scripts.set('/pay', [{ status: 503 }, { status: 503 }]);
+    const { engine, store, clock } = setup([wf]);
+    const { run } = await engine.runStart({ namespace: NS, workflowName: 'posts', input: { url: `${flakyBase}/pay` }, execute: true });
+    expect(run.status).toBe('SUSPENDED');
+    await drive(engine, clock);
+    const final = await store.runGet({ runId: run.id, namespace: NS });
+    expect(final.status).toBe('SUCCEEDED');
+    expect(final.output).toMatchObject({ status: 200, ok: true });
+    const mine = deliveries.filter((d) => d.path === '/pay');
+    expect(mine).toHaveLength(3);
+    expect(new Set(mine.map((d) => d.key)).size).toBe(1);
+    const entries = await store.journalList({ runId: run.id });
+    expect(mine[0]!.key).toBe(entries.find((e) => e.kind === 'tool')!.idempotencyKey);
+    expect(entries.filter((e) => e.kind === 'tool' && e.status === 'running').map((e) => e.attempt)).toEqual([1, 2, 3]);
+    expect(entries.filter((e) => e.status === 'error').map((e) => e.error)).toMatchObject([
+      { name: 'HttpStatusError', details: { status: 503 } }, { name: 'HttpStatusError', details: { status: 503 } },
+    ]);
+  });
+
+  it('429 waits at least its Retry-After; a 404 is a result, not retried; exhaustion is RetriesExhaustedError', async () => {
+    scripts.set('/slow', [{ status: 429, headers: { 'retry-after': '7' } }]);
+    scripts.set('/gone', [{ status: 404 }]);
+    scripts.set('/down', [{ status: 500 }, { status: 502 }, { status: 504 }]);
+    const { engine, store, clock } = setup([wf]);
+    const slow = await engine.runStart({ namespace: NS, workflowName: 'posts', input: { url: `${flakyBase}/slow` }, execute: true });
+    const timer = (await store.journalList({ runId: slow.run.id })).find((e) => e.status === 'suspended')!;
+    expect(timer.payload).toMatchObject({ key: 'retry', attempt: 2, delayMs: 7000 });
+    const gone = await engine.runStart({ namespace: NS, workflowName: 'posts', input: { url: `${flakyBase}/gone` }, execute: true });
+    expect(gone.run.status).toBe('SUCCEEDED');
+    expect(gone.run.output).toMatchObject({ status: 404, ok: false });
+    expect(deliveries.filter((d) => d.path === '/gone')).toHaveLength(1);
+    const down = await engine.runStart({ namespace: NS, workflowName: 'posts', input: { url: `${flakyBase}/down` }, execute: true });
+    await drive(engine, clock);
+    expect((await store.runGet({ runId: down.run.id, namespace: NS })).output).toEqual({ failed: 'RetriesExhaustedError', attempts: 3 });
+    expect(deliveries.filter((d) => d.path === '/down')).toHaveLength(3);
+  });
+});

@@ -33,9 +33,9 @@ export class JournalBuilder {
     return this.push({ kind: 'status', name, status: 'info', scope: '', contentKey: '', occurrence: 0, idempotencyKey: null, payload: { status: name }, error: null, refSeq: null });
   }
 
-  private push(e: Omit<JournalEntry, 'runId' | 'seq' | 'createdAt' | 'dedupeKey' | 'usage' | 'costUsd'>): number {
+  private push(e: Omit<JournalEntry, 'runId' | 'seq' | 'createdAt' | 'dedupeKey' | 'usage' | 'costUsd' | 'attempt'>): number {
     const seq = this.entries.length;
-    this.entries.push({ ...e, runId: RUN, seq, dedupeKey: null, usage: null, costUsd: null, createdAt: new Date(0) });
+    this.entries.push({ ...e, runId: RUN, seq, dedupeKey: null, usage: null, costUsd: null, attempt: null, createdAt: new Date(0) });
     return seq;
   }
 }

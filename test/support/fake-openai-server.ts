@@ -17,6 +17,8 @@ export interface FakeToolCall {
 }
 
 export interface FakeReply {
+  /** Answer with this HTTP error instead (a provider's 429 or 5xx), with `headers` (e.g. retry-after). */
+  error?: { status: number; headers?: Record<string, string> };
   text?: string;
   toolCalls?: FakeToolCall[];
   usage?: { prompt: number; completion: number };
@@ -117,6 +119,11 @@ export class FakeOpenAIServer {
       if (res.destroyed || req.socket.destroyed) return;
     }
     const reply = this.script(chat);
+    if (reply.error) {
+      res.writeHead(reply.error.status, { 'content-type': 'application/json', ...reply.error.headers });
+      res.end(JSON.stringify({ error: { message: `scripted ${reply.error.status}`, type: 'server_error' } }));
+      return;
+    }
     const calls = (reply.toolCalls ?? []).map((c, i) => ({
       id: `call_${step}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) },
     }));

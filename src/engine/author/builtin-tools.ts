@@ -2,6 +2,8 @@
 // Must not reach into the journal or the runtime: a tool sees its arguments and its StepInfo only.
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
+import { WaymarkError } from '../../journal/errors.js';
+import { retryAfterHeaderMs } from './retry.js';
 import { defineTool, type Tool } from './tool.js';
 
 /*
@@ -12,6 +14,23 @@ import { defineTool, type Tool } from './tool.js';
 const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Response headers worth journaling; the rest (cookies, dates, server banners) are noise or secrets. */
 const KEPT_HEADERS = ['content-type', 'content-length', 'etag', 'last-modified', 'location', 'retry-after', 'idempotency-key'];
+/** Statuses the `http` tool retries (with the tool's policy): the server may answer otherwise later. */
+const RETRIED_STATUSES = new Set([408, 429]);
+/** How much of a failed response's body its error keeps. */
+const ERROR_BODY_CHARS = 1000;
+
+/**
+ * A response the `http` tool treats as a failed attempt: 5xx, 408 or 429. Retried under the
+ * tool's policy, no sooner than the response's `Retry-After`; when the attempts run out the
+ * workflow gets RetriesExhaustedError with this as the last cause. Other statuses are results.
+ */
+export class HttpStatusError extends WaymarkError {
+  readonly reason = 'HTTP_STATUS';
+  override readonly retryable = true;
+  constructor(readonly status: number, readonly url: string, readonly retryAfterMs: number | null, readonly body: string) {
+    super(`${url} answered HTTP ${status}${retryAfterMs !== null ? ` (Retry-After ${retryAfterMs}ms)` : ''}; it is retried with the tool's policy`);
+  }
+}
 
 export const httpTool = defineTool({
   name: 'http',
@@ -39,6 +58,9 @@ export const httpTool = defineTool({
     const timeout = AbortSignal.timeout(args.timeoutMs);
     const response = await fetch(args.url, { method: args.method, headers, body, signal: AbortSignal.any([signal, timeout]) });
     const text = await response.text();
+    if (response.status >= 500 || RETRIED_STATUSES.has(response.status)) {
+      throw new HttpStatusError(response.status, args.url, retryAfterHeaderMs(response.headers.get('retry-after')), text.slice(0, ERROR_BODY_CHARS));
+    }
     const kept: Record<string, string> = {};
     for (const name of KEPT_HEADERS) {
       const value = response.headers.get(name);

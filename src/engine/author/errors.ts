@@ -112,7 +112,7 @@ export class JournalMissError extends WaymarkError {
 
 /** A step or tool failed; thrown the same way on the first run and on every replay. */
 export class EffectFailedError extends WaymarkError {
-  readonly reason = 'EFFECT_FAILED';
+  readonly reason: string = 'EFFECT_FAILED';
   constructor(
     readonly effectKind: string,
     readonly effectName: string,
@@ -185,5 +185,49 @@ export class ExecutionAbortedError extends WaymarkError {
   override readonly retryable = true;
   constructor(readonly runId: string, readonly why: string) {
     super(`the execution of run ${runId} was stopped on this worker (${why}); another worker continues the run`);
+  }
+}
+
+/**
+ * Thrown by a step or tool to fail the call at once, whatever its retry policy. Subclass it for
+ * your own errors (their name is the subclass's). Recognised by its `nonRetryable: true` field, so
+ * a copy of this class from another `waymark` instance works too.
+ */
+export class NonRetryableError extends WaymarkError {
+  readonly reason = 'NON_RETRYABLE';
+  readonly nonRetryable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * A step, tool or model call failed on every attempt its retry policy allowed. `errorName`,
+ * `errorMessage` and `details` are those of the last attempt's failure (as EffectFailedError's),
+ * `lastError` its record and `attempts` how many were made. Uncaught, the run fails with reason
+ * `retries_exhausted`.
+ */
+export class RetriesExhaustedError extends EffectFailedError {
+  override readonly reason: string = 'RETRIES_EXHAUSTED';
+  constructor(effectKind: string, effectName: string, readonly attempts: number, readonly lastError: RunError) {
+    super(effectKind, effectName, lastError.name, lastError.message, lastError.details ?? null);
+    this.message = `${effectKind} "${effectName}" failed ${attempts} attempts; the last with ${lastError.name}: ${lastError.message}. Catch RetriesExhaustedError to take another path, or give the call a larger retry policy`;
+  }
+}
+
+/** One attempt of a step, tool or model call ran past its `timeout`; the attempt failed and may be retried. */
+export class EffectTimeoutError extends WaymarkError {
+  readonly reason = 'EFFECT_TIMEOUT';
+  override readonly retryable = true;
+  constructor(readonly effectKind: string, readonly effectName: string, readonly timeoutMs: number) {
+    super(`${effectKind} "${effectName}" did not finish within its timeout of ${timeoutMs}ms; the attempt was aborted (its AbortSignal fired) and counts as failed`);
+  }
+}
+
+/** A run passed its run timeout (set on the workflow definition or StartRun); the sweeper failed it. */
+export class RunTimeoutError extends WaymarkError {
+  readonly reason = 'RUN_TIMEOUT';
+  constructor(readonly runId: string, readonly deadlineAt: Date) {
+    super(`run ${runId} passed its timeout (deadline ${deadlineAt.toISOString()}) and was failed; its unfinished children were cancelled. Start a new run, with a longer timeout if it needs one`);
   }
 }

@@ -2,7 +2,9 @@
 // Must not import runtime/: a Tool is a value; how it is called and journaled is runtime/'s business.
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
+import { durationMs, type Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
+import { retryPolicy, TOOL_RETRY_DEFAULT, type RetryOptions, type RetryPolicy } from './retry.js';
 
 /** Recognises tools across copies of this module (a user's `waymark` may be another instance). */
 export const TOOL_BRAND = Symbol.for('waymark.tool');
@@ -14,7 +16,7 @@ export interface ToolCallInfo {
   /** Stable for this call across crashes and redispatches; pass it to the downstream API. */
   idempotencyKey: string;
   runId: string;
-  /** Aborted when this worker loses the run (lease taken over, run cancelled). */
+  /** Aborted when this worker loses the run (lease taken over, run cancelled), or when the attempt's `timeout` passes. */
   signal: AbortSignal;
 }
 
@@ -29,6 +31,13 @@ export interface ToolDefinition<I extends z.ZodType, R> {
    */
   mutating?: boolean | ((args: z.output<I>) => boolean);
   policy?: ToolPolicy;
+  /**
+   * How failures of `execute` are retried (docs/workflows.md "Retries and timeouts"); default
+   * `{ maxAttempts: 3, initialInterval: '1s', backoffCoefficient: 2, maxInterval: '60s' }`.
+   */
+  retry?: RetryOptions;
+  /** Start to close of one attempt; when it passes the signal fires and the attempt fails (retryable). Default none. */
+  timeout?: Duration;
   execute(args: z.output<I>, info: ToolCallInfo): R | Promise<R>;
 }
 
@@ -40,6 +49,9 @@ export interface Tool<In = unknown, Out = unknown> {
   /** JSON Schema of the arguments (what ListWorkflows and model providers see). */
   readonly inputSchema: Json;
   readonly policy: ToolPolicy;
+  readonly retry: RetryPolicy;
+  /** Per attempt, in ms; null: none. */
+  readonly timeoutMs: number | null;
   isMutating(args: unknown): boolean;
   execute(args: unknown, info: ToolCallInfo): Promise<Out>;
   /** Carries the argument type for `ctx.tool(tool, args)`; never set. */
@@ -57,6 +69,17 @@ export function defineTool<I extends z.ZodType, R>(definition: ToolDefinition<I,
   const policy = definition.policy ?? 'allow';
   if (!['allow', 'ask', 'deny'].includes(policy)) throw new DefinitionError(`tool "${name}"`, `policy must be allow, ask or deny, not "${policy}"`);
   const mutating = definition.mutating ?? true;
+  const retry = retryPolicy(TOOL_RETRY_DEFAULT, definition.retry);
+  if (Array.isArray(retry)) throw new DefinitionError(`tool "${name}"`, retry.map((v) => `${v.field}: ${v.description}`).join('; '));
+  let timeoutMs: number | null = null;
+  if (definition.timeout !== undefined) {
+    try {
+      timeoutMs = durationMs(definition.timeout);
+    } catch (error) {
+      throw new DefinitionError(`tool "${name}"`, `timeout: ${(error as Error).message}`);
+    }
+    if (timeoutMs < 1) throw new DefinitionError(`tool "${name}"`, 'timeout: must be at least 1ms');
+  }
   return Object.freeze({
     [TOOL_BRAND]: true as const,
     name,
@@ -64,6 +87,8 @@ export function defineTool<I extends z.ZodType, R>(definition: ToolDefinition<I,
     input,
     inputSchema: JSON.parse(JSON.stringify(z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' }))) as Json,
     policy,
+    retry,
+    timeoutMs,
     isMutating: (args: unknown) => (typeof mutating === 'function' ? mutating(args as z.output<I>) : mutating),
     execute: async (args: unknown, info: ToolCallInfo): Promise<Awaited<R>> => await execute(args as z.output<I>, info),
   });

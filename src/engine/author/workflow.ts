@@ -6,6 +6,7 @@ import type { AgentMessage, AgentOptions, AgentResult } from '../runtime/agent-r
 import { canonicalJson, sha256Hex } from '../replay/content-key.js';
 import type { Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
+import type { RetryOptions } from './retry.js';
 import type { Tool } from './tool.js';
 
 /** Recognises workflows across copies of this module (a user's `waymark` may be another instance). */
@@ -18,7 +19,7 @@ export interface StepInfo {
   /** Stable for this step call across crashes and redispatches. */
   idempotencyKey: string;
   runId: string;
-  /** Aborted when this worker loses the run. */
+  /** Aborted when this worker loses the run, or when the attempt's `timeout` passes. */
   signal: AbortSignal;
 }
 
@@ -30,6 +31,13 @@ export interface StepOptions {
    * Default false.
    */
   intent?: boolean;
+  /**
+   * How failures of `fn` are retried (docs/workflows.md "Retries and timeouts"). Default one
+   * attempt: a step is not retried unless it says so.
+   */
+  retry?: RetryOptions;
+  /** Start to close of one attempt; when it passes `signal` fires and the attempt fails (retryable). Default none. */
+  timeout?: Duration;
 }
 
 export const DEFAULT_APPROVAL_SCHEMA = z.object({ approved: z.boolean(), comment: z.string().optional() });

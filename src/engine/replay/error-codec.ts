@@ -3,7 +3,7 @@
 import { WaymarkError } from '../../journal/errors.js';
 import type { Json, RunError } from '../../journal/run.js';
 import { toJson } from './content-key.js';
-import { EffectFailedError, ToolApprovalDeniedError } from '../author/errors.js';
+import { EffectFailedError, RetriesExhaustedError, ToolApprovalDeniedError } from '../author/errors.js';
 
 /*
  * How errors are journaled and re-thrown (docs/journal.md "Errors"). A failed effect is recorded
@@ -11,10 +11,17 @@ import { EffectFailedError, ToolApprovalDeniedError } from '../author/errors.js'
  * on the first run as on every replay, so `catch` blocks take the same path both times.
  */
 
-const OMIT = new Set(['message', 'stack', 'name', 'cause', 'reason', 'retryable']);
+const OMIT = new Set(['message', 'stack', 'name', 'cause', 'reason', 'retryable', 'nonRetryable']);
 
 /** The record of any thrown value. */
 export function errorRecord(err: unknown): RunError {
+  if (err instanceof RetriesExhaustedError) {
+    // The journal says by itself that the attempts ran out, and with what.
+    return {
+      name: 'RetriesExhaustedError', message: err.message, reason: 'retries_exhausted',
+      details: { effectKind: err.effectKind, effectName: err.effectName, attempts: err.attempts, lastError: err.lastError as unknown as Json },
+    };
+  }
   if (err instanceof EffectFailedError) {
     const record: RunError = { name: err.errorName, message: err.errorMessage };
     if (err.details !== null) record.details = err.details;
@@ -33,6 +40,16 @@ export function errorRecord(err: unknown): RunError {
 
 /** The error a workflow sees for a recorded failure of the effect `kind` `name`. */
 export function errorFromRecord(record: RunError, effect: { kind: string; name: string }): Error {
+  if (record.name === 'RetriesExhaustedError' && record.reason === 'retries_exhausted') {
+    const d = (record.details ?? {}) as { effectKind?: unknown; effectName?: unknown; attempts?: unknown; lastError?: RunError };
+    const last = d.lastError && typeof d.lastError === 'object' ? d.lastError : { name: 'Error', message: record.message };
+    return new RetriesExhaustedError(
+      typeof d.effectKind === 'string' ? d.effectKind : effect.kind,
+      typeof d.effectName === 'string' ? d.effectName : effect.name,
+      typeof d.attempts === 'number' ? d.attempts : 0,
+      last,
+    );
+  }
   if (record.name === 'ToolApprovalDeniedError') {
     const d = (record.details ?? {}) as Record<string, Json>;
     return new ToolApprovalDeniedError(

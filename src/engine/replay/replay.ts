@@ -155,6 +155,12 @@ export class JournalIndex {
   }
 }
 
+/** A retry's backoff timer: a `suspended` entry of an effect's own kind whose payload key is `retry`. */
+function isBackoffTimer(e: JournalEntry): boolean {
+  const p = e.payload;
+  return p !== null && typeof p === 'object' && !Array.isArray(p) && p.key === 'retry';
+}
+
 /** A `status` entry recording that the run SUCCEEDED (its body returned). */
 function isSucceededStatus(e: JournalEntry): boolean {
   const p = e.payload;
@@ -292,8 +298,9 @@ export function replayDecide(record: EffectRecord | undefined, options: DecideOp
   if (!call) return decision;
   switch (callShape(call.kind)) {
     case 'effect':
-      // A dispatched effect may rerun a cancelled wait, never take a wait's resolution or park.
-      return decision.action === 'resolved' || decision.action === 'park'
+      // A dispatched effect may rerun a cancelled wait, and waits on its own backoff timers (a
+      // retry, docs/journal.md "Retries"); it never takes another wait's resolution or parks on it.
+      return (decision.action === 'resolved' || decision.action === 'park') && !isBackoffTimer(decision.suspension)
         ? { action: 'nondeterministic', expected: `${call.kind} "${call.name}"`, found: `a ${decision.action} suspension`, detail: 'an effect matched a wait' }
         : decision;
     case 'wait':

@@ -3,6 +3,7 @@
 import type { Json } from '../../journal/run.js';
 import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from './agent-runtime.js';
 import { toJson } from '../replay/content-key.js';
+import { isRetryTimer, MODEL_RETRY_DEFAULT, retryPolicy } from '../author/retry.js';
 import { perform } from './effect-runner.js';
 import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError } from '../author/errors.js';
 import type { Execution } from './execution.js';
@@ -28,20 +29,26 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
     tool: (name) => registry.tool(name),
     modelCall(name, args) {
       const call = exec.call('model', name, args, scope);
-      const { action } = call.decision;
+      const { decision } = call;
+      const { action } = decision;
       return {
-        live: action === 'live' || action === 'rerun' || action === 'redispatch',
+        // A fired backoff timer means the next attempt calls the model.
+        live: action === 'live' || action === 'rerun' || action === 'redispatch' || (action === 'resolved' && isRetryTimer(decision.suspension)),
         idempotencyKey: call.idempotencyKey,
-        perform({ intent, execute }) {
+        perform({ intent, execute, retry, classify, timeoutMs }) {
+          const policy = retryPolicy(MODEL_RETRY_DEFAULT, retry, classify ?? null);
+          if (Array.isArray(policy)) throw new InvalidInputError('the retry option of ctx.agent', policy);
           let columns: ModelCallOutcome | null = null;
           return perform(exec, call, {
             twoPhase: true,
             intent,
-            execute: async () => {
-              columns = await execute({ idempotencyKey: call.idempotencyKey, signal: exec.abort.signal });
+            execute: async (signal) => {
+              columns = await execute({ idempotencyKey: call.idempotencyKey, signal });
               return columns.value;
             },
             columns: () => (columns ? { usage: columns.usage, costUsd: columns.costUsd } : {}),
+            retry: policy,
+            timeoutMs: timeoutMs ?? null,
           });
         },
       };

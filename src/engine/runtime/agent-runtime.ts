@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Usage } from '../../journal/journal-entry.js';
 import type { Json, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
+import type { Duration } from '../author/duration.js';
+import type { FailureClass, RetryOptions } from '../author/retry.js';
 import type { Tool } from '../author/tool.js';
 import type { RunEffects } from '../read/effects.js';
 import type { AgentProvenance } from '../read/provenance.js';
@@ -40,6 +42,14 @@ export interface AgentOptions {
   /** Sent to the model; also the output side of the budget estimate (default 4096 there). */
   maxOutputTokens?: number;
   temperature?: number;
+  /**
+   * How the loop's model calls are retried: transient provider errors only (408, 409, 429, 5xx,
+   * connection errors), honouring Retry-After (docs/workflows.md "Retries and timeouts"). Default
+   * 3 attempts, 1 s, ×2, max 60 s. The agent's tools follow their own policies.
+   */
+  retry?: RetryOptions;
+  /** Start to close of one model call attempt; default the runtime's (300 s). */
+  timeout?: Duration;
 }
 
 export interface AgentToolCall {
@@ -96,6 +106,12 @@ export interface ModelCall {
     /** The `running` entry's payload, committed before the model is called. */
     intent: Json;
     execute: (info: { idempotencyKey: string; signal: AbortSignal }) => Promise<ModelCallOutcome>;
+    /** The call's retry policy (AgentOptions.retry) over the model-call default. */
+    retry?: RetryOptions;
+    /** Which failures are transient: the runtime knows its providers' errors, the engine does not. */
+    classify?: (error: unknown) => FailureClass;
+    /** Start to close of one attempt, in ms. */
+    timeoutMs?: number | null;
   }): Promise<Json>;
 }
 

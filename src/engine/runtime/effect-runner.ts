@@ -5,6 +5,9 @@ import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal
 import type { Json } from '../../journal/run.js';
 import { crashpoint, unsafeTestKey } from './crashpoint.js';
 import { errorFromRecord, errorRecord } from '../replay/error-codec.js';
+import { EffectTimeoutError, RetriesExhaustedError } from '../author/errors.js';
+import { backoffMs, classifyFailure, isRetryTimer, retryTimerPayload, type RetryPolicy } from '../author/retry.js';
+import { ANY_JSON_SCHEMA } from '../replay/payload-schema.js';
 import type { Call, Execution } from './execution.js';
 import type { SuspensionPayload } from './suspension.js';
 
@@ -17,23 +20,30 @@ import type { SuspensionPayload } from './suspension.js';
 
 const NEVER = new Promise<never>(() => {});
 
+/** What one dispatched effect needs: how it is journaled, what it runs, and how often it may run. */
+export interface PerformOptions {
+  twoPhase: boolean;
+  intent?: Json;
+  status?: 'ok' | 'info';
+  /** One attempt. `signal` is the execution's, or the attempt's own when a timeout applies. */
+  execute: (signal: AbortSignal) => Promise<Json>;
+  /** Extra columns of the `ok` entry, read once `execute` finished (a model call's usage and cost). */
+  columns?: () => Partial<Pick<NewJournalEntry, 'usage' | 'costUsd'>>;
+  /** Absent: one attempt, the failure recorded as itself (the default of steps). */
+  retry?: RetryPolicy;
+  /** Start to close of one attempt, in ms; absent or null: none. */
+  timeoutMs?: number | null;
+}
+
 /**
  * Runs a dispatched effect: the intent first when `twoPhase` (committed before `execute` starts),
  * then the terminal entry. Returns the recorded value; a failure is recorded and re-thrown as the
- * error rebuilt from its record, so the first run and every replay see the same thing.
+ * error rebuilt from its record, so the first run and every replay see the same thing. With a
+ * retry policy a retryable failure is journaled together with its backoff timer (one append) and
+ * the call parks on the timer; the attempt after it runs when the timer resolved (docs/journal.md
+ * "Retries").
  */
-export async function perform(
-  exec: Execution,
-  call: Call,
-  options: {
-    twoPhase: boolean;
-    intent?: Json;
-    status?: 'ok' | 'info';
-    execute: () => Promise<Json>;
-    /** Extra columns of the `ok` entry, read once `execute` finished (a model call's usage and cost). */
-    columns?: () => Partial<Pick<NewJournalEntry, 'usage' | 'costUsd'>>;
-  },
-): Promise<Json> {
+export async function perform(exec: Execution, call: Call, options: PerformOptions): Promise<Json> {
   const { decision } = call;
   if (exec.over) return NEVER;
   if (decision.action === 'return') {
@@ -44,18 +54,36 @@ export async function perform(
     exec.hit(call);
     throw errorFromRecord(decision.error, call);
   }
-  if (decision.action !== 'live' && decision.action !== 'rerun' && decision.action !== 'redispatch') return misrouted(call);
+  let attempt = 1;
+  let head: JournalEntry | null = null;
+  if (decision.action === 'park' || decision.action === 'resolved') {
+    // The latest head of an effect that is a suspension is its backoff timer (replayDecide lets only those through).
+    if (!isRetryTimer(decision.suspension)) return misrouted(call);
+    if (decision.action === 'park') {
+      exec.hit(call, decision.invalidResolutions);
+      exec.park(decision.suspension);
+      return NEVER;
+    }
+    attempt = decision.suspension.attempt ?? 2;
+    // The timer fired: the next attempt is a rerun after an error (what a preview reports).
+    call.decision = { action: 'rerun', because: 'error', entry: decision.resolution };
+  } else if (decision.action === 'redispatch') {
+    head = decision.head;
+    attempt = head.attempt ?? 1;
+  } else if (decision.action !== 'live' && decision.action !== 'rerun') {
+    return misrouted(call);
+  }
   if (!exec.goLive(call)) return NEVER;
-  let head: JournalEntry | null = decision.action === 'redispatch' ? decision.head : null;
   crashpoint(call.kind, 'before-intent');
   if (!head && options.twoPhase) {
-    head = (await exec.append(() => [callEntry(call, { status: 'running', payload: options.intent ?? null })]))[0]!;
+    head = (await exec.append(() => [callEntry(call, { status: 'running', payload: options.intent ?? null, attempt })]))[0]!;
   }
   crashpoint(call.kind, 'after-intent');
   call.idempotencyKey = unsafeTestKey(call.idempotencyKey, exec.lease?.epoch); // a no-op outside one negative control
   let outcome: { value: Json } | { error: unknown };
   try {
-    outcome = { value: await exec.track(options.execute) };
+    const timeoutMs = options.timeoutMs;
+    outcome = { value: await exec.track(timeoutMs ? () => attemptWithin(exec, call, options.execute, timeoutMs) : () => options.execute(exec.abort.signal)) };
   } catch (error) {
     outcome = { error };
   }
@@ -65,7 +93,7 @@ export async function perform(
   if ('value' in outcome) {
     const { value } = outcome;
     try {
-      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value, ...options.columns?.() })]);
+      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value, attempt, ...options.columns?.() })]);
       crashpoint(call.kind, 'after-terminal');
       return value;
     } catch (error) {
@@ -74,9 +102,57 @@ export async function perform(
       outcome = { error };
     }
   }
-  const record = errorRecord(outcome.error);
-  await exec.append(() => [callEntry(call, { status: 'error', refSeq, error: record })]);
+  let record = errorRecord(outcome.error);
+  const policy = options.retry;
+  if (policy && policy.maxAttempts > 1) {
+    const failure = classifyFailure(policy, outcome.error);
+    if (failure.retryable && attempt < policy.maxAttempts) {
+      const delayMs = backoffMs(policy, attempt, failure.retryAfterMs);
+      // The failure and its timer in one append: no crash leaves a retryable failure without its wait.
+      const written = await exec.append(async () => {
+        const deadlineAt = new Date((await exec.now()).getTime() + delayMs);
+        return [
+          callEntry(call, { status: 'error', refSeq, error: record, attempt }),
+          callEntry(call, {
+            status: 'suspended', attempt: attempt + 1,
+            payload: retryTimerPayload({ kind: call.kind, name: call.name, attempt: attempt + 1, maxAttempts: policy.maxAttempts, delayMs, deadlineAt, ...ANY_JSON_SCHEMA }),
+          }),
+        ];
+      });
+      exec.park(written[1]!);
+      return NEVER;
+    }
+    if (failure.retryable) record = errorRecord(new RetriesExhaustedError(call.kind, call.name, attempt, record));
+  }
+  await exec.append(() => [callEntry(call, { status: 'error', refSeq, error: record, attempt })]);
   throw errorFromRecord(record, call);
+}
+
+/**
+ * One attempt bounded by `timeoutMs`: its own AbortSignal (aborted with the execution's too) fires
+ * with EffectTimeoutError when the time is up, and the attempt fails then even if `execute` ignores
+ * the signal (its late result is dropped).
+ */
+async function attemptWithin(exec: Execution, call: Call, execute: (signal: AbortSignal) => Promise<Json>, timeoutMs: number): Promise<Json> {
+  const controller = new AbortController();
+  const parent = exec.abort.signal;
+  const forward = (): void => controller.abort(parent.reason);
+  if (parent.aborted) forward();
+  else parent.addEventListener('abort', forward, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new EffectTimeoutError(call.kind, call.name, timeoutMs);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([execute(controller.signal), expired]);
+  } finally {
+    clearTimeout(timer);
+    parent.removeEventListener('abort', forward);
+  }
 }
 
 /**
@@ -131,7 +207,7 @@ function misrouted(call: Call): never {
 
 /** The journal entry of a call: its identity, plus what this write records. Written out, not spread (the hot path). */
 function callEntry(
-  call: Call, what: Pick<NewJournalEntry, 'status'> & Partial<Pick<NewJournalEntry, 'payload' | 'error' | 'refSeq' | 'usage' | 'costUsd'>>,
+  call: Call, what: Pick<NewJournalEntry, 'status'> & Partial<Pick<NewJournalEntry, 'payload' | 'error' | 'refSeq' | 'usage' | 'costUsd' | 'attempt'>>,
 ): NewJournalEntry {
   return newEntry({
     kind: call.kind,
@@ -146,5 +222,6 @@ function callEntry(
     refSeq: what.refSeq,
     usage: what.usage,
     costUsd: what.costUsd,
+    attempt: what.attempt,
   });
 }

@@ -8,6 +8,7 @@ import { createAgentHost } from './agent-host.js';
 import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js';
 import { toJson } from '../replay/content-key.js';
 import { durationMs, type Duration } from '../author/duration.js';
+import { retryPolicy, STEP_RETRY_DEFAULT, TOOL_RETRY_DEFAULT, type RetryPolicy } from '../author/retry.js';
 import { AgentRuntimeMissingError, ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from '../author/errors.js';
 import { perform, suspend } from './effect-runner.js';
 import type { Execution } from './execution.js';
@@ -58,10 +59,13 @@ export class WorkflowContextImpl implements WorkflowContext {
   }
 
   async step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>, options: StepOptions = {}): Promise<Awaited<T>> {
+    // Only a step that asks for retries or a timeout pays for them (the hot path stays as it was).
+    const limits = options.retry !== undefined || options.timeout !== undefined ? stepLimits(name, options) : null;
     const call = this.execution.call('step', name, null, this.here);
     const value = await perform(this.execution, call, {
       twoPhase: options.intent === true,
-      execute: async () => toJson(await fn(this.info(call.idempotencyKey)), `the result of step "${name}"`),
+      execute: async (signal) => toJson(await fn(this.info(call.idempotencyKey, signal)), `the result of step "${name}"`),
+      ...(limits ? { retry: limits.retry, timeoutMs: limits.timeoutMs } : {}),
     });
     return value as Awaited<T>;
   }
@@ -100,7 +104,10 @@ export class WorkflowContextImpl implements WorkflowContext {
     return perform(exec, call, {
       twoPhase: mutating,
       intent: argsJson,
-      execute: async () => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey)), `the result of tool "${tool.name}"`),
+      execute: async (signal) => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey, signal)), `the result of tool "${tool.name}"`),
+      // A tool made by another copy of waymark may predate policies: it gets the default.
+      retry: tool.retry ?? TOOL_RETRY_DEFAULT,
+      timeoutMs: tool.timeoutMs ?? null,
     });
   }
 
@@ -228,8 +235,8 @@ export class WorkflowContextImpl implements WorkflowContext {
     return this.execution.inScope(scope, () => runtime.run(host, { prompt, model, options }));
   }
 
-  private info(idempotencyKey: string): StepInfo {
-    return { idempotencyKey, runId: this.runId, signal: this.execution.abort.signal };
+  private info(idempotencyKey: string, signal: AbortSignal): StepInfo {
+    return { idempotencyKey, runId: this.runId, signal };
   }
 
   private async deadline(deadline: Duration | Date | undefined): Promise<{ deadlineAt?: string }> {
@@ -263,4 +270,21 @@ export class WorkflowContextImpl implements WorkflowContext {
 function stripMeta(decision: ApprovalDecision<Record<string, Json>>): Record<string, Json> {
   const { by: _by, timedOut: _timedOut, ...rest } = decision;
   return rest;
+}
+
+/** The retry policy and timeout a step asked for; InvalidInputError (nothing runs) for bad ones. */
+function stepLimits(name: string, options: StepOptions): { retry: RetryPolicy; timeoutMs: number | null } {
+  const retry = retryPolicy(STEP_RETRY_DEFAULT, options.retry);
+  const violations = Array.isArray(retry) ? [...retry] : [];
+  let timeoutMs: number | null = null;
+  if (options.timeout !== undefined) {
+    try {
+      timeoutMs = durationMs(options.timeout);
+      if (timeoutMs < 1) violations.push({ field: 'timeout', description: 'must be at least 1ms' });
+    } catch (error) {
+      violations.push({ field: 'timeout', description: (error as Error).message });
+    }
+  }
+  if (violations.length > 0 || Array.isArray(retry)) throw new InvalidInputError(`the options of step "${name}"`, violations);
+  return { retry, timeoutMs };
 }

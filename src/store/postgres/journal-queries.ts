@@ -10,7 +10,7 @@ import type { Json, RunError } from '../../journal/run.js';
  */
 
 export const JOURNAL_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-  ref_seq, idempotency_key, dedupe_key, usage, cost_usd, created_at`;
+  ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, created_at`;
 
 /** A journal row as pg returns it, or as to_jsonb renders it (dates as strings, numerics as numbers). */
 export interface JournalRow {
@@ -29,6 +29,7 @@ export interface JournalRow {
   dedupe_key: string | null;
   usage: Usage | null;
   cost_usd: string | number | null;
+  attempt: number | null;
   created_at: Date | string;
 }
 
@@ -49,6 +50,7 @@ export function toEntry(row: JournalRow): JournalEntry {
     dedupeKey: row.dedupe_key,
     usage: row.usage ?? null,
     costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
+    attempt: row.attempt ?? null,
     createdAt: new Date(row.created_at),
   };
 }
@@ -62,14 +64,14 @@ function entriesJson(entries: readonly NewJournalEntry[], deadlines: readonly (D
   return JSON.stringify(entries.map((e, i) => ({
     rid: runId ?? null, i: i + 1, scope: e.scope, kind: e.kind, name: e.name, content_key: e.contentKey, occurrence: e.occurrence,
     status: e.status, payload: e.payload, error: e.error, ref_seq: e.refSeq, idempotency_key: e.idempotencyKey,
-    dedupe_key: e.dedupeKey, usage: e.usage, cost_usd: e.costUsd, deadline_at: deadlines[i]?.toISOString() ?? null,
+    dedupe_key: e.dedupeKey, usage: e.usage, cost_usd: e.costUsd, attempt: e.attempt, deadline_at: deadlines[i]?.toISOString() ?? null,
   })));
 }
 
 const RECORD_COLUMNS: [string, string][] = [
   ['scope', 'text'], ['kind', 'text'], ['name', 'text'], ['content_key', 'text'], ['occurrence', 'integer'],
   ['status', 'text'], ['payload', 'jsonb'], ['error', 'jsonb'], ['ref_seq', 'integer'], ['idempotency_key', 'text'],
-  ['dedupe_key', 'text'], ['usage', 'jsonb'], ['cost_usd', 'numeric'], ['deadline_at', 'timestamptz'],
+  ['dedupe_key', 'text'], ['usage', 'jsonb'], ['cost_usd', 'numeric'], ['attempt', 'integer'], ['deadline_at', 'timestamptz'],
 ];
 
 /** The rows of an entriesJson parameter, numbered from 1 in array order (`ord`). */
@@ -87,7 +89,7 @@ export interface AppendedRow {
 }
 
 const INSERT_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-  ref_seq, idempotency_key, dedupe_key, usage, cost_usd`;
+  ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt`;
 
 /** The fence: the run row's UPDATE, refused (no row) unless the epoch is ours and n more entries fit. */
 const FENCE = `UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
@@ -111,11 +113,11 @@ export function journalAppendSingle(p: { runId: string; epoch: number; entry: Ne
     text: `WITH fence AS (${FENCE} RETURNING next_seq - 1 AS seq)
       INSERT INTO journal (${INSERT_COLUMNS})
       SELECT $1, fence.seq, $5::text, $6::text, $7::text, $8::text, $9::integer, $10::text, $11::jsonb, $12::jsonb,
-             $13::integer, $14::text, $15::text, $16::jsonb, $17::numeric FROM fence
+             $13::integer, $14::text, $15::text, $16::jsonb, $17::numeric, $18::integer FROM fence
       RETURNING run_id, seq, created_at`,
     values: [
       p.runId, p.epoch, 1, p.maxEntries, e.scope, e.kind, e.name, e.contentKey, e.occurrence, e.status,
-      jsonParam(e.payload), jsonParam(e.error), e.refSeq, e.idempotencyKey, e.dedupeKey, jsonParam(e.usage), e.costUsd,
+      jsonParam(e.payload), jsonParam(e.error), e.refSeq, e.idempotencyKey, e.dedupeKey, jsonParam(e.usage), e.costUsd, e.attempt,
     ],
   };
 }
@@ -138,7 +140,7 @@ export function journalAppend(p: {
       )
       INSERT INTO journal (${INSERT_COLUMNS})
       SELECT $1, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-             ref_seq, idempotency_key, dedupe_key, usage, cost_usd FROM rows
+             ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt FROM rows
       RETURNING run_id, seq, created_at`,
     values: [p.runId, p.epoch, p.entries.length, p.maxEntries, entriesJson(p.entries, p.deadlines)],
   };
@@ -179,7 +181,7 @@ export function journalAppendMany(p: {
       )` : ''}
       INSERT INTO journal (${INSERT_COLUMNS})
       SELECT run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-             ref_seq, idempotency_key, dedupe_key, usage, cost_usd FROM rows
+             ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt FROM rows
       RETURNING run_id, seq, created_at`,
     values: [runs, p.maxEntries, entries],
   };
@@ -196,7 +198,7 @@ export function appendedEntries(runId: string, entries: readonly NewJournalEntry
   return entries.map((e, i) => ({
     runId, seq: seqs[i]!.seq, scope: e.scope, kind: e.kind, name: e.name, contentKey: e.contentKey, occurrence: e.occurrence,
     status: e.status, payload: e.payload, error: e.error, refSeq: e.refSeq, idempotencyKey: e.idempotencyKey,
-    dedupeKey: e.dedupeKey, usage: e.usage, costUsd: e.costUsd, createdAt: seqs[i]!.createdAt,
+    dedupeKey: e.dedupeKey, usage: e.usage, costUsd: e.costUsd, attempt: e.attempt, createdAt: seqs[i]!.createdAt,
   }));
 }
 

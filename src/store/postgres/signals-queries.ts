@@ -115,7 +115,7 @@ export function inboxConsume(p: {
       INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload, ref_seq, idempotency_key, dedupe_key)
       SELECT $1, bump.seq, $5, $6, $7, $8, $9, CASE WHEN $4 THEN 'resolved' ELSE 'noop' END, $10::jsonb, $3, $11, $12 FROM bump
       RETURNING run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
-        ref_seq, idempotency_key, dedupe_key, usage, cost_usd, created_at`,
+        ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, created_at`,
     values: [p.runId, p.signalId, p.suspensionSeq, p.applied, e.scope, e.kind, e.name, e.contentKey, e.occurrence,
       e.payload === null ? null : JSON.stringify(e.payload), e.idempotencyKey, e.dedupeKey],
   };

@@ -723,7 +723,11 @@ type JournalEntry struct {
 	// US dollars a model call cost; unset when unknown or not a model call.
 	CostUsd *float64 `protobuf:"fixed64,15,opt,name=cost_usd,json=costUsd,proto3,oneof" json:"cost_usd,omitempty"`
 	// When the entry was appended (database clock).
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The attempt of its effect this entry belongs to: 1 for the first, n for the n-th under a
+	// retry policy; a backoff timer (a SUSPENDED entry of the effect's own kind) carries the
+	// attempt it leads to. 0 on status entries, resolutions and waits.
+	Attempt       int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -868,6 +872,13 @@ func (x *JournalEntry) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *JournalEntry) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
 }
 
 // Token counts of one model call.
@@ -1697,7 +1708,7 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x120\n" +
-	"\adetails\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\adetails\"\xca\x04\n" +
+	"\adetails\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\adetails\"\xe4\x04\n" +
 	"\fJournalEntry\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x14\n" +
@@ -1720,7 +1731,8 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x05usage\x18\x0e \x01(\v2\x11.waymark.v1.UsageR\x05usage\x12\x1e\n" +
 	"\bcost_usd\x18\x0f \x01(\x01H\x01R\acostUsd\x88\x01\x01\x12;\n" +
 	"\vcreate_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTimeB\n" +
+	"createTime\x12\x18\n" +
+	"\aattempt\x18\x11 \x01(\x05R\aattemptB\n" +
 	"\n" +
 	"\b_ref_seqB\v\n" +
 	"\t_cost_usd\"r\n" +

@@ -429,6 +429,7 @@ class JournalEntry(_message.Message):
     USAGE_FIELD_NUMBER: _builtins.int
     COST_USD_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
+    ATTEMPT_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run this entry belongs to."""
     seq: _builtins.int
@@ -456,6 +457,11 @@ class JournalEntry(_message.Message):
     """The caller-chosen id that deduplicates a resolution (signal_id, request_id); empty if none."""
     cost_usd: _builtins.float
     """US dollars a model call cost; unset when unknown or not a model call."""
+    attempt: _builtins.int
+    """The attempt of its effect this entry belongs to: 1 for the first, n for the n-th under a
+    retry policy; a backoff timer (a SUSPENDED entry of the effect's own kind) carries the
+    attempt it leads to. 0 on status entries, resolutions and waits.
+    """
     @_builtins.property
     def payload(self) -> _struct_pb2.Value:
         """The entry's value: the result of an OK effect, the request of a suspension, the payload
@@ -493,10 +499,11 @@ class JournalEntry(_message.Message):
         usage: Global___Usage | None = ...,
         cost_usd: _builtins.float | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
+        attempt: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "cost_usd", b"cost_usd", "create_time", b"create_time", "error", b"error", "payload", b"payload", "ref_seq", b"ref_seq", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "content_key", b"content_key", "cost_usd", b"cost_usd", "create_time", b"create_time", "dedupe_key", b"dedupe_key", "error", b"error", "idempotency_key", b"idempotency_key", "kind", b"kind", "name", b"name", "occurrence", b"occurrence", "payload", b"payload", "ref_seq", b"ref_seq", "run_id", b"run_id", "scope", b"scope", "seq", b"seq", "status", b"status", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "attempt", b"attempt", "content_key", b"content_key", "cost_usd", b"cost_usd", "create_time", b"create_time", "dedupe_key", b"dedupe_key", "error", b"error", "idempotency_key", b"idempotency_key", "kind", b"kind", "name", b"name", "occurrence", b"occurrence", "payload", b"payload", "ref_seq", b"ref_seq", "run_id", b"run_id", "scope", b"scope", "seq", b"seq", "status", b"status", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__cost_usd: _TypeAlias = _typing.Literal["cost_usd"]  # noqa: Y015
     _WhichOneofArgType__cost_usd: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd"]  # noqa: Y015
