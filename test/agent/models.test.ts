@@ -86,7 +86,7 @@ describe('model configuration', () => {
 });
 
 const echo = defineTool({ name: 'shout', description: 'Upper-cases text.', input: z.object({ text: z.string() }), mutating: false, execute: ({ text }) => text.toUpperCase() });
-const broken = defineTool({ name: 'broken', description: 'Always fails.', input: z.object({}), mutating: false, execute: () => { throw new Error('disk on fire'); } });
+const broken = defineTool({ name: 'broken', description: 'Always fails.', input: z.object({}), mutating: false, retry: { maxAttempts: 1 }, execute: () => { throw new Error('disk on fire'); } });
 
 function engineWith(workflows: Workflow[], runtime: AgentRuntimeOptions | null, store = new MemoryStore({ clock: new FakeClock().now })) {
   const registry = new Registry(runtime ? { agent: createAgentRuntime(runtime) } : {}).register(...workflows, echo, broken);

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from 'vitest';
 import type { ConformanceHarness, HarnessFactory } from './harness.js';
+import { attemptsSection } from './attempts.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { leasesSection } from './leases.conformance.js';
 import { limitsSection } from './limits.conformance.js';
@@ -42,6 +43,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     };
     describe('runs', () => runsSection(ctx));
     describe('journal', () => journalSection(ctx));
+    describe('attempts', () => attemptsSection(ctx));
     describe('leases and fencing', () => leasesSection(ctx));
     describe('resolutions', () => resolutionsSection(ctx));
     describe('sweeper queries', () => sweeperSection(ctx));

@@ -94,8 +94,48 @@ export const sleeper = defineWorkflow({ name: 'sleeper', input: z.object({}) }, 
   return { before, after: await ctx.step('after', step('after', 'a')) };
 });
 
+/** Fails the first two attempts of each call (counted by idempotency key), then charges. */
+const flakyAttempts = new Map<string, number>();
+export const flakyCharge = defineTool({
+  name: 'flaky_charge', description: 'Charges; the provider answers 503 twice first (mutating).', input: z.object({ cents: z.number() }),
+  retry: { maxAttempts: 3, initialInterval: '1s' },
+  execute: ({ cents }, { idempotencyKey }) => {
+    executions.push(`flaky_charge ${idempotencyKey}`);
+    const n = (flakyAttempts.get(idempotencyKey) ?? 0) + 1;
+    flakyAttempts.set(idempotencyKey, n);
+    if (n < 3) throw new Error(`provider answered 503 (attempt ${n})`);
+    return { charged: cents };
+  },
+});
+
+export const retrier = defineWorkflow({ name: 'retrier', input: z.object({ cents: z.number() }) }, async (ctx, { cents }) => {
+  const charged = await ctx.tool(flakyCharge, { cents });
+  return { ...charged, done: await ctx.step('after', step('after', true)) };
+});
+
+/** Its first attempt never returns (timed out at 20 ms); the second answers. */
+const timeboxedAttempts = new Map<string, number>();
+export const timeboxed = defineWorkflow({ name: 'timeboxed', input: z.object({}) }, async (ctx) =>
+  ctx.step('lookup', ({ idempotencyKey }) => {
+    executions.push('step lookup');
+    const n = (timeboxedAttempts.get(idempotencyKey) ?? 0) + 1;
+    timeboxedAttempts.set(idempotencyKey, n);
+    return n === 1 ? new Promise<never>(() => {}) : { found: n };
+  }, { timeout: '20ms', retry: { maxAttempts: 2, initialInterval: '1s' } }));
+
+/** Fires due backoff timers and executes what they woke until none is left. */
+async function fireTimers({ engine, clock }: { engine: Engine; clock: FakeClock }): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    clock.advance(120_000);
+    if ((await engine.suspensionsResolveDue({ limit: 10 })).resolved.length === 0) return;
+    await engine.runExecutePending();
+  }
+}
+
 export function goldenRegistry(extra: Workflow[] = []): Registry {
-  return new Registry().register(checkout, refund, fanout, restock, resilient, brittle, payout, leaf, tree, sleeper, reserveStock, priceLookup, chargeCard, ...extra);
+  return new Registry().register(
+    checkout, refund, fanout, restock, resilient, brittle, payout, leaf, tree, sleeper, retrier, timeboxed, reserveStock, priceLookup, chargeCard, flakyCharge, ...extra,
+  );
 }
 
 export interface Scenario {
@@ -140,4 +180,6 @@ export const scenarios: Scenario[] = [
   },
   { file: 'checkout-crashed', description: 'the worker died after the mutating tool\'s intent committed; a new lease redispatched it', workflow: 'checkout', input: { sku: 'gadget', qty: 1 }, crashAt: [5] },
   { file: 'resilient-invalidated', description: 'a finished run resumed with invalidate on its last step', workflow: 'resilient', input: {}, invalidate: [{ kind: 'step', name: 'after' }] },
+  { file: 'retried', description: 'a mutating tool failing twice, retried after durable backoff timers (1 s, 2 s), then succeeding', workflow: 'retrier', input: { cents: 700 }, drive: fireTimers },
+  { file: 'timed-out', description: 'a step whose first attempt passed its 20 ms timeout, retried after a backoff timer, then answering', workflow: 'timeboxed', input: {}, drive: fireTimers },
 ];

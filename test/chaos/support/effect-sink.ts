@@ -39,6 +39,8 @@ export class EffectSink {
   private readonly appliedKeys = new Set<string>();
   private readonly appliedByEffect = new Map<string, number>();
   private holding: ((d: Delivery) => boolean) | null = null;
+  /** Effects whose next deliveries are answered with an error status (and not applied). */
+  private readonly failing = new Map<string, { left: number; status: number }>();
   /** Answer each delivery after this long: a downstream that takes time widens the in-flight window. */
   delayMs = 0;
   private readonly held: ServerResponse[] = [];
@@ -57,6 +59,11 @@ export class EffectSink {
   /** Holds the responses to matching deliveries (the worker waits mid-effect) until releaseHeld(). */
   hold(match: ((d: Delivery) => boolean) | null): void {
     this.holding = match;
+  }
+
+  /** Answers the next `times` deliveries of `effect` with HTTP `status` without applying them (a downstream that is down). */
+  failFirst(effect: string, times: number, status: number): void {
+    this.failing.set(effect, { left: times, status });
   }
 
   releaseHeld(): void {
@@ -119,6 +126,14 @@ export class EffectSink {
     const effect = chat ? lastUserText(body) : (JSON.parse(body || '{}') as { effect?: string }).effect;
     const delivery: Delivery = { key, effect: effect ?? '?', pid: Number(req.headers['x-worker-pid'] ?? 0), at: Date.now() };
     this.deliveries.push(delivery);
+    const failing = this.failing.get(delivery.effect);
+    if (failing && failing.left > 0) {
+      failing.left--;
+      this.events.emit('delivery', delivery);
+      res.writeHead(failing.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ applied: false, status: failing.status }));
+      return;
+    }
     const applied = key !== null && !this.appliedKeys.has(key);
     if (key !== null) this.appliedKeys.add(key);
     if (applied) this.appliedByEffect.set(delivery.effect, (this.appliedByEffect.get(delivery.effect) ?? 0) + 1);
