@@ -1,3 +1,5 @@
+// author/: retry policies (RetryOptions, defaults per kind, backoff, which failures retry), pure.
+// Must not import runtime/ or touch a store or clock: runtime/effect-runner.ts journals what these decide.
 import type { Json, RunError } from '../../journal/run.js';
 import { durationMs, type Duration } from './duration.js';
 import type { FieldViolation } from './errors.js';
