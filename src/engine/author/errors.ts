@@ -223,11 +223,3 @@ export class EffectTimeoutError extends WaymarkError {
     super(`${effectKind} "${effectName}" did not finish within its timeout of ${timeoutMs}ms; the attempt was aborted (its AbortSignal fired) and counts as failed`);
   }
 }
-
-/** A run passed its run timeout (set on the workflow definition or StartRun); the sweeper failed it. */
-export class RunTimeoutError extends WaymarkError {
-  readonly reason = 'RUN_TIMEOUT';
-  constructor(readonly runId: string, readonly deadlineAt: Date) {
-    super(`run ${runId} passed its timeout (deadline ${deadlineAt.toISOString()}) and was failed; its unfinished children were cancelled. Start a new run, with a longer timeout if it needs one`);
-  }
-}
