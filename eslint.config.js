@@ -46,6 +46,7 @@ export default tseslint.config(
             zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
             zone('engine/author', ['engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
             zone('engine/runtime', ['engine/scheduling', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (engine.ts) and the scheduler call it, not the reverse.'),
+            zone('cli', ['store/postgres', 'store/memory'], 'cli/ opens stores through store/open-store.ts (openStore): the composition root does not pick a store implementation.'),
           ],
         },
       ],
@@ -66,6 +67,18 @@ export default tseslint.config(
       '@typescript-eslint/no-restricted-imports': [
         'error',
         { patterns: [{ group: ['../runtime/*'], allowTypeImports: true, message: 'engine/author/ may import types of runtime/ (the AgentRuntime contract), nothing that runs.' }] },
+      ],
+    },
+  },
+  {
+    // The database driver stays inside the Postgres store; the embedded-PostgreSQL starter also
+    // needs it (it probes and creates its database before any store exists).
+    files: ['src/**/*.ts'],
+    ignores: ['src/store/postgres/**', 'src/cli/embedded-postgres.ts', 'src/journal/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^pg(-[a-z-]+)?(/.*)?$', message: 'pg is imported only in src/store/postgres/ (and the embedded-PostgreSQL starter): open stores with openStore (src/store/open-store.ts).' }] },
       ],
     },
   },

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
-import { DEFAULT_APPENDS_IN_FLIGHT } from '../store/postgres/postgres-store.js';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sessions.js';
+import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
+import { STORE_DEFAULTS } from '../store/store-kind.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -25,7 +26,7 @@ const nonNegativeInt = (what: string) =>
 const schema = z.object({
   DATABASE_URL: z
     .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL, or unset for the embedded database')
+    .refine((url) => storeKindFor(url) !== null, `must be ${storeUrlExamples()}, or unset for the embedded database`)
     .optional(),
   WAYMARK_ADDR: hostPort('127.0.0.1:50051').default('127.0.0.1:50051'),
   WAYMARK_METRICS_ADDR: hostPort('127.0.0.1:9464').default('127.0.0.1:9464'),
@@ -33,7 +34,7 @@ const schema = z.object({
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
   WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
-  WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(DEFAULT_APPENDS_IN_FLIGHT),
+  WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(STORE_DEFAULTS.appendsInFlight),
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),

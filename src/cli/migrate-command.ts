@@ -1,19 +1,15 @@
-import pg from 'pg';
 import type { Logger } from 'pino';
-import { migrate } from '../store/postgres/migrate.js';
 import type { Config } from './config.js';
-import { openDatabase } from './database.js';
+import { openConfiguredStore } from './database.js';
 
 /** `waymark migrate`: applies pending migrations under the migration lock, then exits. */
 export async function runMigrate(config: Config, logger: Logger): Promise<number> {
-  const db = await openDatabase(config, logger);
-  const pool = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 10_000 });
+  const opened = await openConfiguredStore(config, logger, { applicationName: 'waymark-migrate', poolSize: 1 });
   try {
-    const { applied } = await migrate({ pool });
-    logger.info({ applied, database: db.source }, applied.length ? 'migrations applied' : 'schema already up to date');
+    const { applied } = await opened.admin.migrate();
+    logger.info({ applied, database: opened.source }, applied.length ? 'migrations applied' : 'schema already up to date');
     return 0;
   } finally {
-    await pool.end();
-    await db.close();
+    await opened.close();
   }
 }

@@ -1,7 +1,6 @@
-import type pg from 'pg';
 import type { Logger } from 'pino';
 import { OVERALL, type HealthStatus } from '../server/health-service.js';
-import { schemaVersionCheck } from '../store/postgres/migrate.js';
+import type { StoreAdmin } from '../store/store-kind.js';
 
 /** The grpc.health.v1 service name Kubernetes readiness probes ask for (k8s/base/server-deployment.yaml). */
 export const READINESS = 'readiness';
@@ -18,15 +17,13 @@ export const READINESS_DEFAULTS = {
 export interface ReadinessOptions {
   health: HealthStatus;
   /**
-   * Used for `SELECT 1` and the schema check. A small pool of its own (max 1) keeps a busy store
-   * pool from making readiness flap under load.
+   * The store's admin side (openStore): its ping and schema status. It answers on resources of its
+   * own, so a busy store cannot make readiness flap under load.
    */
-  pool: pg.Pool;
+  admin: Pick<StoreAdmin, 'ping' | 'schemaStatus'>;
   logger: Logger;
   intervalMs?: number;
   timeoutMs?: number;
-  /** Where the migration files live (tests); defaults to the ones this build ships. */
-  migrationsDir?: string;
 }
 
 export interface ReadinessReport {
@@ -49,13 +46,13 @@ export interface Readiness {
 
 /**
  * Keeps the `readiness` and overall (`""`) health statuses true to the process's ability to serve:
- * SERVING only when the database answers `SELECT 1` and every migration this build ships is
+ * SERVING only when the store answers its admin's ping and every migration this build ships is
  * applied, re-checked every `intervalMs`; NOT_SERVING from the start until the first check passes
  * and for good once `drain()` is called. `liveness` is set SERVING and left alone, so a database
  * outage takes replicas out of rotation instead of restarting them. Test: test/cli/readiness.test.ts.
  */
 export function startReadiness(options: ReadinessOptions): Readiness {
-  const { health, pool, logger } = options;
+  const { health, admin, logger } = options;
   const intervalMs = positive('intervalMs', options.intervalMs ?? READINESS_DEFAULTS.intervalMs);
   const timeoutMs = positive('timeoutMs', options.timeoutMs ?? READINESS_DEFAULTS.timeoutMs);
   let draining = false;
@@ -78,7 +75,7 @@ export function startReadiness(options: ReadinessOptions): Readiness {
     if (draining) return { ready: false, reason: 'draining' };
     let report: ReadinessReport;
     try {
-      report = await withTimeout(probe(pool, options.migrationsDir), timeoutMs);
+      report = await withTimeout(probe(admin), timeoutMs);
     } catch (err) {
       report = { ready: false, reason: `database does not answer: ${err instanceof Error ? err.message : String(err)}` };
     }
@@ -124,9 +121,9 @@ export function startReadiness(options: ReadinessOptions): Readiness {
   };
 }
 
-async function probe(pool: pg.Pool, migrationsDir: string | undefined): Promise<ReadinessReport> {
-  await pool.query({ name: 'readiness_ping', text: 'SELECT 1' });
-  const schema = await schemaVersionCheck({ pool, ...(migrationsDir ? { dir: migrationsDir } : {}) });
+async function probe(admin: ReadinessOptions['admin']): Promise<ReadinessReport> {
+  await admin.ping();
+  const schema = await admin.schemaStatus();
   if (!schema.ok) {
     return { ready: false, reason: `migrations pending: ${schema.pending.join(', ')} (run \`waymark migrate\`)` };
   }

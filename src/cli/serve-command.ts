@@ -1,17 +1,14 @@
 import { hostname } from 'node:os';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
 import { EngineApi } from '../engine/engine-api.js';
-import { migrate } from '../store/postgres/migrate.js';
-import { PostgresStore } from '../store/postgres/postgres-store.js';
 import { registerApi } from '../server/api.js';
 import { startGrpcServer } from '../server/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
 import { registerReflectionService } from '../server/reflection-service.js';
 import { StreamGate } from '../server/stream-limit.js';
 import type { Config } from './config.js';
-import { openDatabase } from './database.js';
+import { openConfiguredStore } from './database.js';
 import { registerExamples } from './examples.js';
 import { LIVENESS, startReadiness } from './readiness.js';
 import { startWorkers } from './workers.js';
@@ -19,8 +16,8 @@ import { waitForStopSignal } from './stop-signal.js';
 
 /**
  * `waymark dev` and `waymark server`: validate the model settings (a bad one throws
- * ModelConfigError, exit 78, before the database is touched), open the database (embedded when
- * DATABASE_URL is unset), migrate, build the workers (registry with the user's module and, in dev,
+ * ModelConfigError, exit 78, before the database is touched), open the store (cli/database.ts:
+ * DATABASE_URL's kind, or an embedded PostgreSQL when it is unset), migrate it, build the workers (registry with the user's module and, in dev,
  * the examples; engine), serve the API and log "listening", and only then start the executor (and
  * the sweeper in dev), so a process that crashes executing has logged its address. On SIGINT or
  * SIGTERM it drains in order: health NOT_SERVING; server closed (streams end UNAVAILABLE at once,
@@ -32,8 +29,9 @@ import { waitForStopSignal } from './stop-signal.js';
 export async function runServe(config: Config, logger: Logger, options: { dev: boolean }): Promise<number> {
   // ctx.agent's runtime (models from the environment; the offline scripted model without a key).
   const agent = createAgentRuntime({ logger });
-  const db = await openDatabase(config, logger);
-  const cleanup: Array<() => Promise<unknown>> = [() => db.close()];
+  const opened = await openConfiguredStore(config, logger, { applicationName: `waymark-${options.dev ? 'dev' : 'server'}` });
+  const { store, admin } = opened;
+  const cleanup: Array<() => Promise<unknown>> = [() => opened.close()];
   const stopAll = async () => {
     for (const step of cleanup.reverse()) await step().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
   };
@@ -42,26 +40,13 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
   let deadline = Number.POSITIVE_INFINITY;
   const remaining = () => Math.max(0, Math.min(config.shutdownGraceMs, deadline - Date.now()));
   try {
-    const store = await PostgresStore.connect({
-      url: db.url,
-      limits: config.limits,
-      applicationName: `waymark-${options.dev ? 'dev' : 'server'}`,
-      appendsInFlight: config.appendsInFlight,
-      logger,
-    });
-    cleanup.push(() => store.close());
-    const { applied } = await migrate({ pool: store.pool });
+    const { applied } = await admin.migrate();
     if (applied.length) logger.info({ applied }, 'migrations applied');
     const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING' });
-    // Readiness (and the overall status) follow the database and the schema; liveness never does.
-    // Its own one-connection pool, so a busy store pool cannot make it flap.
-    const readinessPool = new pg.Pool({ connectionString: db.url, max: 1, connectionTimeoutMillis: 2_000, application_name: 'waymark:readiness' });
-    readinessPool.on('error', (err) => logger.warn({ err }, 'idle readiness connection failed; the pool replaces it'));
-    const readiness = startReadiness({ health, pool: readinessPool, logger });
-    cleanup.push(async () => {
-      await readiness.stop();
-      await readinessPool.end();
-    });
+    // Readiness (and the overall status) follow the store and its schema; liveness never does.
+    // The admin side answers on a connection of its own, so a busy store pool cannot make it flap.
+    const readiness = startReadiness({ health, admin, logger });
+    cleanup.push(() => readiness.stop());
     // Checked once before anything starts, so the server is ready the moment it listens (and the
     // executor starts no earlier before that than it did without the check).
     await readiness.checkNow();
@@ -100,7 +85,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, database: db.source, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight },
+      { address: server.address, database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     await workers.start();

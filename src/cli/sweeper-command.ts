@@ -1,10 +1,9 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { migrate } from '../store/postgres/migrate.js';
-import { PostgresStore } from '../store/postgres/postgres-store.js';
+import type { JournalStore } from '../store/store.js';
 import { Sweeper } from '../sweeper/sweeper.js';
 import type { Config } from './config.js';
-import { openDatabase } from './database.js';
+import { openConfiguredStore } from './database.js';
 import { Metrics } from './metrics.js';
 import { startMetricsServer } from './metrics-server.js';
 import { waitForStopSignal } from './stop-signal.js';
@@ -14,7 +13,7 @@ import { waitForStopSignal } from './stop-signal.js';
  * WAYMARK_LEASE_TTL_MS (a run's lease and the leader's expire on the same scale), the interval
  * WAYMARK_SWEEP_INTERVAL_MS. Shared by `waymark sweeper` and `waymark dev`.
  */
-export function createSweeper(config: Config, store: PostgresStore, logger: Logger, metrics: Metrics | null): Sweeper {
+export function createSweeper(config: Config, store: JournalStore, logger: Logger, metrics: Metrics | null): Sweeper {
   const sweeper = new Sweeper({
     store,
     holder: `sweeper:${hostname()}:${process.pid}`,
@@ -33,15 +32,14 @@ export function createSweeper(config: Config, store: PostgresStore, logger: Logg
  * SIGINT/SIGTERM it finishes its sweep and releases leadership so a standby takes over at once.
  */
 export async function runSweeper(config: Config, logger: Logger): Promise<number> {
-  const db = await openDatabase(config, logger);
-  const cleanup: Array<() => Promise<void>> = [() => db.close()];
+  const opened = await openConfiguredStore(config, logger, { applicationName: 'waymark-sweeper', poolSize: 4 });
+  const { store, admin } = opened;
+  const cleanup: Array<() => Promise<void>> = [() => opened.close()];
   const stopAll = async () => {
     for (const step of cleanup.reverse()) await step().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
   };
   try {
-    const store = await PostgresStore.connect({ url: db.url, limits: config.limits, applicationName: 'waymark-sweeper', poolSize: 4, logger });
-    cleanup.push(() => store.close());
-    const { applied } = await migrate({ pool: store.pool });
+    const { applied } = await admin.migrate();
     if (applied.length) logger.info({ applied }, 'migrations applied');
 
     const metrics = new Metrics();
@@ -53,7 +51,7 @@ export async function runSweeper(config: Config, logger: Logger): Promise<number
     const sweeper = createSweeper(config, store, logger, metrics);
     sweeper.start();
     cleanup.push(() => sweeper.stop());
-    logger.info({ holder: sweeper.holder, database: db.source, intervalMs: sweeper.intervalMs }, 'waymark sweeper started');
+    logger.info({ holder: sweeper.holder, database: opened.source, store: opened.kind, intervalMs: sweeper.intervalMs }, 'waymark sweeper started');
 
     const signal = await waitForStopSignal();
     logger.info({ signal }, 'stopping: finishing the sweep and releasing leadership');

@@ -6,7 +6,7 @@ import { Executor } from '../engine/scheduling/executor.js';
 import { Registry } from '../engine/registry.js';
 import { loadUserModule } from '../engine/user-module.js';
 import { instrumentedStore } from '../store/instrumented-store.js';
-import type { PostgresStore } from '../store/postgres/postgres-store.js';
+import type { JournalStore } from '../store/store.js';
 import type { Sweeper } from '../sweeper/sweeper.js';
 import type { Config } from './config.js';
 import { Metrics } from './metrics.js';
@@ -40,7 +40,7 @@ export interface Workers {
  * Nothing is claimed until `start()`: the executor and the sweeper are built here but not started.
  */
 export async function startWorkers(params: {
-  config: Config; store: PostgresStore; logger: Logger; dev: boolean;
+  config: Config; store: JournalStore; logger: Logger; dev: boolean;
   /** ctx.agent's runtime, built (and its model settings validated) before the database is opened. */
   agent: WaymarkAgentRuntime;
   /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */

@@ -107,6 +107,24 @@ describe('waymark migrate and server against DATABASE_URL', () => {
   });
 });
 
+describe('waymark dev on the memory store', () => {
+  it('DATABASE_URL=memory: serves and is ready with no PostgreSQL at all, and says the runs will not last', async () => {
+    const p = WaymarkProcess.start(['dev'], { env: { DATABASE_URL: 'memory:', WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0' } });
+    const address = await p.listening();
+    const client = grpcJsClient(address);
+    try {
+      const res = await unaryCall(client, Health.method.check, { service: 'readiness' });
+      expect(res.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+    } finally {
+      client.close();
+    }
+    expect((await p.stop('SIGTERM')).code).toBe(0);
+    expect(p.logs.find((l) => String(l.msg).startsWith('waymark dev listening on '))).toMatchObject({ store: 'memory' });
+    expect(p.logs.some((l) => l.level === 'warn' && String(l.msg).includes('memory store'))).toBe(true);
+    expect(p.logs.some((l) => /PostgreSQL|migrations applied/.test(String(l.msg)))).toBe(false);
+  });
+});
+
 describe('waymark dev on the embedded database', () => {
   let dir: string;
   beforeAll(async () => {

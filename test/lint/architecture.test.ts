@@ -96,6 +96,27 @@ describe('architecture rules', () => {
     expect(await ruleIds(probe, up)).toContain('import-x/no-restricted-paths');
   });
 
+  it('pg is imported only in store/postgres/ and the embedded-PostgreSQL starter', async () => {
+    const code = "import pg from 'pg';\nexport const p = pg;\n";
+    for (const file of ['src/cli/probe.ts', 'src/server/probe.ts', 'src/engine/probe.ts', 'src/store/probe.ts', 'src/store/memory/probe.ts']) {
+      expect(await ruleIds(file, code), file).toContain('no-restricted-imports');
+    }
+    const typeOnly = "import type pg from 'pg';\nexport type P = pg.Pool;\n";
+    expect(await ruleIds('src/cli/probe.ts', typeOnly)).toContain('no-restricted-imports');
+    expect(await ruleIds('src/cli/probe.ts', "import { Pool } from 'pg-pool';\nexport const p = Pool;\n")).toContain('no-restricted-imports');
+    expect(await ruleIds('src/store/postgres/probe.ts', code)).not.toContain('no-restricted-imports');
+    expect(await ruleIds('src/cli/embedded-postgres.ts', code)).not.toContain('no-restricted-imports');
+  });
+
+  it('cli/ opens stores through openStore, not an implementation', async () => {
+    const postgres = "import { PostgresStore } from '../store/postgres/postgres-store.js';\nexport const p = PostgresStore;\n";
+    expect(await ruleIds('src/cli/probe.ts', postgres)).toContain('import-x/no-restricted-paths');
+    const memory = "import { MemoryStore } from '../store/memory/memory-store.js';\nexport const p = MemoryStore;\n";
+    expect(await ruleIds('src/cli/probe.ts', memory)).toContain('import-x/no-restricted-paths');
+    const root = "import { openStore } from '../store/open-store.js';\nexport const p = openStore;\n";
+    expect(await ruleIds('src/cli/probe.ts', root)).toEqual([]);
+  });
+
   it('a clean file in the right place passes', async () => {
     const ids = await ruleIds('src/engine/probe.ts', "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n");
     expect(ids).toEqual([]);

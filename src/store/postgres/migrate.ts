@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
+import type { SchemaStatus } from '../store-kind.js';
 import { translatePgError } from './pg-errors.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -59,14 +60,8 @@ export async function migrate({ pool, dir }: { pool: pg.Pool; dir?: string }): P
   }
 }
 
-export interface SchemaVersion {
-  /** True when every migration this build ships is applied (readiness). */
-  ok: boolean;
-  applied: string[];
-  pending: string[];
-  /** Applied migrations this build does not know: the database was migrated by a newer release. */
-  unknown: string[];
-}
+/** Kept as the name this module has always used; the store-agnostic type is SchemaStatus. */
+export type SchemaVersion = SchemaStatus;
 
 /** Whether the database's schema is what this build expects; for readiness probes. Read-only. */
 export async function schemaVersionCheck({ pool, dir }: { pool: pg.Pool; dir?: string }): Promise<SchemaVersion> {

@@ -11,6 +11,7 @@ import type {
   BufferedSignal, JournalStore, RunCreateParams, RunListParams, SignalDelivery, SuspensionListItem, SuspensionListParams, SweeperLease,
 } from '../store.js';
 import { notASuspension } from '../store-errors.js';
+import { STORE_DEFAULTS, type StoreLogger } from '../store-kind.js';
 import { assertEntriesFit, assertForcedStatusFits, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
 import { suspensionListDue } from './deadlines-queries.js';
 import * as jq from './journal-queries.js';
@@ -21,14 +22,6 @@ import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
 import * as sq from './sweeper-queries.js';
 import { WakeupListener, type WakeupSubscriber } from './wakeup-listener.js';
-
-/** PostgresStoreOptions.appendsInFlight when not given. */
-export const DEFAULT_APPENDS_IN_FLIGHT = 2;
-
-/** The subset of a pino logger the store uses. */
-export interface StoreLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
-}
 
 export interface PostgresStoreOptions {
   url: string;
@@ -76,7 +69,7 @@ export class PostgresStore implements JournalStore {
     private readonly options: PostgresStoreOptions,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    const inFlight = options.appendsInFlight ?? DEFAULT_APPENDS_IN_FLIGHT;
+    const inFlight = options.appendsInFlight ?? STORE_DEFAULTS.appendsInFlight;
     this.batcher = inFlight > 0 ? new AppendBatcher({ maxInFlight: inFlight, maxBatch: 64, send: (batch) => this.appendBatch(batch) }) : null;
     const onError = (err: unknown, message: string) => options.logger?.warn({ err }, message);
     this.listener = new WakeupListener({
