@@ -1,13 +1,21 @@
 import {
   IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
 } from '../../journal/errors.js';
-import type { EntryKind, JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { newRunId } from '../run-id.js';
 import type {
-  BufferedSignal, JournalStore, RunCreateParams, RunListParams, SignalDelivery, SuspensionListItem, SuspensionListParams, SweeperLease,
+  BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
+  RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
+  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
+  RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
+  SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
+  SignalInboxListParams, SuspensionListDueParams, SuspensionListParams, SuspensionListResult,
+  SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams,
+  SweeperLeaseRenewParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { duplicateDedupeKey, notASuspension } from '../store-errors.js';
 import {
@@ -59,7 +67,7 @@ export class MemoryStore implements JournalStore {
     this.clock = options.clock ?? (() => new Date());
   }
 
-  async runCreate(params: RunCreateParams): Promise<{ run: Run; created: boolean; lease: Lease | null }> {
+  async runCreate(params: RunCreateParams): Promise<RunCreateResult> {
     assertRunCreateFits(params, this.limits);
     const key = params.idempotencyKey ? `${params.namespace}\u0000${params.idempotencyKey}` : null;
     const existingId = key === null ? undefined : this.idempotency.get(key);
@@ -105,11 +113,11 @@ export class MemoryStore implements JournalStore {
     return { run: clone(run), created: true, lease: lease ? leaseOf(run) : null };
   }
 
-  async runGet(params: { runId: string; namespace: string }): Promise<Run> {
+  async runGet(params: RunGetParams): Promise<Run> {
     return clone(this.record(params.runId, params.namespace).run);
   }
 
-  async runList(params: RunListParams): Promise<{ runs: Run[]; nextCursor: string | null }> {
+  async runList(params: RunListParams): Promise<RunListResult> {
     assertPageSize(params.pageSize);
     const after = params.cursor ? decodeRunCursor(params.cursor) : null;
     const labels = Object.entries(params.labels ?? {});
@@ -129,9 +137,7 @@ export class MemoryStore implements JournalStore {
     return { runs: page.map(clone), nextCursor: more ? encodeRunCursor(last) : null };
   }
 
-  async runLeaseAcquire(params: {
-    runId: string; holder: string; ttlMs: number; statuses?: RunStatus[]; namespace?: string;
-  }): Promise<Lease | null> {
+  async runLeaseAcquire(params: RunLeaseAcquireParams): Promise<Lease | null> {
     const { run } = this.record(params.runId, params.namespace);
     const now = this.now();
     const statuses = params.statuses ?? ['PENDING', 'RUNNING'];
@@ -144,13 +150,13 @@ export class MemoryStore implements JournalStore {
     return leaseOf(run);
   }
 
-  async runLeaseRenew(params: { lease: Lease; ttlMs: number }): Promise<Lease> {
+  async runLeaseRenew(params: RunLeaseRenewParams): Promise<Lease> {
     const { run } = this.fenced(params.lease);
     run.leaseExpiresAt = new Date(this.now().getTime() + params.ttlMs);
     return leaseOf(run);
   }
 
-  async runLeaseRelease(params: { lease: Lease }): Promise<void> {
+  async runLeaseRelease(params: RunLeaseReleaseParams): Promise<void> {
     const rec = this.runs.get(params.lease.runId);
     if (!rec || !holds(rec.run, params.lease)) return;
     this.dropLease(rec);
@@ -160,7 +166,7 @@ export class MemoryStore implements JournalStore {
     }
   }
 
-  async runClaim(params: { holder: string; ttlMs: number; limit: number; namespace?: string }): Promise<Lease[]> {
+  async runClaim(params: RunClaimParams): Promise<Lease[]> {
     const now = this.now();
     const claimable = [...this.runs.values()]
       .map((r) => r.run)
@@ -174,9 +180,7 @@ export class MemoryStore implements JournalStore {
     });
   }
 
-  async runStatusSet(params: {
-    lease: Lease; status: RunStatus; output?: Json; error?: RunError;
-  }): Promise<{ run: Run; entry: JournalEntry }> {
+  async runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult> {
     assertStatusFits(params, this.limits);
     const rec = this.fenced(params.lease);
     const status = params.status === 'SUSPENDED' && rec.resumeRequested ? 'PENDING' : params.status;
@@ -184,9 +188,7 @@ export class MemoryStore implements JournalStore {
     return this.changeStatus(rec, status, params);
   }
 
-  async runStatusForce(params: {
-    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError; leader?: SweeperLease;
-  }): Promise<{ run: Run; entry: JournalEntry } | null> {
+  async runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     assertForcedStatusFits(params, this.limits);
     this.sweeperFence(params.leader);
     const rec = this.record(params.runId, params.namespace);
@@ -196,7 +198,7 @@ export class MemoryStore implements JournalStore {
     return this.changeStatus(rec, params.status, params);
   }
 
-  async journalAppend(params: { lease: Lease; entries: NewJournalEntry[] }): Promise<JournalEntry[]> {
+  async journalAppend(params: JournalAppendParams): Promise<JournalEntry[]> {
     assertEntriesFit(params.entries, this.limits);
     params.entries.forEach(suspensionDeadline); // refuses a malformed deadline before writing
     const rec = this.fenced(params.lease);
@@ -215,16 +217,14 @@ export class MemoryStore implements JournalStore {
     return written.map(clone);
   }
 
-  async journalList(params: {
-    runId: string; afterSeq?: number; limit?: number; namespace?: string;
-  }): Promise<JournalEntry[]> {
+  async journalList(params: JournalListParams): Promise<JournalEntry[]> {
     const rec = this.record(params.runId, params.namespace);
     const from = Math.max(0, (params.afterSeq ?? -1) + 1);
     const to = params.limit === undefined ? undefined : from + Math.max(0, params.limit);
     return rec.entries.slice(from, to).map(clone);
   }
 
-  async journalCostTotals(params: { runIds: string[]; namespace?: string }): Promise<Map<string, number>> {
+  async journalCostTotals(params: JournalCostTotalsParams): Promise<JournalCostTotalsResult> {
     const totals = new Map<string, number>();
     for (const runId of params.runIds) {
       const rec = this.runs.get(runId);
@@ -234,9 +234,7 @@ export class MemoryStore implements JournalStore {
     return totals;
   }
 
-  async journalResolve(params: {
-    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry; leader?: SweeperLease;
-  }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }> {
+  async journalResolve(params: JournalResolveParams): Promise<JournalResolveResult> {
     assertEntriesFit([params.entry], this.limits, 'entry');
     this.sweeperFence(params.leader);
     const rec = this.record(params.runId, params.namespace);
@@ -274,9 +272,7 @@ export class MemoryStore implements JournalStore {
     return { entry: clone(entry!), applied, duplicate: false, winner: clone(winner) };
   }
 
-  async runRecoverExpired(params: {
-    limit: number; maxRecoveries: number; graceMs: number; failError: RunError; leader?: SweeperLease;
-  }): Promise<{ recovered: string[]; failed: string[] }> {
+  async runRecoverExpired(params: RunRecoverExpiredParams): Promise<RunRecoverExpiredResult> {
     this.sweeperFence(params.leader);
     const now = this.now().getTime();
     const expired = [...this.runs.values()]
@@ -303,7 +299,7 @@ export class MemoryStore implements JournalStore {
     return { recovered, failed };
   }
 
-  async suspensionListDue(params: { limit: number; kinds?: string[] }): Promise<JournalEntry[]> {
+  async suspensionListDue(params: SuspensionListDueParams): Promise<JournalEntry[]> {
     const now = this.now().getTime();
     const due: { at: number; entry: JournalEntry }[] = [];
     for (const rec of this.runs.values()) {
@@ -319,7 +315,7 @@ export class MemoryStore implements JournalStore {
     return due.slice(0, Math.max(0, params.limit)).map((d) => clone(d.entry));
   }
 
-  async runListEndedChildren(params: { limit: number; graceMs: number }): Promise<Run[]> {
+  async runListEndedChildren(params: RunListEndedChildrenParams): Promise<Run[]> {
     const before = this.now().getTime() - params.graceMs;
     return [...this.runs.values()]
       .filter(({ run }) => {
@@ -334,7 +330,7 @@ export class MemoryStore implements JournalStore {
       .map(clone);
   }
 
-  async runListOrphans(params: { limit: number; graceMs: number }): Promise<{ run: Run; parentStatus: RunStatus }[]> {
+  async runListOrphans(params: RunListOrphansParams): Promise<OrphanedRun[]> {
     const before = this.now().getTime() - params.graceMs;
     const found: { run: Run; parent: Run }[] = [];
     for (const { run } of this.runs.values()) {
@@ -348,13 +344,13 @@ export class MemoryStore implements JournalStore {
       .map(({ run, parent }) => ({ run: clone(run), parentStatus: parent.status }));
   }
 
-  async runCountByStatus(): Promise<Record<RunStatus, number>> {
+  async runCountByStatus(): Promise<RunCountByStatusResult> {
     const counts: Record<RunStatus, number> = { PENDING: 0, RUNNING: 0, SUSPENDED: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 };
     for (const { run } of this.runs.values()) counts[run.status] += 1;
     return counts;
   }
 
-  async sweeperLeaseAcquire(params: { holder: string; ttlMs: number }): Promise<SweeperLease | null> {
+  async sweeperLeaseAcquire(params: SweeperLeaseAcquireParams): Promise<SweeperLease | null> {
     const now = this.now();
     const l = this.leader;
     if (l.holder !== null && l.expiresAt !== null && l.expiresAt.getTime() >= now.getTime()) return null;
@@ -364,39 +360,34 @@ export class MemoryStore implements JournalStore {
     return { holder: l.holder, epoch: l.epoch, expiresAt: new Date(l.expiresAt) };
   }
 
-  async sweeperLeaseRenew(params: { lease: SweeperLease; ttlMs: number }): Promise<SweeperLease> {
+  async sweeperLeaseRenew(params: SweeperLeaseRenewParams): Promise<SweeperLease> {
     this.sweeperFence(params.lease);
     this.leader.expiresAt = new Date(this.now().getTime() + params.ttlMs);
     return { ...params.lease, expiresAt: new Date(this.leader.expiresAt) };
   }
 
-  async sweeperLeaseRelease(params: { lease: SweeperLease }): Promise<void> {
+  async sweeperLeaseRelease(params: SweeperLeaseReleaseParams): Promise<void> {
     const l = this.leader;
     if (l.epoch !== params.lease.epoch || l.holder !== params.lease.holder) return;
     l.holder = null;
     l.expiresAt = null;
   }
 
-  async wakeupSubscribe(params: {
-    runId?: string; onRun?: (runId: string) => void; onPending?: () => void; onResync?: () => void;
-  }): Promise<() => Promise<void>> {
+  async wakeupSubscribe(params: WakeupSubscribeParams): Promise<WakeupUnsubscribe> {
     return this.wakeups.subscribe(params);
   }
 
-  async suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }> {
+  async suspensionList(params: SuspensionListParams): Promise<SuspensionListResult> {
     const page = suspensionPage(this.runs.values(), params);
     return { items: page.items.map(clone), nextCursor: page.nextCursor };
   }
 
-  async suspensionOpenOldest(params: { runId: string; namespace?: string; kind: EntryKind; name: string }): Promise<JournalEntry | null> {
+  async suspensionOpenOldest(params: SuspensionOpenOldestParams): Promise<JournalEntry | null> {
     const entry = oldestOpenSuspension(this.record(params.runId, params.namespace), params.kind, params.name);
     return entry ? clone(entry) : null;
   }
 
-  async signalDeliver(params: {
-    runId: string; namespace?: string; name: string; signalId: string; dedupeKey: string; payload: Json;
-    target: { seq: number; entry: NewJournalEntry } | null;
-  }): Promise<SignalDelivery> {
+  async signalDeliver(params: SignalDeliverParams): Promise<SignalDeliverResult> {
     assertJsonStorable('payload', params.payload, this.limits.payloadBytes);
     assertStorableText('name', params.name);
     assertStorableText('signalId', params.signalId);
@@ -427,14 +418,12 @@ export class MemoryStore implements JournalStore {
     return { outcome: 'buffered', signal: clone(signal) };
   }
 
-  async signalInboxList(params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]> {
+  async signalInboxList(params: SignalInboxListParams): Promise<BufferedSignal[]> {
     const rec = this.record(params.runId, params.namespace);
     return rec.inbox.filter((s) => params.name === undefined || s.name === params.name).slice(0, params.limit).map(clone);
   }
 
-  async signalInboxConsume(params: {
-    lease: Lease; signalId: string; suspensionSeq: number; entry: NewJournalEntry; valid: boolean;
-  }): Promise<{ entry: JournalEntry | null; winner: JournalEntry | null }> {
+  async signalInboxConsume(params: SignalInboxConsumeParams): Promise<SignalInboxConsumeResult> {
     assertEntriesFit([params.entry], this.limits, 'entry');
     const rec = this.fenced(params.lease);
     const at = rec.inbox.findIndex((s) => s.signalId === params.signalId);

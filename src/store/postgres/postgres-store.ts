@@ -2,13 +2,21 @@ import pg from 'pg';
 import {
   IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
 } from '../../journal/errors.js';
-import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
-import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
+import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
 import type {
-  BufferedSignal, JournalStore, RunCreateParams, RunListParams, SignalDelivery, SuspensionListItem, SuspensionListParams, SweeperLease,
+  BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
+  RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
+  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
+  RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
+  SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
+  SignalInboxListParams, SuspensionListDueParams, SuspensionListParams, SuspensionListResult,
+  SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams,
+  SweeperLeaseRenewParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { notASuspension } from '../store-errors.js';
 import { STORE_DEFAULTS, type StoreLogger } from '../store-kind.js';
@@ -21,7 +29,7 @@ import * as signals from './signals-ops.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
 import * as sq from './sweeper-queries.js';
-import { WakeupListener, type WakeupSubscriber } from './wakeup-listener.js';
+import { WakeupListener } from './wakeup-listener.js';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -107,7 +115,7 @@ export class PostgresStore implements JournalStore {
     return store;
   }
 
-  async runCreate(params: RunCreateParams): Promise<{ run: Run; created: boolean; lease: Lease | null }> {
+  async runCreate(params: RunCreateParams): Promise<RunCreateResult> {
     assertRunCreateFits(params, this.limits);
     if (params.parentRunId && !isRunId(params.parentRunId)) throw new RunNotFoundError(params.parentRunId);
     const ctx = { parentRunId: params.parentRunId };
@@ -122,11 +130,11 @@ export class PostgresStore implements JournalStore {
     return { run, created: false, lease: null };
   }
 
-  async runGet(params: { runId: string; namespace: string }): Promise<Run> {
+  async runGet(params: RunGetParams): Promise<Run> {
     return this.findRun(params.runId, params.namespace);
   }
 
-  async runList(params: RunListParams): Promise<{ runs: Run[]; nextCursor: string | null }> {
+  async runList(params: RunListParams): Promise<RunListResult> {
     assertPageSize(params.pageSize);
     const after = params.cursor ? decodeRunCursor(params.cursor) : null;
     if (params.parentRunId !== undefined && !isRunId(params.parentRunId)) return { runs: [], nextCursor: null };
@@ -141,9 +149,7 @@ export class PostgresStore implements JournalStore {
     return { runs, nextCursor: rows.length > params.pageSize && last ? encodeRunCursor(last) : null };
   }
 
-  async runLeaseAcquire(params: {
-    runId: string; holder: string; ttlMs: number; statuses?: RunStatus[]; namespace?: string;
-  }): Promise<Lease | null> {
+  async runLeaseAcquire(params: RunLeaseAcquireParams): Promise<Lease | null> {
     if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
     const { rows } = await this.query<rq.LeaseRow>(rq.runLeaseAcquire({
       runId: params.runId, holder: params.holder, ttlMs: params.ttlMs,
@@ -154,19 +160,19 @@ export class PostgresStore implements JournalStore {
     return null;
   }
 
-  async runLeaseRenew(params: { lease: Lease; ttlMs: number }): Promise<Lease> {
+  async runLeaseRenew(params: RunLeaseRenewParams): Promise<Lease> {
     if (!isRunId(params.lease.runId)) throw new RunNotFoundError(params.lease.runId);
     const { rows } = await this.query<rq.LeaseRow>(rq.runLeaseRenew(params.lease, params.ttlMs), {}, this.leasePool);
     if (rows[0]) return rq.toLease(rows[0]);
     throw await this.fenceFailure(params.lease, 0, this.leasePool) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);
   }
 
-  async runLeaseRelease(params: { lease: Lease }): Promise<void> {
+  async runLeaseRelease(params: RunLeaseReleaseParams): Promise<void> {
     if (!isRunId(params.lease.runId)) return;
     await this.query(rq.runLeaseRelease(params.lease), {}, this.leasePool);
   }
 
-  async runClaim(params: { holder: string; ttlMs: number; limit: number; namespace?: string }): Promise<Lease[]> {
+  async runClaim(params: RunClaimParams): Promise<Lease[]> {
     if (params.limit <= 0) return [];
     const { rows } = await this.query<rq.LeaseRow & { created_at: Date }>(rq.runClaim({
       holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null,
@@ -176,9 +182,7 @@ export class PostgresStore implements JournalStore {
     return rows.map(rq.toLease);
   }
 
-  async runStatusSet(params: {
-    lease: Lease; status: RunStatus; output?: Json; error?: RunError;
-  }): Promise<{ run: Run; entry: JournalEntry }> {
+  async runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult> {
     assertStatusFits(params, this.limits);
     if (!isRunId(params.lease.runId)) throw new RunNotFoundError(params.lease.runId);
     const terminal = isTerminalStatus(params.status);
@@ -190,9 +194,7 @@ export class PostgresStore implements JournalStore {
     throw await this.fenceFailure(params.lease, 0) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);
   }
 
-  async runStatusForce(params: {
-    runId: string; namespace?: string; status: RunStatus; output?: Json; error?: RunError; leader?: SweeperLease;
-  }): Promise<{ run: Run; entry: JournalEntry } | null> {
+  async runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     assertForcedStatusFits(params, this.limits);
     if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
     const terminal = isTerminalStatus(params.status);
@@ -212,7 +214,7 @@ export class PostgresStore implements JournalStore {
     return null;
   }
 
-  async journalAppend(params: { lease: Lease; entries: NewJournalEntry[] }): Promise<JournalEntry[]> {
+  async journalAppend(params: JournalAppendParams): Promise<JournalEntry[]> {
     assertEntriesFit(params.entries, this.limits);
     const deadlines = params.entries.map(suspensionDeadline);
     const { lease, entries } = params;
@@ -268,7 +270,7 @@ export class PostgresStore implements JournalStore {
     }));
   }
 
-  async journalList(params: { runId: string; afterSeq?: number; limit?: number; namespace?: string }): Promise<JournalEntry[]> {
+  async journalList(params: JournalListParams): Promise<JournalEntry[]> {
     if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
     const { rows } = await this.query<jq.JournalRow>(jq.journalList({
       runId: params.runId, afterSeq: params.afterSeq ?? -1, limit: params.limit ?? null, namespace: params.namespace ?? null,
@@ -277,7 +279,7 @@ export class PostgresStore implements JournalStore {
     return rows.map(jq.toEntry);
   }
 
-  async journalCostTotals(params: { runIds: string[]; namespace?: string }): Promise<Map<string, number>> {
+  async journalCostTotals(params: JournalCostTotalsParams): Promise<JournalCostTotalsResult> {
     const ids = params.runIds.filter(isRunId);
     const totals = new Map<string, number>();
     if (ids.length === 0) return totals;
@@ -296,9 +298,7 @@ export class PostgresStore implements JournalStore {
    * lock, read the facts (a fresh READ COMMITTED snapshot that includes every resolution committed
    * before the lock was granted), write. test/conformance "applies one of many concurrent resolutions".
    */
-  async journalResolve(params: {
-    runId: string; namespace?: string; suspensionSeq: number; entry: NewJournalEntry; leader?: SweeperLease;
-  }): Promise<{ entry: JournalEntry; applied: boolean; duplicate: boolean; winner: JournalEntry }> {
+  async journalResolve(params: JournalResolveParams): Promise<JournalResolveResult> {
     const { runId, suspensionSeq } = params;
     if (!isRunId(runId)) throw new RunNotFoundError(runId);
     assertEntriesFit([params.entry], this.limits, 'entry');
@@ -325,9 +325,7 @@ export class PostgresStore implements JournalStore {
     }, { runId });
   }
 
-  async runRecoverExpired(params: {
-    limit: number; maxRecoveries: number; graceMs: number; failError: RunError; leader?: SweeperLease;
-  }): Promise<{ recovered: string[]; failed: string[] }> {
+  async runRecoverExpired(params: RunRecoverExpiredParams): Promise<RunRecoverExpiredResult> {
     if (params.limit <= 0) return { recovered: [], failed: [] };
     const rows = await this.transaction(async (client) => {
       await client.query(`SET LOCAL lock_timeout = ${Math.trunc(this.options.sweeperLockTimeoutMs ?? 500)}`);
@@ -340,68 +338,68 @@ export class PostgresStore implements JournalStore {
     };
   }
 
-  async suspensionListDue(params: { limit: number; kinds?: string[] }): Promise<JournalEntry[]> {
+  async suspensionListDue(params: SuspensionListDueParams): Promise<JournalEntry[]> {
     if (params.limit <= 0) return [];
     const { rows } = await this.query<jq.JournalRow>(suspensionListDue({ limit: params.limit, kinds: params.kinds?.length ? params.kinds : null }));
     return rows.map(jq.toEntry);
   }
 
-  async runListEndedChildren(params: { limit: number; graceMs: number }): Promise<Run[]> {
+  async runListEndedChildren(params: RunListEndedChildrenParams): Promise<Run[]> {
     if (params.limit <= 0) return [];
     const { rows } = await this.query<rq.RunRow>(sq.runListEndedChildren(params));
     return rows.map(rq.toRun);
   }
 
-  async runListOrphans(params: { limit: number; graceMs: number }): Promise<{ run: Run; parentStatus: RunStatus }[]> {
+  async runListOrphans(params: RunListOrphansParams): Promise<OrphanedRun[]> {
     if (params.limit <= 0) return [];
     const { rows } = await this.query<rq.RunRow & { parent_status: RunStatus }>(sq.runListOrphans(params));
     return rows.map((row) => ({ run: rq.toRun(row), parentStatus: row.parent_status }));
   }
 
-  async runCountByStatus(): Promise<Record<RunStatus, number>> {
+  async runCountByStatus(): Promise<RunCountByStatusResult> {
     const counts: Record<RunStatus, number> = { PENDING: 0, RUNNING: 0, SUSPENDED: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 };
     const { rows } = await this.query<{ status: RunStatus; n: number }>(sq.runCountByStatus());
     for (const row of rows) counts[row.status] = row.n;
     return counts;
   }
 
-  async sweeperLeaseAcquire(params: { holder: string; ttlMs: number }): Promise<SweeperLease | null> {
+  async sweeperLeaseAcquire(params: SweeperLeaseAcquireParams): Promise<SweeperLease | null> {
     const { rows } = await this.query<slq.SweeperLeaseRow>(slq.sweeperLeaseAcquire(params), {}, this.leasePool);
     return rows[0] ? toSweeperLease(rows[0]) : null;
   }
 
-  async sweeperLeaseRenew(params: { lease: SweeperLease; ttlMs: number }): Promise<SweeperLease> {
+  async sweeperLeaseRenew(params: SweeperLeaseRenewParams): Promise<SweeperLease> {
     const { holder, epoch } = params.lease;
     const { rows } = await this.query<slq.SweeperLeaseRow>(slq.sweeperLeaseRenew({ holder, epoch, ttlMs: params.ttlMs }), {}, this.leasePool);
     if (!rows[0]) throw new SweeperLeaseLostError(holder, epoch);
     return toSweeperLease(rows[0]);
   }
 
-  async sweeperLeaseRelease(params: { lease: SweeperLease }): Promise<void> {
+  async sweeperLeaseRelease(params: SweeperLeaseReleaseParams): Promise<void> {
     await this.query(slq.sweeperLeaseRelease(params.lease), {}, this.leasePool);
   }
 
-  async wakeupSubscribe(params: WakeupSubscriber): Promise<() => Promise<void>> {
+  async wakeupSubscribe(params: WakeupSubscribeParams): Promise<WakeupUnsubscribe> {
     return this.listener.subscribe(params);
   }
 
-  async suspensionList(params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }> {
+  async suspensionList(params: SuspensionListParams): Promise<SuspensionListResult> {
     return signals.suspensionList(this.access(), params);
   }
 
-  async suspensionOpenOldest(params: Parameters<JournalStore['suspensionOpenOldest']>[0]): Promise<JournalEntry | null> {
+  async suspensionOpenOldest(params: SuspensionOpenOldestParams): Promise<JournalEntry | null> {
     return signals.suspensionOpenOldest(this.access(), params);
   }
 
-  async signalDeliver(params: Parameters<JournalStore['signalDeliver']>[0]): Promise<SignalDelivery> {
+  async signalDeliver(params: SignalDeliverParams): Promise<SignalDeliverResult> {
     return signals.signalDeliver(this.access(), params);
   }
 
-  async signalInboxList(params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]> {
+  async signalInboxList(params: SignalInboxListParams): Promise<BufferedSignal[]> {
     return signals.signalInboxList(this.access(), params);
   }
 
-  async signalInboxConsume(params: Parameters<JournalStore['signalInboxConsume']>[0]): Promise<{ entry: JournalEntry | null; winner: JournalEntry | null }> {
+  async signalInboxConsume(params: SignalInboxConsumeParams): Promise<SignalInboxConsumeResult> {
     return signals.signalInboxConsume(this.access(), params);
   }
 

@@ -1,11 +1,14 @@
 import type pg from 'pg';
 import { JournalFullError, RunNotFoundError, RunStateError } from '../../journal/errors.js';
-import type { EntryKind, JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Limits } from '../../journal/limits.js';
-import { isTerminalStatus, type Json, type Lease, type Run, type RunStatus } from '../../journal/run.js';
+import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../journal/run.js';
 import { assertPageSize } from '../run-cursor.js';
 import { isRunId } from '../run-id.js';
-import type { BufferedSignal, SignalDelivery, SuspensionListItem, SuspensionListParams } from '../store.js';
+import type {
+  BufferedSignal, SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
+  SignalInboxListParams, SuspensionListItem, SuspensionListParams, SuspensionListResult, SuspensionOpenOldestParams,
+} from '../store.js';
 import { notASuspension } from '../store-errors.js';
 import { decodeSuspensionCursor, encodeSuspensionCursor } from '../suspension-cursor.js';
 import { assertEntriesFit, assertJsonStorable, assertStorableText } from '../write-checks.js';
@@ -32,10 +35,7 @@ function toSignal(row: sq.InboxRow): BufferedSignal {
   return { runId: row.run_id, name: row.name, signalId: row.signal_id, payload: row.payload, createdAt: new Date(row.created_at) };
 }
 
-export async function signalDeliver(db: PgAccess, params: {
-  runId: string; namespace?: string; name: string; signalId: string; dedupeKey: string; payload: Json;
-  target: { seq: number; entry: NewJournalEntry } | null;
-}): Promise<SignalDelivery> {
+export async function signalDeliver(db: PgAccess, params: SignalDeliverParams): Promise<SignalDeliverResult> {
   assertJsonStorable('payload', params.payload, db.limits.payloadBytes);
   assertStorableText('name', params.name);
   assertStorableText('signalId', params.signalId);
@@ -66,9 +66,7 @@ export async function signalDeliver(db: PgAccess, params: {
   }, runId);
 }
 
-export async function suspensionOpenOldest(db: PgAccess, params: {
-  runId: string; namespace?: string; kind: EntryKind; name: string;
-}): Promise<JournalEntry | null> {
+export async function suspensionOpenOldest(db: PgAccess, params: SuspensionOpenOldestParams): Promise<JournalEntry | null> {
   if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
   const { rows } = await db.query<{ entry: jq.JournalRow | null }>(sq.suspensionOpenOldest({
     runId: params.runId, namespace: params.namespace ?? null, kind: params.kind, name: params.name,
@@ -78,7 +76,7 @@ export async function suspensionOpenOldest(db: PgAccess, params: {
   return row.entry ? jq.toEntry(row.entry) : null;
 }
 
-export async function signalInboxList(db: PgAccess, params: { runId: string; namespace?: string; name?: string; limit?: number }): Promise<BufferedSignal[]> {
+export async function signalInboxList(db: PgAccess, params: SignalInboxListParams): Promise<BufferedSignal[]> {
   if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
   const { rows } = await db.query<sq.InboxRow>(sq.inboxList({
     runId: params.runId, namespace: params.namespace ?? null, name: params.name ?? null, limit: params.limit ?? null,
@@ -87,9 +85,7 @@ export async function signalInboxList(db: PgAccess, params: { runId: string; nam
   return rows.map(toSignal);
 }
 
-export async function signalInboxConsume(db: PgAccess, params: {
-  lease: Lease; signalId: string; suspensionSeq: number; entry: NewJournalEntry; valid: boolean;
-}): Promise<{ entry: JournalEntry | null; winner: JournalEntry | null }> {
+export async function signalInboxConsume(db: PgAccess, params: SignalInboxConsumeParams): Promise<SignalInboxConsumeResult> {
   assertEntriesFit([params.entry], db.limits, 'entry');
   const { lease, signalId, suspensionSeq } = params;
   if (!isRunId(lease.runId)) throw new RunNotFoundError(lease.runId);
@@ -112,7 +108,7 @@ export async function signalInboxConsume(db: PgAccess, params: {
   throw (await db.fenceFailure(lease)) ?? new RunStateError(lease.runId, 'not held under this lease', 'held by this worker');
 }
 
-export async function suspensionList(db: PgAccess, params: SuspensionListParams): Promise<{ items: SuspensionListItem[]; nextCursor: string | null }> {
+export async function suspensionList(db: PgAccess, params: SuspensionListParams): Promise<SuspensionListResult> {
   assertPageSize(params.pageSize);
   const after = params.cursor ? decodeSuspensionCursor(params.cursor) : null;
   if (params.runId !== undefined && !isRunId(params.runId)) return { items: [], nextCursor: null };
