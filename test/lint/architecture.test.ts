@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
@@ -115,6 +118,25 @@ describe('architecture rules', () => {
     expect(await ruleIds('src/cli/probe.ts', memory)).toContain('import-x/no-restricted-paths');
     const root = "import { openStore } from '../store/open-store.js';\nexport const p = openStore;\n";
     expect(await ruleIds('src/cli/probe.ts', root)).toEqual([]);
+  });
+
+  it('a store kind added later is as closed to the layers above as postgres/ and memory/', async () => {
+    // The rule is a pattern over store/*/, so a new kind needs no lint edit. The import must resolve
+    // for the rule to look at it, so a throwaway kind folder exists for the length of this test.
+    const kind = `lint-probe-${randomBytes(4).toString('hex')}`;
+    const dir = path.join('src/store', kind);
+    await mkdir(dir);
+    try {
+      await writeFile(path.join(dir, 'probe-store.ts'), 'export const ProbeStore = 1;\n');
+      const code = `import { ProbeStore } from '../store/${kind}/probe-store.js';\nexport const p = ProbeStore;\n`;
+      for (const layer of ['cli', 'server', 'engine', 'agent', 'sweeper']) {
+        expect(await ruleIds(`src/${layer}/probe.ts`, code), layer).toContain('import-x/no-restricted-paths');
+      }
+      const fromRoot = `import { ProbeStore } from './${kind}/probe-store.js';\nexport const p = ProbeStore;\n`;
+      expect(await ruleIds('src/store/open-store.ts', fromRoot)).not.toContain('import-x/no-restricted-paths');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('a clean file in the right place passes', async () => {
