@@ -9,7 +9,9 @@ import { RestartableServer, startChargeSink, startRestartControl, unservedRpc } 
  * The Go and Python clients' own test suites, run against a real `waymark server` this file
  * starts: `go test ./...` in clients/go and pytest in clients/python, as child processes with
  * WAYMARK_ADDRESS set (their live tests skip without it) and WAYMARK_RESTART_URL, through which a
- * test asks this harness to restart the server mid-run (startRestartControl). The TypeScript
+ * test asks this harness to restart the server mid-run (startRestartControl), and a second
+ * replica on the same database (WAYMARK_REPLICA_ADDRESS) with WAYMARK_ROLLING_RESTART_URL, through
+ * which a test restarts both one after the other as a rollout does. The TypeScript
  * client's tests are ordinary vitest files (clients/ts/test). A missing toolchain skips its
  * language with a warning naming the setup step (scripts/setup-clients.sh); it never fails
  * silently as a pass.
@@ -22,6 +24,8 @@ const pytestAvailable = existsSync(python) && spawnSync(python, ['-c', 'import p
 
 let db: TestDatabase;
 let server: RestartableServer;
+/** A second replica on the same database, for the rolling-restart tests. */
+let replica: RestartableServer;
 let control: Awaited<ReturnType<typeof startRestartControl>>;
 let sink: Awaited<ReturnType<typeof startChargeSink>>;
 /** An RPC the server does not serve yet; the live tests cannot run without the whole API. */
@@ -31,14 +35,16 @@ beforeAll(async () => {
   db = await createTestDatabase('waymark_clients');
   sink = await startChargeSink();
   server = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url });
-  await server.start();
+  replica = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url });
+  await Promise.all([server.start(), replica.start()]);
   unserved = await unservedRpc(server.address);
-  control = await startRestartControl(server);
+  control = await startRestartControl(server, replica);
 });
 
 afterAll(async () => {
   await control?.close();
   await server?.stop();
+  await replica?.stop();
   await sink?.close();
   await db?.drop();
 });
@@ -55,7 +61,10 @@ function run(command: string, args: string[], cwd: string): Promise<Finished> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd,
-      env: { ...process.env, WAYMARK_ADDRESS: server.address, WAYMARK_RESTART_URL: control.url },
+      env: {
+        ...process.env, WAYMARK_ADDRESS: server.address, WAYMARK_REPLICA_ADDRESS: replica.address,
+        WAYMARK_RESTART_URL: control.url, WAYMARK_ROLLING_RESTART_URL: control.url.replace(/\/restart$/, '/rolling-restart'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -115,7 +124,7 @@ function skipWithout(available: boolean, what: string, skip: (note?: string) => 
 }
 
 describe('Go and Python clients against a real server', () => {
-  it('Go: go test ./... in clients/go', { timeout: 300_000 }, async (ctx) => {
+  it('Go: go test ./... in clients/go', { timeout: 480_000 }, async (ctx) => {
     skipWithout(goAvailable, 'Go', ctx.skip);
     const result = await run('go', ['test', '-count=1', '-json', './...'], path.join(root, 'clients', 'go'));
     const go = summarizeGoTest(result.output);
@@ -126,7 +135,7 @@ describe('Go and Python clients against a real server', () => {
     expect(sink.charges.get('go-A-1001'), 'the Go test\'s refund reached the payment provider exactly once').toBe(1);
   });
 
-  it('Python: pytest in clients/python', { timeout: 300_000 }, async (ctx) => {
+  it('Python: pytest in clients/python', { timeout: 480_000 }, async (ctx) => {
     skipWithout(pytestAvailable, 'The Python virtualenv (.venv with pytest and the client)', ctx.skip);
     const result = await run(path.join(root, '.venv', 'bin', 'pytest'), ['-q', '-rs', '-p', 'no:cacheprovider', '--durations=5'], path.join(root, 'clients', 'python'));
     const summary = result.output.trimEnd().split('\n').at(-1) ?? '';

@@ -32,10 +32,14 @@ export class RestartableServer {
     return this.address;
   }
 
-  /** Restarts on the same address; concurrent calls run one after another. */
-  restart(options: { signal?: NodeJS.Signals; bumpDrift?: boolean } = {}): Promise<void> {
+  /**
+   * Restarts on the same address; concurrent calls run one after another. `onStopped` is called
+   * once the old process has exited, before the new one starts (the window a rollout opens).
+   */
+  restart(options: { signal?: NodeJS.Signals; bumpDrift?: boolean; onStopped?: () => void } = {}): Promise<void> {
     const next = this.queue.then(async () => {
       await this.process?.stop(options.signal ?? 'SIGTERM');
+      options.onStopped?.();
       if (options.bumpDrift) this.driftVersion += 1;
       this.process = this.spawn(this.address);
       await this.process.listening();
@@ -73,16 +77,37 @@ export class RestartableServer {
  * An HTTP endpoint through which a client test in another process asks for a restart:
  * `POST /restart?signal=SIGKILL` (default SIGTERM) or `POST /restart?drift=bump`. It answers 200
  * once the new server is listening, so the client waits on the response rather than on a timer.
+ *
+ * With a second replica (same database, its own address), `POST /rolling-restart` restarts
+ * `server` and then `replica`, one after the other as a rollout does; it answers as soon as
+ * `server` has stopped, so the client acts while that replica is down, and `POST /rolling-restart/wait`
+ * answers once the rollout is over.
  */
-export async function startRestartControl(server: RestartableServer): Promise<{ url: string; close(): Promise<void> }> {
+export async function startRestartControl(server: RestartableServer, replica?: RestartableServer): Promise<{ url: string; close(): Promise<void> }> {
+  let rollout: Promise<void> = Promise.resolve();
   const http: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://control');
+    const signal = url.searchParams.get('signal') === 'SIGKILL' ? 'SIGKILL' : 'SIGTERM';
+    const failed = (err: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err));
+    };
+    if (req.method === 'POST' && replica && url.pathname === '/rolling-restart') {
+      rollout = rollout.catch(() => undefined).then(() => server.restart({ signal, onStopped: () => res.writeHead(200).end(server.address) }))
+        .then(() => replica.restart({ signal }));
+      rollout.catch(failed);
+      return;
+    }
+    if (req.method === 'POST' && replica && url.pathname === '/rolling-restart/wait') {
+      rollout.then(() => res.writeHead(200).end(), failed);
+      return;
+    }
     if (req.method !== 'POST' || url.pathname !== '/restart') {
       res.writeHead(404).end();
       return;
     }
-    const signal = url.searchParams.get('signal') === 'SIGKILL' ? 'SIGKILL' : 'SIGTERM';
-    server.restart({ signal, bumpDrift: url.searchParams.get('drift') === 'bump' }).then(
+    // A drift bump restarts the replica too, so that no replica executes runs with the old definition.
+    const bumpDrift = url.searchParams.get('drift') === 'bump';
+    Promise.all([server.restart({ signal, bumpDrift }), bumpDrift ? replica?.restart({ signal, bumpDrift }) : undefined]).then(
       () => res.writeHead(200, { 'content-type': 'text/plain' }).end(server.address),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err)),
     );

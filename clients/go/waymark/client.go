@@ -11,42 +11,27 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"time"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultAddress is where `waymark dev` listens.
 const DefaultAddress = "127.0.0.1:50051"
 
-// serviceConfig retries calls that are safe to repeat when the server is unavailable (a restart,
-// a rollout): reads, cancels, and signals and decisions, which always carry an id that makes a
-// repeat a no-op. StartRun and ResumeRun are not retried. round_robin spreads calls over every
-// address a "dns:///" target resolves to (a headless Kubernetes Service).
-const serviceConfig = `{
-  "loadBalancingConfig": [{"round_robin": {}}],
-  "methodConfig": [{
-    "name": [
-      {"service": "waymark.v1.RunService", "method": "GetRun"},
-      {"service": "waymark.v1.RunService", "method": "ListRuns"},
-      {"service": "waymark.v1.RunService", "method": "GetJournal"},
-      {"service": "waymark.v1.RunService", "method": "ListWorkflows"},
-      {"service": "waymark.v1.RunService", "method": "CancelRun"},
-      {"service": "waymark.v1.SignalService"}
-    ],
-    "retryPolicy": {
-      "maxAttempts": 5,
-      "initialBackoff": "0.2s",
-      "maxBackoff": "3s",
-      "backoffMultiplier": 2,
-      "retryableStatusCodes": ["UNAVAILABLE"]
-    }
-  }]
-}`
+// serviceConfig: round_robin spreads calls over every address a "dns:///" target resolves to (a
+// headless Kubernetes Service). Retries are not grpc-go's: unaryInterceptor (retry.go) applies
+// the policy of docs/clients.md, which needs the request to decide what is safe to repeat.
+const serviceConfig = `{"loadBalancingConfig": [{"round_robin": {}}]}`
 
 // Client talks to one Waymark server (or a load-balanced address of several). It is safe for
 // concurrent use; Close releases its connection.
@@ -55,15 +40,18 @@ type Client struct {
 	namespace string
 	timeout   time.Duration
 	backoff   Backoff
+	retry     RetryPolicy
 
 	// Runs and Signals are the generated stubs, for anything the wrapper does not cover.
 	Runs    waymarkv1.RunServiceClient
 	Signals waymarkv1.SignalServiceClient
 }
 
-// Backoff paces the reconnects of an event stream: the first wait is Initial, each further one
-// doubles up to Max (with jitter), and the stream gives up once it has failed to reconnect for
-// GiveUpAfter in a row. A stream that receives an event starts over at Initial.
+// Backoff paces the reconnects of an event stream: the first wait is up to Initial, each further
+// one up to twice as long, capped at Max (full jitter). The stream gives up only when, for
+// GiveUpAfter, no reconnect succeeded and no event arrived; a reconnect succeeds when the server
+// accepts the stream's connection, so a follower of a parked run (which gets no events) survives
+// any number of restarts as long as each one ends within GiveUpAfter.
 type Backoff struct {
 	Initial     time.Duration
 	Max         time.Duration
@@ -76,6 +64,8 @@ type options struct {
 	namespace string
 	timeout   time.Duration
 	backoff   Backoff
+	retry     RetryPolicy
+	failFast  time.Duration
 	dial      []grpc.DialOption
 }
 
@@ -99,13 +89,23 @@ func WithToken(token string) Option { return func(o *options) { o.token = token 
 // WithNamespace sets the namespace of every call (default "default").
 func WithNamespace(namespace string) Option { return func(o *options) { o.namespace = namespace } }
 
-// WithTimeout sets the deadline of unary calls whose context has none (default 30s). Event
-// streams have no deadline: they live as long as their context.
+// WithTimeout sets the deadline of each attempt of a unary call whose context has none (default
+// 30s); the retry policy bounds the call as a whole. A context with a deadline bounds everything:
+// attempts and retries. Event streams have no deadline: they live as long as their context.
 func WithTimeout(timeout time.Duration) Option { return func(o *options) { o.timeout = timeout } }
 
 // WithReconnectBackoff paces event-stream reconnects (default 100ms doubling to 5s, giving up
-// after 2 minutes without a successful reconnect).
+// after 2 minutes with neither a successful reconnect nor an event).
 func WithReconnectBackoff(b Backoff) Option { return func(o *options) { o.backoff = b } }
+
+// WithRetry sets the retry policy of unary calls (default DefaultRetryPolicy; a zero Budget turns
+// retries off). docs/clients.md lists which calls retry and on which codes.
+func WithRetry(p RetryPolicy) Option { return func(o *options) { o.retry = p } }
+
+// WithFailFast makes Dial connect before it returns: it blocks until the server accepts a
+// connection, or fails with *UnavailableError after timeout. Without it Dial returns at once and
+// the first call connects.
+func WithFailFast(timeout time.Duration) Option { return func(o *options) { o.failFast = timeout } }
 
 // WithDialOptions adds grpc.DialOptions, e.g. interceptors or a custom resolver.
 func WithDialOptions(opts ...grpc.DialOption) Option {
@@ -113,11 +113,13 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 }
 
 // Dial returns a client for address ("host:port", or any gRPC target such as
-// "dns:///waymark-headless:50051"). It does not wait for the server: the first call connects.
+// "dns:///waymark-headless:50051"). It does not wait for the server (the first call connects)
+// unless WithFailFast is given.
 func Dial(address string, opts ...Option) (*Client, error) {
 	o := options{
 		timeout: 30 * time.Second,
 		backoff: Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, GiveUpAfter: 2 * time.Minute},
+		retry:   DefaultRetryPolicy,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -136,28 +138,57 @@ func Dial(address string, opts ...Option) (*Client, error) {
 		// servers and proxies accept from clients.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16 << 20)),
+		// Reconnect as fast as calls retry (grpc-go's default starts at 1s and grows to 2 min), so
+		// a server back from a restart is found within the retry policy's own backoff.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: o.backoff.Initial, Multiplier: 1.6, Jitter: 0.2, MaxDelay: o.backoff.Max},
+			MinConnectTimeout: 10 * time.Second,
+		}),
 	}
 	if o.token != "" {
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer{token: o.token, secure: o.tls != nil}))
 	}
+	c := &Client{namespace: o.namespace, timeout: o.timeout, backoff: o.backoff, retry: o.retry}
+	dial = append(dial, grpc.WithChainUnaryInterceptor(c.unaryInterceptor))
 	conn, err := grpc.NewClient(address, append(dial, o.dial...)...)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{
-		conn:      conn,
-		namespace: o.namespace,
-		timeout:   o.timeout,
-		backoff:   o.backoff,
-		Runs:      waymarkv1.NewRunServiceClient(conn),
-		Signals:   waymarkv1.NewSignalServiceClient(conn),
-	}, nil
+	c.conn = conn
+	c.Runs = waymarkv1.NewRunServiceClient(conn)
+	c.Signals = waymarkv1.NewSignalServiceClient(conn)
+	if o.failFast > 0 {
+		if err := c.waitReady(address, o.failFast); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// waitReady connects and waits until the connection is READY, for at most timeout.
+func (c *Client) waitReady(address string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c.conn.Connect()
+	for {
+		state := c.conn.GetState()
+		if state == connectivity.Ready {
+			return nil
+		}
+		if !c.conn.WaitForStateChange(ctx, state) {
+			msg := fmt.Sprintf("could not connect to %s within %s (connection %s)", address, timeout, state)
+			return &UnavailableError{APIError: &APIError{
+				Code: codes.Unavailable, Message: msg, Metadata: map[string]string{}, status: status.New(codes.Unavailable, msg),
+			}}
+		}
+	}
 }
 
 // Close closes the connection; streams in progress end with an error.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// unary gives a call the client's default deadline unless ctx already has one.
+// unary gives an attempt the client's default deadline unless ctx already has one.
 func (c *Client) unary(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok || c.timeout <= 0 {
 		return ctx, func() {}

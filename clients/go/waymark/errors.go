@@ -132,6 +132,35 @@ type WrongStateError struct {
 	Status string
 }
 
+// UnavailableError: the server could not be reached, the connection dropped, or the server is
+// shutting down (UNAVAILABLE), after the client's own retries (docs/clients.md) ran out, or an
+// event stream gave up reconnecting. Retry later, or against another replica.
+type UnavailableError struct{ *APIError }
+
+// RunFailedError: Result waited for a run that ended FAILED or CANCELLED. Err is the run's error
+// as the server recorded it (name, message, reason, details).
+type RunFailedError struct {
+	RunID  string
+	Status waymarkv1.RunStatus
+	Err    *waymarkv1.RunError
+}
+
+func (e *RunFailedError) Error() string {
+	what := "failed"
+	if e.Status == waymarkv1.RunStatus_RUN_STATUS_CANCELLED {
+		what = "was cancelled"
+	}
+	if e.Err.GetMessage() == "" {
+		return fmt.Sprintf("waymark: run %s %s", e.RunID, what)
+	}
+	return fmt.Sprintf("waymark: run %s %s: %s: %s", e.RunID, what, e.Err.GetName(), e.Err.GetMessage())
+}
+
+// Cancelled reports whether the run was cancelled rather than failed.
+func (e *RunFailedError) Cancelled() bool {
+	return e.Status == waymarkv1.RunStatus_RUN_STATUS_CANCELLED
+}
+
 // IdempotencyConflictError: the idempotency key already started a run of another workflow
 // (ALREADY_EXISTS).
 type IdempotencyConflictError struct {
@@ -149,6 +178,7 @@ func (e *AlreadyResolvedError) Unwrap() error     { return e.APIError }
 func (e *LeaseLostError) Unwrap() error           { return e.APIError }
 func (e *WrongStateError) Unwrap() error          { return e.APIError }
 func (e *IdempotencyConflictError) Unwrap() error { return e.APIError }
+func (e *UnavailableError) Unwrap() error         { return e.APIError }
 
 // mapError turns an error from a generated stub into the typed error its status details name.
 // Errors that carry no gRPC status (context cancellation, nil) pass through unchanged.
@@ -224,8 +254,11 @@ func FromStatus(st *status.Status) error {
 	case ReasonIdempotencyConflict:
 		return &IdempotencyConflictError{APIError: base, ExistingRunID: meta("existing_run_id")}
 	}
-	if base.Code == codes.InvalidArgument {
+	switch base.Code {
+	case codes.InvalidArgument:
 		return &InvalidArgumentError{APIError: base}
+	case codes.Unavailable:
+		return &UnavailableError{APIError: base}
 	}
 	return base
 }

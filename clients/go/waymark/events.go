@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"iter"
-	"math/rand/v2"
 	"time"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
@@ -22,7 +21,8 @@ type EventsOptions struct {
 	// the stream also ends after the event that parks the run.
 	FollowSuspended bool
 	// OnReconnect, when set, is called before each reconnect with the seq the stream resumes
-	// after (-1 when no event arrived yet) and the error that ended the previous stream.
+	// after (-1 when no event arrived yet) and the error that ended the previous stream (an
+	// *UnavailableError).
 	OnReconnect func(afterSeq int64, cause error)
 }
 
@@ -31,8 +31,9 @@ type EventsOptions struct {
 // streams on. When the connection drops or the server answers UNAVAILABLE (a
 // restart, a rollout) it reconnects by itself with backoff, resuming after the last seq it
 // delivered, so the loop sees every event exactly once and in seq order. Iteration ends with a
-// non-nil error when the stream fails for another reason, when reconnecting keeps failing past
-// the client's Backoff.GiveUpAfter, or when ctx ends; breaking out of the loop closes the stream.
+// non-nil error when the stream fails for another reason, when for the client's
+// Backoff.GiveUpAfter no reconnect succeeded and no event arrived (*UnavailableError), or when ctx
+// ends; breaking out of the loop closes the stream.
 //
 //	for ev, err := range client.Events(ctx, runID, waymark.EventsOptions{FollowSuspended: true}) {
 //		if err != nil { return err }
@@ -46,45 +47,59 @@ func (c *Client) Events(ctx context.Context, runID string, opts EventsOptions) i
 		if opts.AfterSeq != nil {
 			last = *opts.AfterSeq
 		}
-		wait := c.backoff.Initial
-		var failingSince time.Time
+		ceiling := c.backoff.Initial
+		// The give-up clock: since when neither a connect succeeded nor an event arrived.
+		quietSince := time.Now()
 		for {
-			ended, progressed, err := c.follow(ctx, runID, opts, &last, yield)
-			if ended {
+			began := time.Now()
+			res := c.follow(ctx, runID, opts, &last, yield)
+			if res.ended {
 				return
 			}
-			if progressed {
-				wait, failingSince = c.backoff.Initial, time.Time{}
+			if res.connected || res.progressed {
+				quietSince = time.Now()
 			}
-			if err != nil && !reconnectable(err) {
-				yield(nil, mapError(err))
-				return
+			// A stream that delivered or held for a while starts its backoff over; one the server
+			// keeps refusing at once backs off further.
+			if res.progressed || time.Since(began) > c.backoff.Max {
+				ceiling = c.backoff.Initial
 			}
-			if err == nil {
+			if res.err == nil {
 				return // the server ended the stream: the run ended (or parked)
 			}
-			if failingSince.IsZero() {
-				failingSince = time.Now()
-			} else if c.backoff.GiveUpAfter > 0 && time.Since(failingSince) > c.backoff.GiveUpAfter {
-				yield(nil, mapError(err))
+			if !reconnectable(res.err) {
+				yield(nil, mapError(res.err))
+				return
+			}
+			wait := fullJitter(ceiling)
+			if c.backoff.GiveUpAfter > 0 && time.Since(quietSince)+wait > c.backoff.GiveUpAfter {
+				yield(nil, mapError(res.err))
 				return
 			}
 			if opts.OnReconnect != nil {
-				opts.OnReconnect(last, err)
+				opts.OnReconnect(last, mapError(res.err))
 			}
-			if !sleep(ctx, jitter(wait)) {
+			if !sleep(ctx, wait) {
 				yield(nil, ctx.Err())
 				return
 			}
-			wait = min(wait*2, c.backoff.Max)
+			ceiling = min(ceiling*2, c.backoff.Max)
 		}
 	}
 }
 
-// follow runs one stream. ended is true when iteration is over (the consumer stopped, or an
-// error was already yielded); progressed when at least one new event arrived; err is what ended
-// the stream otherwise (nil when the server ended it, which it does once the run has settled).
-func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, last *int64, yield func(*waymarkv1.RunEvent, error) bool) (ended, progressed bool, err error) {
+// followed is how one stream went: ended when iteration is over (the consumer stopped, or an
+// error was already yielded); connected when the server accepted the stream (grpc-go opens a
+// stream only on a connection that is READY, so a server that is down fails it at once);
+// progressed when at least one new event arrived; err what ended the stream otherwise (nil when
+// the server ended it, which it does once the run has settled).
+type followed struct {
+	ended, connected, progressed bool
+	err                          error
+}
+
+// follow runs one stream.
+func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, last *int64, yield func(*waymarkv1.RunEvent, error) bool) (res followed) {
 	req := &waymarkv1.StreamRunEventsRequest{Namespace: c.namespace, RunId: runID, FollowSuspended: opts.FollowSuspended}
 	if *last >= 0 {
 		after := *last
@@ -94,28 +109,33 @@ func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, l
 	defer cancel()
 	stream, err := c.Runs.StreamRunEvents(streamCtx, req)
 	if err != nil {
-		return false, false, err
+		res.err = err
+		return res
 	}
+	res.connected = true
 	for {
-		res, err := stream.Recv()
+		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return false, progressed, nil
+			return res
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				yield(nil, ctx.Err())
-				return true, progressed, nil
+				res.ended = true
+				return res
 			}
-			return false, progressed, err
+			res.err = err
+			return res
 		}
-		ev := res.GetEvent()
+		ev := msg.GetEvent()
 		if ev.GetSeq() <= *last {
 			continue // already delivered before a reconnect
 		}
 		*last = ev.GetSeq()
-		progressed = true
+		res.progressed = true
 		if !yield(ev, nil) {
-			return true, progressed, nil
+			res.ended = true
+			return res
 		}
 	}
 }
@@ -124,22 +144,4 @@ func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, l
 // refused one and a server draining its streams alike as UNAVAILABLE.
 func reconnectable(err error) bool {
 	return status.Code(err) == codes.Unavailable
-}
-
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

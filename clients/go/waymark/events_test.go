@@ -127,3 +127,71 @@ func TestEventsStopOnOtherErrors(t *testing.T) {
 		t.Fatalf("want one call ending NOT_FOUND, got %v after %d calls", got, len(runs.calls))
 	}
 }
+
+// A follower of a parked run gets no events between restarts, so only a successful reconnect
+// can tell it that the server is back: two restarts farther apart than GiveUpAfter, each over
+// well within it, must not end the stream (they did while only events reset the give-up clock).
+func TestEventsSurviveRestartsFartherApartThanGiveUp(t *testing.T) {
+	const giveUp = 600 * time.Millisecond
+	runs := &scriptedRuns{script: []streamStep{
+		{events: []int64{0, 1}, hang: true},
+		{hang: true}, // parked: the reconnect delivers nothing
+		{events: []int64{2, 3}, last: waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED},
+	}}
+	srv, addr := serve(t, "127.0.0.1:0", runs)
+	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: giveUp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	calls := func() int {
+		runs.mu.Lock()
+		defer runs.mu.Unlock()
+		return len(runs.calls)
+	}
+	waitCalls := func(n int) {
+		for deadline := time.Now().Add(20 * time.Second); calls() < n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("the stream never reconnected (%d calls)", calls())
+				return
+			}
+		}
+	}
+	restart := func() {
+		srv.Stop()
+		time.Sleep(giveUp / 6) // the outage, shorter than the give-up window
+		srv, _ = serve(t, addr, runs)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var reconnects int
+	seen := []int64{}
+	done := make(chan error, 1)
+	go func() {
+		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(int64, error) { mu.Lock(); reconnects++; mu.Unlock() }}
+		for ev, err := range client.Events(ctx, "run-1", opts) {
+			if err != nil {
+				done <- err
+				return
+			}
+			mu.Lock()
+			seen = append(seen, ev.GetSeq())
+			mu.Unlock()
+		}
+		done <- nil
+	}()
+	waitCalls(1)
+	restart()
+	waitCalls(2)
+	time.Sleep(giveUp + giveUp/2) // longer than the window with no event
+	restart()
+	if err := <-done; err != nil {
+		t.Fatalf("the stream gave up after %v: %v", seen, err)
+	}
+	srv.Stop()
+	if !slices.Equal(seen, []int64{0, 1, 2, 3}) || reconnects < 2 {
+		t.Fatalf("seen %v after %d reconnects, want [0 1 2 3] after at least 2", seen, reconnects)
+	}
+}

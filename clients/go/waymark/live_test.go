@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -24,15 +24,20 @@ import (
 // in WAYMARK_RESTART_URL, an endpoint that restarts the server on the same address. Without
 // WAYMARK_ADDRESS they skip.
 
-func liveClient(t *testing.T) *Client {
+// liveClient dials the harness's server with the default options: after a restart, calls ride
+// on the client's own retry policy (no WaitForReady).
+func liveClient(t *testing.T, opts ...Option) *Client {
 	t.Helper()
-	address := os.Getenv("WAYMARK_ADDRESS")
+	return dialLive(t, "WAYMARK_ADDRESS", opts...)
+}
+
+func dialLive(t *testing.T, env string, opts ...Option) *Client {
+	t.Helper()
+	address := os.Getenv(env)
 	if address == "" {
-		t.Skip("WAYMARK_ADDRESS is not set; npm test (test/clients/clients.test.ts) runs this against a real server")
+		t.Skip(env + " is not set; npm test (test/clients/clients.test.ts) runs this against a real server")
 	}
-	// WaitForReady: after the harness restarts the server, calls wait for the connection instead
-	// of failing while grpc-go's reconnect backoff runs.
-	client, err := Dial(address, WithDialOptions(grpc.WithDefaultCallOptions(grpc.WaitForReady(true))))
+	client, err := Dial(address, append([]Option{WithFailFast(30 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +48,18 @@ func liveClient(t *testing.T) *Client {
 // restartServer asks the harness to restart the server and returns once the new one listens.
 func restartServer(t *testing.T, query string) {
 	t.Helper()
-	url := os.Getenv("WAYMARK_RESTART_URL")
+	control(t, "WAYMARK_RESTART_URL", "", query)
+}
+
+// control posts to one of the harness's restart endpoints (the URL in env, then path) and
+// returns when it answers.
+func control(t *testing.T, env, path, query string) {
+	t.Helper()
+	url := os.Getenv(env)
 	if url == "" {
-		t.Fatal("WAYMARK_RESTART_URL is not set; the harness provides it with WAYMARK_ADDRESS")
+		t.Fatal(env + " is not set; the harness provides it with WAYMARK_ADDRESS")
 	}
-	res, err := http.Post(url+"?"+query, "text/plain", nil)
+	res, err := http.Post(url+path+"?"+query, "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,15 +307,32 @@ func TestLiveTypedErrors(t *testing.T) {
 		}
 	})
 	t.Run("Unavailable", func(t *testing.T) {
-		dead, err := Dial("127.0.0.1:1", WithTimeout(5*time.Second))
+		dead, err := Dial("127.0.0.1:1", WithRetry(RetryPolicy{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond, Budget: time.Second}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer dead.Close()
-		// StartRun is not retried (not every start is safe to repeat), so it fails at once.
+		// Retried (with the generated idempotency key) until the budget is spent, then typed.
 		_, err = dead.StartRun(ctx, "refund", refundInput, StartOptions{})
-		var e *APIError
+		var e *UnavailableError
 		if !errors.As(err, &e) || e.Code != codes.Unavailable || !e.Retryable() {
+			t.Fatalf("got %#v", err)
+		}
+		if _, err := Dial("127.0.0.1:1", WithFailFast(time.Second)); !errors.As(err, &e) {
+			t.Fatalf("Dial with WithFailFast on a dead address: got %#v", err)
+		}
+	})
+	t.Run("RunFailed", func(t *testing.T) {
+		run, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Cancel(ctx, run.GetRun().GetId(), "not needed"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.Result(ctx, run.GetRun().GetId())
+		var e *RunFailedError
+		if !errors.As(err, &e) || !e.Cancelled() || e.RunID != run.GetRun().GetId() {
 			t.Fatalf("got %#v", err)
 		}
 	})
@@ -325,4 +354,145 @@ func TestLiveTypedErrors(t *testing.T) {
 			t.Fatalf("abandon: %v %v", res, err)
 		}
 	})
+}
+
+// parkedProbe starts a drift_probe run, which parks on an approval, and returns its id and the
+// approval's.
+func parkedProbe(ctx context.Context, t *testing.T, client *Client) (runID, approvalID string) {
+	t.Helper()
+	run, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{Wait: true})
+	if err != nil || run.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUSPENDED {
+		t.Fatalf("want a parked run: %v %v", run, err)
+	}
+	approvals := collect(t, client.ListApprovals(ctx, ApprovalFilter{RunID: run.GetRun().GetId()}))
+	if len(approvals) != 1 {
+		t.Fatalf("want one approval, got %v", approvals)
+	}
+	return run.GetRun().GetId(), approvals[0].GetId()
+}
+
+// checkStream: the stream delivered exactly the run's journal, in order, ending SUCCEEDED.
+func checkStream(ctx context.Context, t *testing.T, client *Client, runID string, events []*waymarkv1.RunEvent) {
+	t.Helper()
+	var seqs, journalSeqs []int64
+	for _, ev := range events {
+		seqs = append(seqs, ev.GetSeq())
+	}
+	for _, e := range collect(t, client.Journal(ctx, runID, JournalOptions{})) {
+		journalSeqs = append(journalSeqs, e.GetSeq())
+	}
+	if !slices.Equal(seqs, journalSeqs) {
+		t.Fatalf("streamed seqs %v, journal seqs %v: a gap or a repeat", seqs, journalSeqs)
+	}
+	if last := events[len(events)-1].GetStatusChanged(); last.GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("last event %v, want SUCCEEDED", events[len(events)-1])
+	}
+}
+
+// A follower of a parked run through two server restarts farther apart than its give-up window
+// (each restart well within it): only successful reconnects tell it the server came back, as a
+// parked run sends no events. It reconnects both times, then sees the run finish, every event once.
+func TestLiveFollowerSurvivesRestartsFartherApartThanGiveUp(t *testing.T) {
+	const giveUp = 20 * time.Second // longer than a restart takes, even on a busy machine
+	client := liveClient(t, WithReconnectBackoff(Backoff{Initial: 100 * time.Millisecond, Max: time.Second, GiveUpAfter: giveUp}))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runID, approvalID := parkedProbe(ctx, t, client)
+
+	var mu sync.Mutex
+	var events []*waymarkv1.RunEvent
+	reconnects := 0
+	parked := make(chan struct{})
+	streamed := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(int64, error) { mu.Lock(); reconnects++; mu.Unlock() }}
+		for ev, err := range client.Events(ctx, runID, opts) {
+			if err != nil {
+				streamed <- err
+				return
+			}
+			mu.Lock()
+			events = append(events, ev)
+			mu.Unlock()
+			if ev.GetStatusChanged().GetStatus() == waymarkv1.RunStatus_RUN_STATUS_SUSPENDED {
+				once.Do(func() { close(parked) })
+			}
+		}
+		streamed <- nil
+	}()
+	select {
+	case <-parked:
+	case err := <-streamed:
+		t.Fatalf("the stream ended before the run's history was delivered: %v", err)
+	}
+
+	var took []time.Duration
+	for _, step := range []struct {
+		signal string
+		then   time.Duration
+	}{{"SIGKILL", giveUp + 3*time.Second}, {"SIGTERM", 2 * time.Second}} {
+		began := time.Now()
+		restartServer(t, "signal="+step.signal)
+		took = append(took, time.Since(began).Round(100*time.Millisecond))
+		// After the first: longer than the window, with no event; after the second, time to
+		// reconnect (backoff at most 1 s).
+		time.Sleep(step.then)
+	}
+	select {
+	case err := <-streamed:
+		t.Fatalf("the follower stopped (restarts took %v): %v", took, err)
+	default:
+	}
+	if _, err := client.Approve(ctx, approvalID, Decision{By: "go-give-up"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-streamed; err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reconnects < 2 {
+		t.Fatalf("%d reconnects, want one per restart", reconnects)
+	}
+	checkStream(ctx, t, client, runID, events)
+}
+
+// A decision sent while a rolling restart of two replicas has the client's replica down succeeds:
+// the client retries it until the replica is back. Result, followed on the other replica, rides
+// through that replica's restart and returns the run's output.
+func TestLiveDecisionDuringRollingRestart(t *testing.T) {
+	client := liveClient(t)
+	other := dialLive(t, "WAYMARK_REPLICA_ADDRESS")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runID, approvalID := parkedProbe(ctx, t, client)
+
+	type outcome struct {
+		output any
+		err    error
+	}
+	result := make(chan outcome, 1)
+	go func() {
+		value, err := other.Result(ctx, runID)
+		var output any
+		if err == nil {
+			err = DecodeValue(value, &output)
+		}
+		result <- outcome{output, err}
+	}()
+
+	control(t, "WAYMARK_ROLLING_RESTART_URL", "", "signal=SIGTERM") // answers once the first replica is down
+	decided, err := client.Approve(ctx, approvalID, Decision{By: "go-rolling"})
+	if err != nil {
+		t.Fatalf("the decision failed during the rollout: %v", err)
+	}
+	if decided.GetApproval().GetDecidedBy() != "go-rolling" || decided.GetApproval().GetState() != waymarkv1.ApprovalState_APPROVAL_STATE_APPROVED {
+		t.Fatalf("decision %v", decided)
+	}
+	control(t, "WAYMARK_ROLLING_RESTART_URL", "/wait", "") // returns once the rollout is over
+	got := <-result
+	if got.err != nil || !reflect.DeepEqual(got.output, map[string]any{"done": true}) {
+		t.Fatalf("Result: %v %v", got.output, got.err)
+	}
 }

@@ -2,15 +2,19 @@ package waymark
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // StartOptions are the optional parts of StartRun.
 type StartOptions struct {
 	// IdempotencyKey makes the start idempotent in the namespace: a repeat returns the first
-	// run, with Created false.
+	// run, with Created false. Empty: the client makes one up for this call ("client:" and 24
+	// hex digits), so its own retries never start a second run; pass your own to make repeats of
+	// your call safe too.
 	IdempotencyKey string
 	// Wait executes the run on the server that received the call and answers once it ends or
 	// parks (or the context's deadline passes). Without it the call answers at once.
@@ -29,8 +33,9 @@ func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
+	if opts.IdempotencyKey == "" {
+		opts.IdempotencyKey = "client:" + randomID()
+	}
 	res, err := c.Runs.StartRun(ctx, &waymarkv1.StartRunRequest{
 		Namespace:      c.namespace,
 		Workflow:       workflow,
@@ -46,8 +51,6 @@ func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts 
 
 // GetRun returns a run and, when it is suspended, what it waits for.
 func (c *Client) GetRun(ctx context.Context, runID string) (*waymarkv1.GetRunResponse, error) {
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Runs.GetRun(ctx, &waymarkv1.GetRunRequest{Namespace: c.namespace, RunId: runID})
 	return res, mapError(err)
 }
@@ -124,26 +127,73 @@ func (c *Client) PreviewResume(ctx context.Context, runID string, invalidate ...
 }
 
 func (c *Client) resume(ctx context.Context, req *waymarkv1.ResumeRunRequest) (*waymarkv1.ResumeRunResponse, error) {
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Runs.ResumeRun(ctx, req)
 	return res, mapError(err)
 }
 
 // Cancel cancels a run; cancelling a finished run returns it unchanged.
 func (c *Client) Cancel(ctx context.Context, runID, reason string) (*waymarkv1.Run, error) {
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Runs.CancelRun(ctx, &waymarkv1.CancelRunRequest{Namespace: c.namespace, RunId: runID, Reason: reason})
 	return res.GetRun(), mapError(err)
 }
 
 // ListWorkflows returns the workflows registered with the server.
 func (c *Client) ListWorkflows(ctx context.Context) ([]*waymarkv1.Workflow, error) {
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Runs.ListWorkflows(ctx, &waymarkv1.ListWorkflowsRequest{Namespace: c.namespace})
 	return res.GetWorkflows(), mapError(err)
+}
+
+// Provenance returns a run's provenance: for each agent of the run, its answer and the model
+// calls and tool results it drew on, and the same for each child run.
+func (c *Client) Provenance(ctx context.Context, runID string) (*waymarkv1.RunProvenance, error) {
+	res, err := c.Runs.GetRunProvenance(ctx, &waymarkv1.GetRunProvenanceRequest{Namespace: c.namespace, RunId: runID})
+	return res.GetProvenance(), mapError(err)
+}
+
+// Result waits for a run to end, following its event stream (through reconnects, and while it is
+// parked on an approval or a signal), and returns its output. A run that failed or was cancelled
+// returns *RunFailedError. ctx bounds the wait; a call error (*RunNotFoundError, a stream that
+// gave up with *UnavailableError) is returned as is.
+//
+//	out, err := client.Result(ctx, runID)
+//	var failed *waymark.RunFailedError
+//	if errors.As(err, &failed) { log.Printf("%s: %s", failed.Status, failed.Err.GetMessage()) }
+func (c *Client) Result(ctx context.Context, runID string) (*structpb.Value, error) {
+	got, err := c.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	run := got.GetRun()
+	if IsTerminal(run.GetStatus()) {
+		return outcome(runID, run.GetStatus(), run.GetOutput(), run.GetError())
+	}
+	// Everything after what GetRun saw; the terminal event is among it.
+	after := run.GetNextSeq() - 1
+	for ev, err := range c.Events(ctx, runID, EventsOptions{AfterSeq: &after, FollowSuspended: true}) {
+		if err != nil {
+			return nil, err
+		}
+		if change := ev.GetStatusChanged(); change != nil && IsTerminal(change.GetStatus()) {
+			return outcome(runID, change.GetStatus(), change.GetOutput(), change.GetError())
+		}
+	}
+	// The server ends a follow_suspended stream only after the terminal event; read the run in
+	// case that event came before the stream's start.
+	got, err = c.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run := got.GetRun(); IsTerminal(run.GetStatus()) {
+		return outcome(runID, run.GetStatus(), run.GetOutput(), run.GetError())
+	}
+	return nil, fmt.Errorf("waymark: the event stream of run %s ended while the run is %s", runID, got.GetRun().GetStatus())
+}
+
+func outcome(runID string, s waymarkv1.RunStatus, output *structpb.Value, runErr *waymarkv1.RunError) (*structpb.Value, error) {
+	if s == waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		return output, nil
+	}
+	return nil, &RunFailedError{RunID: runID, Status: s, Err: runErr}
 }
 
 // IsTerminal reports whether a run in this status has ended.
@@ -151,14 +201,13 @@ func IsTerminal(s waymarkv1.RunStatus) bool {
 	return s == waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED || s == waymarkv1.RunStatus_RUN_STATUS_FAILED || s == waymarkv1.RunStatus_RUN_STATUS_CANCELLED
 }
 
-// pages turns a paged List call into an iterator; each page gets the client's default deadline.
+// pages turns a paged List call into an iterator; each page is a call of its own (with its own
+// retries and, without a deadline on ctx, the client's default deadline per attempt).
 func pages[T any](ctx context.Context, c *Client, fetch func(ctx context.Context, token string) ([]T, string, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		token := ""
 		for {
-			callCtx, cancel := c.unary(ctx)
-			items, next, err := fetch(callCtx, token)
-			cancel()
+			items, next, err := fetch(ctx, token)
 			if err != nil {
 				var zero T
 				yield(zero, mapError(err))

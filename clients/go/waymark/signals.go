@@ -22,8 +22,6 @@ func (c *Client) SendSignal(ctx context.Context, runID, name string, payload any
 	if signalID == "" {
 		signalID = randomID()
 	}
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Signals.SendSignal(ctx, &waymarkv1.SendSignalRequest{Namespace: c.namespace, RunId: runID, Name: name, Payload: value, SignalId: signalID})
 	if err != nil {
 		return nil, mapError(err)
@@ -64,8 +62,6 @@ func (c *Client) ListApprovals(ctx context.Context, filter ApprovalFilter) iter.
 
 // GetApproval returns one approval by id ("<run_id>:<seq>").
 func (c *Client) GetApproval(ctx context.Context, id string) (*waymarkv1.Approval, error) {
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Signals.GetApproval(ctx, &waymarkv1.GetApprovalRequest{Namespace: c.namespace, Id: id})
 	return res.GetApproval(), mapError(err)
 }
@@ -102,8 +98,6 @@ func (c *Client) decide(ctx context.Context, id string, approve bool, d Decision
 	if d.RequestID == "" {
 		d.RequestID = randomID()
 	}
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
 	res, err := c.Signals.DecideApproval(ctx, &waymarkv1.DecideApprovalRequest{
 		Namespace: c.namespace, Id: id, Approve: approve, By: d.By, Comment: d.Comment, RequestId: d.RequestID, Payload: value,
 	})

@@ -1,15 +1,20 @@
 """The refund example of clients/python/README.md: start the run, follow its events, approve it
-when it parks, print the result. Run it against `npm start` (waymark dev)."""
+when it parks, print the result. Run it against `npm start` (waymark dev):
+`python examples/refund.py [address] [order]`. test/clients/packaging.test.ts installs the wheel
+into a fresh virtualenv, checks this file with `mypy --strict` there and runs it."""
+
+from __future__ import annotations
 
 import sys
 
 import waymark
-from waymark.v1 import run_pb2
+from waymark import EntryStatus, RunStatus
 
 
-def main(address: str = "127.0.0.1:50051") -> None:
-    with waymark.Client(address) as client:
-        started = client.start_run("refund", {"order": "A-1001", "amount": 42.5}, idempotency_key="refund-A-1001")
+def main(address: str = "127.0.0.1:50051", order: str = "A-1001") -> None:
+    # connect_timeout: fail at once, with waymark.Unavailable, when no server answers.
+    with waymark.Client(address, connect_timeout=10) as client:
+        started = client.start_run("refund", {"order": order, "amount": 42.5}, idempotency_key=f"refund-{order}")
         run_id = started.run.id
         print("run", run_id)
 
@@ -17,16 +22,20 @@ def main(address: str = "127.0.0.1:50051") -> None:
         for event in client.events(run_id, follow_suspended=True):
             if event.WhichOneof("body") == "entry":
                 entry = event.entry
-                print(f"{event.seq:3} {entry.kind} {entry.name} {run_pb2.EntryStatus.Name(entry.status)}")
+                print(f"{event.seq:3} {entry.kind} {entry.name} {EntryStatus(entry.status).name}")
                 continue
-            status = event.status_changed.status
-            print(f"{event.seq:3} run {run_pb2.RunStatus.Name(status)}")
-            if status == run_pb2.RUN_STATUS_SUSPENDED:
+            status = RunStatus(event.status_changed.status)
+            print(f"{event.seq:3} run {status.name}")
+            if status == RunStatus.SUSPENDED:
                 for approval in client.list_approvals(run_id=run_id):
                     print("approving:", approval.title)
                     client.approve(approval.id, by="ana@example.com")
-            elif status == run_pb2.RUN_STATUS_SUCCEEDED:
-                print("result:", waymark.from_value(event.status_changed.output))
+
+        try:
+            print("result:", client.result(run_id, timeout=30))
+        except waymark.RunFailed as failed:
+            print("the refund did not go through:", failed)
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import os
 import queue
 import secrets
 import threading
+import time
 import urllib.request
 import uuid
 from typing import Any
@@ -20,9 +21,10 @@ import grpc
 import pytest
 
 import waymark
-from waymark.v1 import run_pb2, run_service_pb2
+from waymark.v1 import run_pb2, signal_service_pb2
 
 ADDRESS = os.environ.get("WAYMARK_ADDRESS", "")
+REPLICA = os.environ.get("WAYMARK_REPLICA_ADDRESS", "")
 pytestmark = pytest.mark.skipif(
     not ADDRESS, reason="WAYMARK_ADDRESS is not set; npm test (test/clients/clients.test.ts) runs these against a real server"
 )
@@ -35,16 +37,19 @@ REFUND_ASYNC = {"order": "py-async-A-1001", "amount": 42.5}
 
 def restart_server(query: str) -> None:
     """Asks the harness to restart the server; returns once the new one listens."""
-    url = os.environ["WAYMARK_RESTART_URL"]
-    request = urllib.request.Request(f"{url}?{query}", method="POST")
+    control("WAYMARK_RESTART_URL", "", query)
+
+
+def control(env: str, path: str, query: str) -> None:
+    """Posts to one of the harness's restart endpoints (the URL in ``env``, then ``path``)."""
+    request = urllib.request.Request(f"{os.environ[env]}{path}?{query}", method="POST")
     with urllib.request.urlopen(request, timeout=120) as response:
         assert response.status == 200, response.read()
 
 
-def client() -> waymark.Client:
-    # wait_for_ready: after a restart, calls wait for the connection instead of failing while
-    # grpc's reconnect backoff runs.
-    return waymark.Client(ADDRESS, wait_for_ready=True)
+def client(address: str = ADDRESS, **options: Any) -> waymark.Client:
+    # The default options: after a restart, calls ride on the client's own retry policy.
+    return waymark.Client(address, connect_timeout=30, **options)
 
 
 def check_refund_finished(c: waymark.Client, run_id: str, events: list[run_pb2.RunEvent], reconnects: list[int]) -> None:
@@ -119,7 +124,7 @@ def test_refund_survives_a_server_crash() -> None:
 @pytest.mark.asyncio
 async def test_refund_survives_a_server_restart_async() -> None:
     """asyncio client: the same scenario with a graceful restart (SIGTERM: streams end UNAVAILABLE)."""
-    async with waymark.AsyncClient(ADDRESS, wait_for_ready=True) as c:
+    async with waymark.AsyncClient(ADDRESS, connect_timeout=30) as c:
         started = await c.start_run("refund", REFUND_ASYNC)
         run_id = started.run.id
         events: list[run_pb2.RunEvent] = []
@@ -185,15 +190,24 @@ def test_typed_errors() -> None:
             c.send_signal(first.run.id, "nudge", {})
         assert wrong_state.value.status
 
-    with waymark.Client("127.0.0.1:1", timeout=5) as dead, pytest.raises(waymark.Unavailable) as unavailable:
-        dead.start_run("refund", REFUND)  # not retried, so it fails at once
+    with waymark.Client("127.0.0.1:1", retry=waymark.RetryPolicy(budget=1)) as dead, pytest.raises(waymark.Unavailable) as unavailable:
+        dead.start_run("refund", REFUND)  # retried (with a generated idempotency key) for the budget
     assert unavailable.value.retryable
+    with pytest.raises(waymark.Unavailable):
+        waymark.Client("127.0.0.1:1", connect_timeout=1)
+
+    with client() as c:
+        cancelled = c.start_run("drift_probe", {})
+        c.cancel(cancelled.run.id, "not needed")
+        with pytest.raises(waymark.RunFailed) as failed:
+            c.result(cancelled.run.id, timeout=30)
+        assert failed.value.cancelled and failed.value.status == waymark.RunStatus.CANCELLED
 
 
 @pytest.mark.asyncio
 async def test_flow_drift_async() -> None:
     """A run parked under a strict drift policy, then the server restarts with a new definition."""
-    async with waymark.AsyncClient(ADDRESS, wait_for_ready=True) as c:
+    async with waymark.AsyncClient(ADDRESS, connect_timeout=30) as c:
         started = await c.start_run("drift_probe", {}, wait=True)
         assert started.run.status == run_pb2.RUN_STATUS_SUSPENDED
         await asyncio.to_thread(restart_server, "drift=bump")
@@ -201,6 +215,122 @@ async def test_flow_drift_async() -> None:
             await c.resume(started.run.id)
         assert drift.value.choices == ["restart", "abandon"]
         assert drift.value.pinned_digest != drift.value.current_digest
-        restarted: Any = await c.resume(started.run.id, drift_recovery=run_service_pb2.DRIFT_RECOVERY_RESTART)
+        restarted: Any = await c.resume(started.run.id, drift_recovery=waymark.DriftRecovery.RESTART)
         assert restarted.restarted_as.id and restarted.restarted_as.id != started.run.id
         assert restarted.restarted_as.workflow_digest == drift.value.current_digest
+
+
+def parked_probe(c: waymark.Client) -> tuple[str, str]:
+    """A drift_probe run, parked on its approval: the run's id and the approval's."""
+    started = c.start_run("drift_probe", {}, wait=True)
+    assert started.run.status == waymark.RunStatus.SUSPENDED
+    approvals = list(c.list_approvals(run_id=started.run.id))
+    assert len(approvals) == 1
+    return started.run.id, approvals[0].id
+
+
+def check_stream(c: waymark.Client, run_id: str, events: list[run_pb2.RunEvent]) -> None:
+    """The stream delivered exactly the run's journal, in order, ending SUCCEEDED."""
+    assert [e.seq for e in events] == [e.seq for e in c.journal(run_id)], "a gap or a repeat"
+    assert events[-1].status_changed.status == waymark.RunStatus.SUCCEEDED
+
+
+def test_followers_survive_restarts_farther_apart_than_give_up() -> None:
+    """A sync and an asyncio follower of a parked run, through two server restarts farther apart
+    than their give-up window (each restart well within it): a parked run sends no events, so
+    only successful reconnects tell them the server came back. Both reconnect each time, then see
+    the run finish with every event once."""
+    give_up = 20.0  # longer than a restart takes, even on a busy machine
+    backoff = waymark.Backoff(initial=0.1, maximum=1.0, give_up_after=give_up)
+    with client(backoff=backoff) as c:
+        run_id, approval_id = parked_probe(c)
+        streams: dict[str, list[run_pb2.RunEvent]] = {"sync": [], "async": []}
+        reconnects: dict[str, list[int]] = {"sync": [], "async": []}
+        outcomes: dict[str, queue.Queue[BaseException | None]] = {"sync": queue.Queue(), "async": queue.Queue()}
+        parked = {"sync": threading.Event(), "async": threading.Event()}
+
+        def collect(kind: str, event: run_pb2.RunEvent) -> None:
+            streams[kind].append(event)
+            if event.status_changed.status == waymark.RunStatus.SUSPENDED:
+                parked[kind].set()
+
+        def follow_sync() -> None:
+            try:
+                for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda after, _: reconnects["sync"].append(after)):
+                    collect("sync", event)
+                outcomes["sync"].put(None)
+            except BaseException as err:  # handed to the test thread
+                outcomes["sync"].put(err)
+
+        async def follow_async() -> None:
+            try:
+                async with waymark.AsyncClient(ADDRESS, backoff=backoff) as ac:
+                    async for event in ac.events(
+                        run_id, follow_suspended=True, on_reconnect=lambda after, _: reconnects["async"].append(after)
+                    ):
+                        collect("async", event)
+                outcomes["async"].put(None)
+            except BaseException as err:
+                outcomes["async"].put(err)
+
+        threading.Thread(target=follow_sync, daemon=True).start()
+        threading.Thread(target=lambda: asyncio.run(follow_async()), daemon=True).start()
+        assert parked["sync"].wait(60) and parked["async"].wait(60), "the followers never got the run's history"
+
+        took = []
+        for signal, then in (("SIGKILL", give_up + 3), ("SIGTERM", 2)):
+            began = time.monotonic()
+            restart_server(f"signal={signal}")
+            took.append(round(time.monotonic() - began, 1))
+            # After the first: longer than the window, with no event; after the second, time to
+            # reconnect (backoff at most 1 s).
+            time.sleep(then)
+        for kind in streams:
+            assert outcomes[kind].empty(), f"the {kind} follower stopped (restarts took {took} s): {outcomes[kind].get()}"
+        c.approve(approval_id, by="py-give-up")
+        for kind in streams:
+            error = outcomes[kind].get(timeout=60)
+            assert error is None, f"{kind}: {error}"
+            assert len(reconnects[kind]) >= 2, f"{kind}: {reconnects[kind]}"
+            check_stream(c, run_id, streams[kind])
+
+
+def test_decisions_during_rolling_restart() -> None:
+    """Decisions sent (sync and asyncio) while a rolling restart of two replicas has the client's
+    replica down succeed: the client retries them until the replica is back. result(), followed
+    on the other replica, rides through that replica's restart and returns each run's output."""
+    with client() as c, client(REPLICA) as other:
+        sync_run, sync_approval = parked_probe(c)
+        async_run, async_approval = parked_probe(c)
+        results: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def wait_result(run_id: str) -> None:
+            try:
+                results.put((run_id, other.result(run_id, timeout=120)))
+            except BaseException as err:
+                results.put((run_id, err))
+
+        for run_id in (sync_run, async_run):
+            threading.Thread(target=wait_result, args=(run_id,), daemon=True).start()
+
+        async def decide_async() -> signal_service_pb2.DecideApprovalResponse:
+            async with waymark.AsyncClient(ADDRESS) as ac:
+                return await ac.approve(async_approval, by="py-async-rolling")
+
+        control("WAYMARK_ROLLING_RESTART_URL", "", "signal=SIGTERM")  # answers once the first replica is down
+        decided_async: queue.Queue[Any] = queue.Queue()
+
+        def run_decide_async() -> None:
+            try:
+                decided_async.put(asyncio.run(decide_async()))
+            except BaseException as err:
+                decided_async.put(err)
+
+        threading.Thread(target=run_decide_async, daemon=True).start()
+        decided = c.approve(sync_approval, by="py-rolling")
+        assert decided.approval.state == waymark.ApprovalState.APPROVED and decided.approval.decided_by == "py-rolling"
+        decided_a = decided_async.get(timeout=120)
+        assert decided_a.approval.state == waymark.ApprovalState.APPROVED and decided_a.approval.decided_by == "py-async-rolling"
+        control("WAYMARK_ROLLING_RESTART_URL", "/wait", "")
+        outcomes = dict(results.get(timeout=120) for _ in range(2))
+        assert outcomes == {sync_run: {"done": True}, async_run: {"done": True}}

@@ -1,7 +1,8 @@
 """Waymark client: start, follow, resume and approve durable AI-agent runs over gRPC.
 
 ``waymark.Client`` is the blocking client, ``waymark.AsyncClient`` the asyncio one; both raise
-the typed errors of :mod:`waymark.errors`. The generated protobuf and gRPC modules are
+the typed errors of :mod:`waymark.errors` and retry as docs/clients.md says. ``waymark.RunStatus``
+and the other enums of :mod:`waymark.enums` name the API's enum values. The generated protobuf and gRPC modules are
 ``waymark.v1.*`` (``run_pb2``, ``run_service_pb2_grpc``, ...).
 """
 
@@ -10,10 +11,11 @@ the typed errors of :mod:`waymark.errors`. The generated protobuf and gRPC modul
 # when they sit side by side on sys.path (an editable install); a wheel merges them.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from waymark._calls import DEFAULT_ADDRESS, Backoff  # noqa: E402
+from waymark._calls import DEFAULT_ADDRESS, Backoff, RetryPolicy  # noqa: E402
 from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
+from waymark.enums import ApprovalState, DriftRecovery, EntryStatus, RunStatus  # noqa: E402
 from waymark.errors import (  # noqa: E402
     AlreadyResolved,
     ApprovalNotFound,
@@ -23,6 +25,7 @@ from waymark.errors import (  # noqa: E402
     InvalidArgument,
     LeaseLost,
     PayloadTooLarge,
+    RunFailed,
     RunNotFound,
     Unavailable,
     WaymarkError,
@@ -34,16 +37,22 @@ __all__ = [
     "DEFAULT_ADDRESS",
     "AlreadyResolved",
     "ApprovalNotFound",
+    "ApprovalState",
     "AsyncClient",
     "Backoff",
     "Client",
+    "DriftRecovery",
+    "EntryStatus",
     "FieldViolation",
     "FlowDrift",
     "IdempotencyConflict",
     "InvalidArgument",
     "LeaseLost",
     "PayloadTooLarge",
+    "RetryPolicy",
+    "RunFailed",
     "RunNotFound",
+    "RunStatus",
     "Unavailable",
     "WaymarkError",
     "WorkflowNotFound",

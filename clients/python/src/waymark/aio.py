@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -11,8 +10,9 @@ import grpc
 from grpc import aio
 
 from waymark import _calls
-from waymark._calls import Backoff
-from waymark.errors import WaymarkError, error_from_rpc
+from waymark._calls import Backoff, RetryPolicy
+from waymark.enums import DriftRecovery, RunStatus
+from waymark.errors import Unavailable, WaymarkError, error_from_rpc
 from waymark.v1 import (
     run_pb2,
     run_service_pb2,
@@ -28,7 +28,9 @@ _T = TypeVar("_T")
 
 class AsyncClient:
     """An asyncio client; see :class:`waymark.Client` for the arguments. Create it inside a
-    running event loop and use ``async with``, or ``await client.close()``."""
+    running event loop and use ``async with``, or ``await client.close()``. With
+    ``connect_timeout``, ``async with`` (or ``await client.wait_ready(...)``) waits for a
+    connection and raises :class:`waymark.Unavailable` when none comes in time."""
 
     def __init__(
         self,
@@ -39,6 +41,8 @@ class AsyncClient:
         namespace: str = "",
         timeout: float | None = 30.0,
         backoff: Backoff = Backoff(),
+        retry: RetryPolicy = RetryPolicy(),
+        connect_timeout: float | None = None,
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
@@ -52,25 +56,60 @@ class AsyncClient:
         self.namespace = namespace
         self.timeout = timeout
         self.backoff = backoff
+        self.retry = retry
+        self.connect_timeout = connect_timeout
         self.wait_for_ready = wait_for_ready
+        self._address = address
         self._metadata = _calls.metadata(token)
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Waits until the server accepts a connection; raises :class:`waymark.Unavailable` when
+        it has not within ``timeout`` seconds."""
+        if not await self._ready(timeout):
+            raise Unavailable(f"could not connect to {self._address} within {timeout} s", code=grpc.StatusCode.UNAVAILABLE)
+
+    async def _ready(self, timeout: float | None) -> bool:
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
 
     async def close(self) -> None:
         await self._channel.close(grace=None)
 
     async def __aenter__(self) -> AsyncClient:
+        if self.connect_timeout is not None:
+            try:
+                await self.wait_ready(self.connect_timeout)
+            except BaseException:
+                await self.close()
+                raise
         return self
 
     async def __aexit__(self, *_: object) -> None:
         await self.close()
 
-    async def _call(self, method: Callable[..., Awaitable[_T]], request: Any, timeout: float | None = None) -> _T:
-        try:
-            return await method(request, timeout=timeout if timeout is not None else self.timeout, metadata=self._metadata, wait_for_ready=self.wait_for_ready)
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
+    async def _call(self, name: str, method: Callable[..., Awaitable[_T]], request: Any, timeout: float | None) -> _T:
+        """One call of RPC ``name``, retried as docs/clients.md says (see _calls.Retrier)."""
+        retrier = _calls.Retrier(self.retry, timeout, self.timeout)
+        if not _calls.repeatable(name, request) and self.retry.budget > 0:
+            # Sent once, but not into a connection that is down (see Client._call).
+            wait_for = retrier.connect_timeout()
+            if not await self._ready(wait_for):
+                raise _calls.not_sent(f"within {wait_for:.1f} s")
+            retrier.policy = RetryPolicy(budget=0)
+        while True:
+            try:
+                return await method(request, timeout=retrier.attempt_timeout(), metadata=self._metadata, wait_for_ready=self.wait_for_ready)
+            except grpc.RpcError as err:
+                error = error_from_rpc(err)
+                wait = retrier.next_wait(error)
+                if wait is None:
+                    raise error from err
+            await asyncio.sleep(wait)
 
     # Runs
 
@@ -86,7 +125,13 @@ class AsyncClient:
         dry_run: bool = False,
         timeout: float | None = None,
     ) -> run_service_pb2.StartRunResponse:
-        """Starts a run; see :meth:`waymark.Client.start_run`."""
+        """Starts a run of ``workflow`` with a JSON ``input``.
+
+        With ``wait`` the server executes it right away and answers once it ends or parks (give
+        a ``timeout`` long enough). An ``idempotency_key`` already used returns the first run,
+        with ``created`` false; without one the client makes one up for this call, so its own
+        retries never start a second run.
+        """
         request = _calls.start_run(
             self.namespace,
             workflow,
@@ -97,21 +142,25 @@ class AsyncClient:
             budget_usd=budget_usd,
             dry_run=dry_run,
         )
-        return await self._call(self.runs.StartRun, request, timeout)
+        return await self._call("StartRun", self.runs.StartRun, request, timeout)
 
-    async def get_run(self, run_id: str) -> run_service_pb2.GetRunResponse:
-        return await self._call(self.runs.GetRun, run_service_pb2.GetRunRequest(namespace=self.namespace, run_id=run_id))
+    async def get_run(self, run_id: str, *, timeout: float | None = None) -> run_service_pb2.GetRunResponse:
+        """A run and, when it is suspended, what it waits for (``waiting_on``)."""
+        request = run_service_pb2.GetRunRequest(namespace=self.namespace, run_id=run_id)
+        return await self._call("GetRun", self.runs.GetRun, request, timeout)
 
     async def list_runs(
         self,
         *,
-        statuses: Iterable[run_pb2.RunStatus.ValueType] = (),
+        statuses: Iterable[int] = (),
         workflow: str = "",
         labels: Mapping[str, str] | None = None,
         parent_run_id: str = "",
         page_size: int = 0,
+        timeout: float | None = None,
     ) -> AsyncIterator[run_pb2.Run]:
-        """Iterates (``async for``) over matching runs, newest first, page by page."""
+        """Iterates over matching runs, newest first, fetching pages as the loop advances
+        (``statuses``: :class:`waymark.RunStatus` values; ``timeout`` bounds each page)."""
         request = _calls.list_runs(
             self.namespace,
             statuses=statuses,
@@ -121,7 +170,7 @@ class AsyncClient:
             page_size=page_size,
         )
         while True:
-            page = await self._call(self.runs.ListRuns, request)
+            page = await self._call("ListRuns", self.runs.ListRuns, request, timeout)
             for run in page.runs:
                 yield run
             if not page.next_page_token:
@@ -129,12 +178,12 @@ class AsyncClient:
             request.page_token = page.next_page_token
 
     async def journal(
-        self, run_id: str, *, after_seq: int | None = None, page_size: int = 0
+        self, run_id: str, *, after_seq: int | None = None, page_size: int = 0, timeout: float | None = None
     ) -> AsyncIterator[run_pb2.JournalEntry]:
-        """Iterates (``async for``) over a run's journal in seq order."""
+        """Iterates over a run's journal in seq order (after ``after_seq`` when given)."""
         request = _calls.get_journal(self.namespace, run_id, after_seq, page_size)
         while True:
-            page = await self._call(self.runs.GetJournal, request)
+            page = await self._call("GetJournal", self.runs.GetJournal, request, timeout)
             for entry in page.entries:
                 yield entry
             if not page.next_page_token:
@@ -148,70 +197,123 @@ class AsyncClient:
         after_seq: int | None = None,
         follow_suspended: bool = False,
         on_reconnect: Callable[[int, WaymarkError], None] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[run_pb2.RunEvent]:
-        """Yields (``async for``) a run's events, reconnecting after drops and UNAVAILABLE from
-        the last seq yielded; see :meth:`waymark.Client.events`."""
-        last = after_seq if after_seq is not None else -1
-        attempt = 0
-        failing_since: float | None = None
+        """Yields a run's events: its history, then live events until it ends (or parks, unless
+        ``follow_suspended``).
+
+        When the connection drops or the server answers UNAVAILABLE (a restart, a rollout) it
+        reconnects by itself with backoff, resuming after the last seq it yielded, so every event
+        arrives exactly once and in seq order. ``on_reconnect(after_seq, error)`` is called before
+        each reconnect. Other failures raise the typed error; so does a stretch of
+        ``backoff.give_up_after`` seconds with neither a successful reconnect nor an event
+        (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
+        Closing the generator cancels the stream.
+        """
+        follow = _calls.Follow(self.backoff, after_seq, timeout)
         while True:
+            if not await self._ready(follow.connect_timeout()):
+                raise follow.gave_up(self._address)
+            follow.connected()
             error: WaymarkError | None = None
             call = self.runs.StreamRunEvents(
-                _calls.stream_events(self.namespace, run_id, last, follow_suspended), metadata=self._metadata
+                _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
+                timeout=follow.stream_timeout(),
+                metadata=self._metadata,
             )
             try:
                 async for response in call:
-                    event = response.event
-                    if event.seq <= last:
-                        continue  # delivered before a reconnect
-                    last = event.seq
-                    attempt, failing_since = 0, None
-                    yield event
+                    if follow.fresh(response.event):
+                        yield response.event
             except grpc.RpcError as err:
-                if not _calls.reconnectable(err):
-                    raise error_from_rpc(err) from err
                 error = error_from_rpc(err)
+                if not _calls.reconnectable(err):
+                    raise error from err
             finally:
                 call.cancel()
             if error is None:
                 return  # the server ended the stream: the run ended (or parked)
-            now = time.monotonic()
-            failing_since = failing_since if failing_since is not None else now
-            if now - failing_since > self.backoff.give_up_after:
-                raise error
+            wait = follow.next_wait(error)
             if on_reconnect is not None:
-                on_reconnect(last, error)
-            await asyncio.sleep(self.backoff.delay(attempt))
-            attempt += 1
+                on_reconnect(follow.last, error)
+            await asyncio.sleep(wait)
+
+    async def result(self, run_id: str, *, timeout: float | None = None) -> Any:
+        """Waits for the run to end, following its events (through reconnects, and while it is
+        parked), and returns its output as plain JSON. Raises :class:`waymark.RunFailed` when it
+        failed or was cancelled; ``timeout`` bounds the wait."""
+        deadline = _calls.Deadline(timeout)
+        run = (await self.get_run(run_id, timeout=deadline.remaining())).run
+        if RunStatus(run.status).terminal:
+            return _calls.run_outcome(run_id, run.status, run.output, run.error)
+        async for event in self.events(run_id, after_seq=run.next_seq - 1, follow_suspended=True, timeout=deadline.remaining()):
+            change = event.status_changed
+            if event.WhichOneof("body") == "status_changed" and RunStatus(change.status).terminal:
+                return _calls.run_outcome(run_id, change.status, change.output, change.error)
+        run = (await self.get_run(run_id, timeout=deadline.remaining())).run
+        return _calls.run_outcome_or_still(run_id, run)
 
     async def resume(
-        self, run_id: str, invalidate: Iterable[int] = (), *, drift_recovery: run_service_pb2.DriftRecovery.ValueType = run_service_pb2.DRIFT_RECOVERY_UNSPECIFIED
+        self,
+        run_id: str,
+        invalidate: Iterable[int] = (),
+        *,
+        drift_recovery: int = DriftRecovery.UNSPECIFIED,
+        timeout: float | None = None,
     ) -> run_service_pb2.ResumeRunResponse:
-        """See :meth:`waymark.Client.resume`."""
+        """Makes a suspended or failed run execute again; ``invalidate`` unpins entries by seq.
+
+        ``drift_recovery`` (:class:`waymark.DriftRecovery` ``RESTART`` or ``ABANDON``) recovers a
+        run that raised :class:`waymark.FlowDrift`; with RESTART the response's ``restarted_as``
+        is the new run. Not retried once sent (a repeat would execute the run again).
+        """
         request = _calls.resume_run(
             self.namespace, run_id, dry_run=False, invalidate=invalidate, drift_recovery=drift_recovery
         )
-        return await self._call(self.runs.ResumeRun, request)
+        return await self._call("ResumeRun", self.runs.ResumeRun, request, timeout)
 
-    async def preview_resume(self, run_id: str, invalidate: Iterable[int] = ()) -> run_pb2.ResumePreview:
-        request = _calls.resume_run(self.namespace, run_id, dry_run=True, invalidate=invalidate, drift_recovery=run_service_pb2.DRIFT_RECOVERY_UNSPECIFIED)
-        return (await self._call(self.runs.ResumeRun, request)).preview
+    async def preview_resume(
+        self, run_id: str, invalidate: Iterable[int] = (), *, timeout: float | None = None
+    ) -> run_pb2.ResumePreview:
+        """What :meth:`resume` would do, computed with no live calls and nothing written."""
+        request = _calls.resume_run(
+            self.namespace, run_id, dry_run=True, invalidate=invalidate, drift_recovery=DriftRecovery.UNSPECIFIED
+        )
+        return (await self._call("ResumeRun", self.runs.ResumeRun, request, timeout)).preview
 
-    async def cancel(self, run_id: str, reason: str = "") -> run_pb2.Run:
+    async def cancel(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> run_pb2.Run:
+        """Cancels a run; cancelling a finished run returns it unchanged."""
         request = run_service_pb2.CancelRunRequest(namespace=self.namespace, run_id=run_id, reason=reason)
-        return (await self._call(self.runs.CancelRun, request)).run
+        return (await self._call("CancelRun", self.runs.CancelRun, request, timeout)).run
 
-    async def list_workflows(self) -> list[run_pb2.Workflow]:
+    async def list_workflows(self, *, timeout: float | None = None) -> list[run_pb2.Workflow]:
         request = run_service_pb2.ListWorkflowsRequest(namespace=self.namespace)
-        return list((await self._call(self.runs.ListWorkflows, request)).workflows)
+        return list((await self._call("ListWorkflows", self.runs.ListWorkflows, request, timeout)).workflows)
+
+    async def provenance(self, run_id: str, *, timeout: float | None = None) -> run_service_pb2.RunProvenance:
+        """What the run's agents answered and the model calls and tool results each answer drew
+        on, and the same for each child run."""
+        request = run_service_pb2.GetRunProvenanceRequest(namespace=self.namespace, run_id=run_id)
+        return (await self._call("GetRunProvenance", self.runs.GetRunProvenance, request, timeout)).provenance
 
     # Signals and approvals
 
     async def send_signal(
-        self, run_id: str, name: str, payload: Any = None, *, signal_id: str | None = None
+        self,
+        run_id: str,
+        name: str,
+        payload: Any = None,
+        *,
+        signal_id: str | None = None,
+        timeout: float | None = None,
     ) -> signal_service_pb2.SendSignalResponse:
+        """Delivers a named signal. ``signal_id`` makes it idempotent (default: a random one); a
+        repeat is answered like the first (``reason`` "duplicate"). A run not waiting for the
+        signal yet keeps it for its next wait of that name (``buffered``). Raises
+        :class:`waymark.AlreadyResolved` when another resolution already closed the wait."""
         request = _calls.send_signal(self.namespace, run_id, name, payload, signal_id)
-        return _calls.resolved(await self._call(self.signals.SendSignal, request), f"the wait for signal {name!r} of run {run_id}")
+        response = await self._call("SendSignal", self.signals.SendSignal, request, timeout)
+        return _calls.resolved(response, f"the wait for signal {name!r} of run {run_id}")
 
     async def list_approvals(
         self,
@@ -219,23 +321,26 @@ class AsyncClient:
         run_id: str = "",
         workflow: str = "",
         labels: Mapping[str, str] | None = None,
-        states: Iterable[run_pb2.ApprovalState.ValueType] = (),
+        states: Iterable[int] = (),
         page_size: int = 0,
+        timeout: float | None = None,
     ) -> AsyncIterator[run_pb2.Approval]:
+        """Iterates over approvals, pending ones unless ``states`` (:class:`waymark.ApprovalState`
+        values) says otherwise, oldest first."""
         request = _calls.list_approvals(
             self.namespace, run_id=run_id, workflow=workflow, labels=labels, states=states, page_size=page_size
         )
         while True:
-            page = await self._call(self.signals.ListApprovals, request)
+            page = await self._call("ListApprovals", self.signals.ListApprovals, request, timeout)
             for approval in page.approvals:
                 yield approval
             if not page.next_page_token:
                 return
             request.page_token = page.next_page_token
 
-    async def get_approval(self, approval_id: str) -> run_pb2.Approval:
+    async def get_approval(self, approval_id: str, *, timeout: float | None = None) -> run_pb2.Approval:
         request = signal_service_pb2.GetApprovalRequest(namespace=self.namespace, id=approval_id)
-        return (await self._call(self.signals.GetApproval, request)).approval
+        return (await self._call("GetApproval", self.signals.GetApproval, request, timeout)).approval
 
     async def approve(
         self,
@@ -245,11 +350,13 @@ class AsyncClient:
         comment: str = "",
         payload: Any = None,
         request_id: str | None = None,
+        timeout: float | None = None,
     ) -> signal_service_pb2.DecideApprovalResponse:
-        request = _calls.decide(
-            self.namespace, approval_id, True, by=by, comment=comment, payload=payload, request_id=request_id
-        )
-        return _calls.resolved(await self._call(self.signals.DecideApproval, request), f"approval {approval_id}")
+        """Approves. A repeated ``request_id`` is answered like the first call (``reason``
+        "duplicate"; so is a retry of this call after the server applied it). Raises
+        :class:`waymark.AlreadyResolved` (with ``.response``) when another decision, a timeout or
+        a cancellation already resolved the approval."""
+        return await self._decide(approval_id, True, by, comment, payload, request_id, timeout)
 
     async def deny(
         self,
@@ -259,8 +366,23 @@ class AsyncClient:
         comment: str = "",
         payload: Any = None,
         request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> signal_service_pb2.DecideApprovalResponse:
+        """Denies; see :meth:`approve`."""
+        return await self._decide(approval_id, False, by, comment, payload, request_id, timeout)
+
+    async def _decide(
+        self,
+        approval_id: str,
+        approve: bool,
+        by: str,
+        comment: str,
+        payload: Any,
+        request_id: str | None,
+        timeout: float | None,
     ) -> signal_service_pb2.DecideApprovalResponse:
         request = _calls.decide(
-            self.namespace, approval_id, False, by=by, comment=comment, payload=payload, request_id=request_id
+            self.namespace, approval_id, approve, by=by, comment=comment, payload=payload, request_id=request_id
         )
-        return _calls.resolved(await self._call(self.signals.DecideApproval, request), f"approval {approval_id}")
+        response = await self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
+        return _calls.resolved(response, f"approval {approval_id}")

@@ -25,6 +25,7 @@ __all__ = [
     "InvalidArgument",
     "LeaseLost",
     "PayloadTooLarge",
+    "RunFailed",
     "RunNotFound",
     "Unavailable",
     "WaymarkError",
@@ -205,7 +206,33 @@ class IdempotencyConflict(WaymarkError):
 
 
 class Unavailable(WaymarkError):
-    """The server could not be reached or is shutting down (UNAVAILABLE); retry with backoff."""
+    """The server could not be reached, the connection dropped, or the server is shutting down
+    (UNAVAILABLE), after the client's own retries ran out (docs/clients.md), or an event stream
+    gave up reconnecting. Retry later, or against another replica."""
+
+
+class RunFailed(Exception):
+    """:meth:`waymark.Client.result` waited for a run that ended FAILED or CANCELLED.
+
+    The call succeeded; the run did not. ``status`` is the run's (a :class:`waymark.RunStatus`),
+    ``name``, ``message``, ``reason`` and ``details`` its error as the server recorded it.
+    """
+
+    def __init__(
+        self, run_id: str, status: Any, *, name: str = "", message: str = "", reason: str = "", details: Any = None
+    ) -> None:
+        what = "was cancelled" if getattr(status, "name", "") == "CANCELLED" else "failed"
+        super().__init__(f"run {run_id} {what}" + (f": {name}: {message}" if message else ""))
+        self.run_id = run_id
+        self.status = status
+        self.name = name
+        self.message = message
+        self.reason = reason
+        self.details = details
+
+    @property
+    def cancelled(self) -> bool:
+        return getattr(self.status, "name", "") == "CANCELLED"
 
 
 _BY_REASON: dict[str, type[WaymarkError]] = {

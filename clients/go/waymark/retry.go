@@ -1,0 +1,176 @@
+package waymark
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
+)
+
+// RetryPolicy paces the retries of unary calls, as docs/clients.md sets them out for every
+// Waymark client: the first retry waits up to Initial, each further one up to twice as long,
+// capped at Max (full jitter: a random wait between zero and the cap), and a call stops retrying
+// once Budget has passed since it started, or when the next wait would pass its context's
+// deadline. A Budget of zero turns retries off.
+type RetryPolicy struct {
+	Initial time.Duration
+	Max     time.Duration
+	Budget  time.Duration
+}
+
+// DefaultRetryPolicy rides through a rolling restart of the server: 100 ms doubling to 5 s, for
+// up to a minute per call.
+var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Budget: time.Minute}
+
+// repeatable reports whether repeating req is safe, so a failed attempt may be retried. Reads are;
+// a start with an idempotency key, a signal with a signal id and a decision with a request id are
+// (the server answers a repeat like the first call, and StartRun, SendSignal and Approve/Deny
+// always set one); CancelRun is (cancelling a cancelled run returns it unchanged). ResumeRun is
+// only as a dry run: a repeated resume executes the run again, invalidates again, or, with
+// DRIFT_RECOVERY_RESTART, starts a second new run.
+func repeatable(method string, req any) bool {
+	switch method {
+	case "/waymark.v1.RunService/GetRun", "/waymark.v1.RunService/ListRuns", "/waymark.v1.RunService/GetJournal",
+		"/waymark.v1.RunService/ListWorkflows", "/waymark.v1.RunService/GetRunProvenance",
+		"/waymark.v1.SignalService/ListApprovals", "/waymark.v1.SignalService/GetApproval",
+		"/waymark.v1.RunService/CancelRun":
+		return true
+	case "/waymark.v1.RunService/StartRun":
+		r, ok := req.(*waymarkv1.StartRunRequest)
+		return ok && r.GetIdempotencyKey() != ""
+	case "/waymark.v1.SignalService/SendSignal":
+		r, ok := req.(*waymarkv1.SendSignalRequest)
+		return ok && r.GetSignalId() != ""
+	case "/waymark.v1.SignalService/DecideApproval":
+		r, ok := req.(*waymarkv1.DecideApprovalRequest)
+		return ok && r.GetRequestId() != ""
+	case "/waymark.v1.RunService/ResumeRun":
+		r, ok := req.(*waymarkv1.ResumeRunRequest)
+		return ok && r.GetDryRun()
+	}
+	return false
+}
+
+// retryAfter reports whether a failed attempt may succeed when repeated, and the least wait the
+// server asked for. UNAVAILABLE (which is also how grpc-go reports a refused or dropped
+// connection) is retried; RESOURCE_EXHAUSTED only when the server sent google.rpc.RetryInfo.
+// Every other code is final: INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION, ALREADY_EXISTS,
+// PERMISSION_DENIED, UNAUTHENTICATED, DEADLINE_EXCEEDED, INTERNAL and the rest.
+func retryAfter(err error) (time.Duration, bool) {
+	st, ok := status.FromError(err)
+	if !ok {
+		return 0, false
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		return serverDelay(st), true
+	case codes.ResourceExhausted:
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.RetryInfo); ok {
+				return info.GetRetryDelay().AsDuration(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+func serverDelay(st *status.Status) time.Duration {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.RetryInfo); ok {
+			return info.GetRetryDelay().AsDuration()
+		}
+	}
+	return 0
+}
+
+// unaryInterceptor gives each attempt the client's default deadline when the caller's context
+// has none, and retries what repeatable and retryAfter allow. It is installed on the connection,
+// so the generated stubs (Client.Runs, Client.Signals) retry the same way as the wrapper.
+func (c *Client) unaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	attempt := func() error {
+		callCtx, cancel := c.unary(ctx)
+		defer cancel()
+		return invoker(callCtx, method, req, reply, cc, opts...)
+	}
+	policy := c.retry
+	if policy.Budget <= 0 {
+		return attempt()
+	}
+	if !repeatable(method, req) {
+		// Sent once, but not into a connection that is down: waiting for the connection first
+		// repeats nothing (the request has not left), so a resume right after a restart works.
+		if err := awaitConnection(ctx, cc, policy.Budget); err != nil {
+			return err
+		}
+		return attempt()
+	}
+	started := time.Now()
+	ceiling := policy.Initial
+	for {
+		err := attempt()
+		if err == nil {
+			return nil
+		}
+		least, ok := retryAfter(err)
+		if !ok || ctx.Err() != nil {
+			return err
+		}
+		wait := max(fullJitter(ceiling), least)
+		if time.Since(started)+wait > policy.Budget {
+			return err
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+			return err // the caller's deadline comes first: report why the call failed, not the deadline
+		}
+		if !sleep(ctx, wait) {
+			return err
+		}
+		ceiling = min(ceiling*2, policy.Max)
+	}
+}
+
+// awaitConnection returns once cc has a READY connection, or an UNAVAILABLE status when none
+// came within budget (or before ctx ended).
+func awaitConnection(ctx context.Context, cc *grpc.ClientConn, budget time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	for {
+		state := cc.GetState()
+		switch state {
+		case connectivity.Ready:
+			return nil
+		case connectivity.Idle:
+			cc.Connect()
+		case connectivity.Shutdown:
+			return status.Error(codes.Canceled, "waymark: the client is closed")
+		}
+		if !cc.WaitForStateChange(ctx, state) {
+			return status.Errorf(codes.Unavailable, "waymark: no connection to the server (%s): the call was not sent", state)
+		}
+	}
+}
+
+// fullJitter is a random wait between zero and ceiling.
+func fullJitter(ceiling time.Duration) time.Duration {
+	if ceiling <= 0 {
+		return 0
+	}
+	return rand.N(ceiling + 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,63 @@
+"""Friendly names for the API's enums, without the generated module.
+
+Each is an :class:`enum.IntEnum` whose values are the proto numbers, so it compares equal to
+the field of a message (``run.status == RunStatus.SUCCEEDED``), converts one
+(``RunStatus(run.status).name == "SUCCEEDED"``), and is accepted wherever the client takes a
+status, a state or a recovery. tests/test_enums.py checks them against the generated descriptors.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["ApprovalState", "DriftRecovery", "EntryStatus", "RunStatus"]
+
+
+class RunStatus(IntEnum):
+    """Where a run is in its lifecycle (waymark.v1.RunStatus)."""
+
+    UNSPECIFIED = 0
+    PENDING = 1
+    RUNNING = 2
+    SUSPENDED = 3
+    SUCCEEDED = 4
+    FAILED = 5
+    CANCELLED = 6
+
+    @property
+    def terminal(self) -> bool:
+        """True once the run has ended: SUCCEEDED, FAILED or CANCELLED."""
+        return self in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class EntryStatus(IntEnum):
+    """Where a journal entry stands (waymark.v1.EntryStatus)."""
+
+    UNSPECIFIED = 0
+    RUNNING = 1
+    OK = 2
+    ERROR = 3
+    CANCELLED = 4
+    SUSPENDED = 5
+    RESOLVED = 6
+    NOOP = 7
+    INFO = 8
+
+
+class ApprovalState(IntEnum):
+    """Where an approval stands (waymark.v1.ApprovalState)."""
+
+    UNSPECIFIED = 0
+    PENDING = 1
+    APPROVED = 2
+    DENIED = 3
+    TIMED_OUT = 4
+    CANCELLED = 5
+
+
+class DriftRecovery(IntEnum):
+    """How :meth:`waymark.Client.resume` recovers a run whose workflow changed (waymark.v1.DriftRecovery)."""
+
+    UNSPECIFIED = 0
+    RESTART = 1
+    ABANDON = 2
