@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
@@ -102,9 +102,10 @@ func WithReconnectBackoff(b Backoff) Option { return func(o *options) { o.backof
 // retries off). docs/clients.md lists which calls retry and on which codes.
 func WithRetry(p RetryPolicy) Option { return func(o *options) { o.retry = p } }
 
-// WithFailFast makes Dial connect before it returns: it blocks until the server accepts a
-// connection, or fails with *UnavailableError after timeout. Without it Dial returns at once and
-// the first call connects.
+// WithFailFast makes Dial check the server before it returns: one grpc.health.v1 Check, which
+// must answer SERVING within timeout; an unreachable server (refused, no answer in time) or one
+// not serving fails Dial with *UnavailableError. Without it Dial returns at once and the first
+// call connects.
 func WithFailFast(timeout time.Duration) Option { return func(o *options) { o.failFast = timeout } }
 
 // WithDialOptions adds grpc.DialOptions, e.g. interceptors or a custom resolver.
@@ -166,23 +167,26 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// waitReady connects and waits until the connection is READY, for at most timeout.
+// waitReady is the readiness check of docs/clients.md: one grpc.health.v1 Check of the whole
+// server (service ""), which must answer SERVING within timeout.
 func (c *Client) waitReady(address string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), noRetry{}, true), timeout)
 	defer cancel()
-	c.conn.Connect()
-	for {
-		state := c.conn.GetState()
-		if state == connectivity.Ready {
-			return nil
-		}
-		if !c.conn.WaitForStateChange(ctx, state) {
-			msg := fmt.Sprintf("could not connect to %s within %s (connection %s)", address, timeout, state)
-			return &UnavailableError{APIError: &APIError{
-				Code: codes.Unavailable, Message: msg, Metadata: map[string]string{}, status: status.New(codes.Unavailable, msg),
-			}}
-		}
+	res, err := healthpb.NewHealthClient(c.conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	msg := ""
+	switch {
+	case status.Code(err) == codes.DeadlineExceeded:
+		msg = fmt.Sprintf("%s did not answer within %s", address, timeout)
+	case err != nil:
+		msg = fmt.Sprintf("%s cannot be reached: %s", address, status.Convert(err).Message())
+	case res.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+		msg = fmt.Sprintf("%s is %s", address, res.GetStatus())
+	default:
+		return nil
 	}
+	return &UnavailableError{APIError: &APIError{
+		Code: codes.Unavailable, Message: msg, Metadata: map[string]string{}, status: status.New(codes.Unavailable, msg),
+	}}
 }
 
 // Close closes the connection; streams in progress end with an error.

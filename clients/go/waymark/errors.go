@@ -135,7 +135,12 @@ type WrongStateError struct {
 // UnavailableError: the server could not be reached, the connection dropped, or the server is
 // shutting down (UNAVAILABLE), after the client's own retries (docs/clients.md) ran out, or an
 // event stream gave up reconnecting. Retry later, or against another replica.
-type UnavailableError struct{ *APIError }
+type UnavailableError struct {
+	*APIError
+	// NotSent is true when the request certainly did not reach the server (no connection came
+	// up to send it on); false when it may have.
+	NotSent bool
+}
 
 // RunFailedError: Result waited for a run that ended FAILED or CANCELLED. Err is the run's error
 // as the server recorded it (name, message, reason, details).
@@ -155,6 +160,11 @@ func (e *RunFailedError) Error() string {
 	}
 	return fmt.Sprintf("waymark: run %s %s: %s: %s", e.RunID, what, e.Err.GetName(), e.Err.GetMessage())
 }
+
+// RunCancelledError: Result waited for a run that ended CANCELLED; a kind of RunFailedError.
+type RunCancelledError struct{ *RunFailedError }
+
+func (e *RunCancelledError) Unwrap() error { return e.RunFailedError }
 
 // Cancelled reports whether the run was cancelled rather than failed.
 func (e *RunFailedError) Cancelled() bool {
@@ -187,6 +197,10 @@ func mapError(err error) error {
 		return nil
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var typed *UnavailableError
+	if errors.As(err, &typed) {
 		return err
 	}
 	st, ok := status.FromError(err)

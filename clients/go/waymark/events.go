@@ -20,10 +20,19 @@ type EventsOptions struct {
 	// FollowSuspended keeps the stream open while the run is parked, until it ends. Without it
 	// the stream also ends after the event that parks the run.
 	FollowSuspended bool
-	// OnReconnect, when set, is called before each reconnect with the seq the stream resumes
-	// after (-1 when no event arrived yet) and the error that ended the previous stream (an
-	// *UnavailableError).
-	OnReconnect func(afterSeq int64, cause error)
+	// OnReconnect, when set, is called before each reconnect.
+	OnReconnect func(Reconnect)
+}
+
+// Reconnect describes one reconnect of an event stream, for EventsOptions.OnReconnect.
+type Reconnect struct {
+	// Attempt counts the reconnects since the stream last succeeded (an event arrived or a
+	// reconnect was answered), from 1.
+	Attempt int
+	// AfterSeq is the seq the stream resumes after: the last one delivered, -1 when none yet.
+	AfterSeq int64
+	// Err is what ended the previous connection (an *UnavailableError for a dropped one).
+	Err error
 }
 
 // Events streams a run's events: its history, then live events until the run ends (or parks,
@@ -48,54 +57,75 @@ func (c *Client) Events(ctx context.Context, runID string, opts EventsOptions) i
 			last = *opts.AfterSeq
 		}
 		ceiling := c.backoff.Initial
-		// The give-up clock: since when neither a connect succeeded nor an event arrived.
-		quietSince := time.Now()
+		attempt := 0
+		// The give-up clock: when the current run of failures began (zero: none since the last
+		// success, an event or a reconnect the server answered).
+		var failingSince time.Time
+		probe := false // whether the next connect is a reconnect, to be confirmed by a GetRun
 		for {
-			began := time.Now()
-			res := c.follow(ctx, runID, opts, &last, yield)
+			var res followed
+			if probe && !c.answers(ctx, runID) {
+				res.err = status.Error(codes.Unavailable, "the server did not answer the reconnect")
+			} else {
+				if probe {
+					failingSince, ceiling, attempt = time.Time{}, c.backoff.Initial, 0
+				}
+				res = c.follow(ctx, runID, opts, &last, yield)
+			}
 			if res.ended {
 				return
 			}
-			if res.connected || res.progressed {
-				quietSince = time.Now()
-			}
-			// A stream that delivered or held for a while starts its backoff over; one the server
-			// keeps refusing at once backs off further.
-			if res.progressed || time.Since(began) > c.backoff.Max {
-				ceiling = c.backoff.Initial
+			if res.progressed {
+				failingSince, ceiling, attempt = time.Time{}, c.backoff.Initial, 0
 			}
 			if res.err == nil {
 				return // the server ended the stream: the run ended (or parked)
 			}
-			if !reconnectable(res.err) {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			least, retryable := retryAfter(res.err)
+			if !retryable {
 				yield(nil, mapError(res.err))
 				return
 			}
-			wait := fullJitter(ceiling)
-			if c.backoff.GiveUpAfter > 0 && time.Since(quietSince)+wait > c.backoff.GiveUpAfter {
+			wait := max(fullJitter(ceiling), least)
+			if c.backoff.GiveUpAfter > 0 && time.Since(failingSince)+wait > c.backoff.GiveUpAfter {
 				yield(nil, mapError(res.err))
 				return
 			}
+			attempt++
 			if opts.OnReconnect != nil {
-				opts.OnReconnect(last, mapError(res.err))
+				opts.OnReconnect(Reconnect{Attempt: attempt, AfterSeq: last, Err: mapError(res.err)})
 			}
 			if !sleep(ctx, wait) {
 				yield(nil, ctx.Err())
 				return
 			}
 			ceiling = min(ceiling*2, c.backoff.Max)
+			probe = true
 		}
 	}
 }
 
+// answers reports whether the server answers a GetRun of the run: how a reconnect is known to
+// have succeeded, since a follow stream of a parked run sends nothing and the server sends its
+// response headers only with the first message. One attempt, no retries (the stream's backoff
+// paces it); an answer other than UNAVAILABLE counts, the stream then reports it itself.
+func (c *Client) answers(ctx context.Context, runID string) bool {
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, noRetry{}, true), min(c.timeout, 10*time.Second))
+	defer cancel()
+	_, err := c.Runs.GetRun(ctx, &waymarkv1.GetRunRequest{Namespace: c.namespace, RunId: runID})
+	_, retryable := retryAfter(err)
+	return err == nil || !retryable && status.Code(err) != codes.DeadlineExceeded
+}
+
 // followed is how one stream went: ended when iteration is over (the consumer stopped, or an
-// error was already yielded); connected when the server accepted the stream (grpc-go opens a
-// stream only on a connection that is READY, so a server that is down fails it at once);
-// progressed when at least one new event arrived; err what ended the stream otherwise (nil when
-// the server ended it, which it does once the run has settled).
+// error was already yielded); progressed when at least one new event arrived; err what ended the
+// stream otherwise (nil when the server ended it, which it does once the run has settled).
 type followed struct {
-	ended, connected, progressed bool
-	err                          error
+	ended, progressed bool
+	err               error
 }
 
 // follow runs one stream.
@@ -112,7 +142,6 @@ func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, l
 		res.err = err
 		return res
 	}
-	res.connected = true
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -138,10 +167,4 @@ func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, l
 			return res
 		}
 	}
-}
-
-// reconnectable: the server went away or is restarting. grpc-go reports a dropped connection, a
-// refused one and a server draining its streams alike as UNAVAILABLE.
-func reconnectable(err error) bool {
-	return status.Code(err) == codes.Unavailable
 }

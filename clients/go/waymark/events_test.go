@@ -85,7 +85,7 @@ func TestEventsReconnectAndResumeFromLastSeq(t *testing.T) {
 	defer cancel()
 	var seen []int64
 	var reconnects []int64
-	opts := EventsOptions{FollowSuspended: true, OnReconnect: func(after int64, _ error) { reconnects = append(reconnects, after) }}
+	opts := EventsOptions{FollowSuspended: true, OnReconnect: func(r Reconnect) { reconnects = append(reconnects, r.AfterSeq) }}
 	for ev, err := range client.Events(ctx, "run-1", opts) {
 		if err != nil {
 			t.Fatalf("after %v: %v", seen, err)
@@ -170,7 +170,7 @@ func TestEventsSurviveRestartsFartherApartThanGiveUp(t *testing.T) {
 	seen := []int64{}
 	done := make(chan error, 1)
 	go func() {
-		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(int64, error) { mu.Lock(); reconnects++; mu.Unlock() }}
+		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(Reconnect) { mu.Lock(); reconnects++; mu.Unlock() }}
 		for ev, err := range client.Events(ctx, "run-1", opts) {
 			if err != nil {
 				done <- err
@@ -182,7 +182,14 @@ func TestEventsSurviveRestartsFartherApartThanGiveUp(t *testing.T) {
 		}
 		done <- nil
 	}()
-	waitCalls(1)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break // the history arrived: the run is parked
+		}
+	}
 	restart()
 	waitCalls(2)
 	time.Sleep(giveUp + giveUp/2) // longer than the window with no event

@@ -9,8 +9,9 @@ import (
 	"github.com/waymark-dev/waymark/clients/go/waymark"
 )
 
-// The refund example of clients/go/README.md: start the run, follow its events, approve it when
-// it parks, print the result. (Compiled by `go test`; run it against `npm start`.)
+// The refund example (examples/refund/main.go is the whole program): start the run, follow its
+// events, approve it when it parks, print the result. (Compiled by `go test`; run it against
+// `npm start`.)
 func Example() {
 	ctx := context.Background()
 	client, err := waymark.Dial("127.0.0.1:50051")

@@ -120,9 +120,9 @@ func TestLiveRefundSurvivesServerRestart(t *testing.T) {
 	streamed := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(after int64, _ error) {
+		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(r Reconnect) {
 			mu.Lock()
-			reconnects = append(reconnects, after)
+			reconnects = append(reconnects, r.AfterSeq)
 			mu.Unlock()
 		}}
 		for ev, err := range client.Events(ctx, runID, opts) {
@@ -406,7 +406,7 @@ func TestLiveFollowerSurvivesRestartsFartherApartThanGiveUp(t *testing.T) {
 	streamed := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(int64, error) { mu.Lock(); reconnects++; mu.Unlock() }}
+		opts := EventsOptions{FollowSuspended: true, OnReconnect: func(Reconnect) { mu.Lock(); reconnects++; mu.Unlock() }}
 		for ev, err := range client.Events(ctx, runID, opts) {
 			if err != nil {
 				streamed <- err

@@ -2,6 +2,8 @@ package waymark
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -28,12 +30,14 @@ type RetryPolicy struct {
 // up to a minute per call.
 var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Budget: time.Minute}
 
-// repeatable reports whether repeating req is safe, so a failed attempt may be retried. Reads are;
-// a start with an idempotency key, a signal with a signal id and a decision with a request id are
-// (the server answers a repeat like the first call, and StartRun, SendSignal and Approve/Deny
-// always set one); CancelRun is (cancelling a cancelled run returns it unchanged). ResumeRun is
-// only as a dry run: a repeated resume executes the run again, invalidates again, or, with
-// DRIFT_RECOVERY_RESTART, starts a second new run.
+// repeatable reports whether repeating req is safe, so a failed attempt may be retried; the table
+// of docs/clients.md, which names the server behaviour each row relies on. Reads are; a start with
+// an idempotency key, a signal with a signal id and a decision with a request id are (the server
+// answers a repeat like the first call; StartRun, SendSignal and Approve/Deny always set one);
+// CancelRun is (cancelling a cancelled run returns it unchanged); ResumeRun is as a dry run, a
+// plain resume and DRIFT_RECOVERY_ABANDON. A resume with invalidate or DRIFT_RECOVERY_RESTART is
+// not (a repeat unpins the entries again, or starts a second new run): it is sent once, after
+// waiting for a connection.
 func repeatable(method string, req any) bool {
 	switch method {
 	case "/waymark.v1.RunService/GetRun", "/waymark.v1.RunService/ListRuns", "/waymark.v1.RunService/GetJournal",
@@ -52,7 +56,7 @@ func repeatable(method string, req any) bool {
 		return ok && r.GetRequestId() != ""
 	case "/waymark.v1.RunService/ResumeRun":
 		r, ok := req.(*waymarkv1.ResumeRunRequest)
-		return ok && r.GetDryRun()
+		return ok && (r.GetDryRun() || len(r.GetInvalidate()) == 0 && r.GetDriftRecovery() != waymarkv1.DriftRecovery_DRIFT_RECOVERY_RESTART)
 	}
 	return false
 }
@@ -99,7 +103,7 @@ func (c *Client) unaryInterceptor(ctx context.Context, method string, req, reply
 		return invoker(callCtx, method, req, reply, cc, opts...)
 	}
 	policy := c.retry
-	if policy.Budget <= 0 {
+	if policy.Budget <= 0 || ctx.Value(noRetry{}) != nil {
 		return attempt()
 	}
 	if !repeatable(method, req) {
@@ -112,10 +116,15 @@ func (c *Client) unaryInterceptor(ctx context.Context, method string, req, reply
 	}
 	started := time.Now()
 	ceiling := policy.Initial
-	for {
+	for tries := 1; ; tries++ {
 		err := attempt()
 		if err == nil {
 			return nil
+		}
+		if tries > 1 && method == "/waymark.v1.RunService/ResumeRun" && wrongState(err) {
+			// A retried resume that finds the run executing: an earlier attempt was applied
+			// (docs/clients.md). Answer with the run as it stands.
+			return c.resumedRun(ctx, req.(*waymarkv1.ResumeRunRequest), reply.(*waymarkv1.ResumeRunResponse), cc, invoker, opts...)
 		}
 		least, ok := retryAfter(err)
 		if !ok || ctx.Err() != nil {
@@ -135,6 +144,26 @@ func (c *Client) unaryInterceptor(ctx context.Context, method string, req, reply
 	}
 }
 
+// noRetry marks a context whose unary calls make one attempt (the reconnect probe of an event
+// stream and the readiness check, which have their own backoff or none).
+type noRetry struct{}
+
+func wrongState(err error) bool {
+	var ws *WrongStateError
+	return errors.As(mapError(err), &ws)
+}
+
+func (c *Client) resumedRun(ctx context.Context, req *waymarkv1.ResumeRunRequest, reply *waymarkv1.ResumeRunResponse, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	got := &waymarkv1.GetRunResponse{}
+	callCtx, cancel := c.unary(ctx)
+	defer cancel()
+	if err := invoker(callCtx, "/waymark.v1.RunService/GetRun", &waymarkv1.GetRunRequest{Namespace: req.GetNamespace(), RunId: req.GetRunId()}, got, cc, opts...); err != nil {
+		return err
+	}
+	reply.Run = got.GetRun()
+	return nil
+}
+
 // awaitConnection returns once cc has a READY connection, or an UNAVAILABLE status when none
 // came within budget (or before ctx ended).
 func awaitConnection(ctx context.Context, cc *grpc.ClientConn, budget time.Duration) error {
@@ -151,7 +180,10 @@ func awaitConnection(ctx context.Context, cc *grpc.ClientConn, budget time.Durat
 			return status.Error(codes.Canceled, "waymark: the client is closed")
 		}
 		if !cc.WaitForStateChange(ctx, state) {
-			return status.Errorf(codes.Unavailable, "waymark: no connection to the server (%s): the call was not sent", state)
+			msg := fmt.Sprintf("no connection to the server (%s): the call was not sent", state)
+			return &UnavailableError{NotSent: true, APIError: &APIError{
+				Code: codes.Unavailable, Message: msg, Metadata: map[string]string{}, status: status.New(codes.Unavailable, msg),
+			}}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -24,6 +27,7 @@ type failingServer struct {
 	mu       sync.Mutex
 	script   []error
 	requests []any
+	health   *health.Server
 }
 
 func (s *failingServer) next(req any) error {
@@ -81,6 +85,8 @@ func serveFailing(t *testing.T, s *failingServer) string {
 	srv := grpc.NewServer()
 	waymarkv1.RegisterRunServiceServer(srv, s)
 	waymarkv1.RegisterSignalServiceServer(srv, s)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(srv, s.health)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
@@ -141,8 +147,9 @@ func TestNoRetryOnFinalCodes(t *testing.T) {
 }
 
 // StartRun retries with one idempotency key, made up by the client when the caller gave none;
-// a raw StartRun without a key, a real ResumeRun and a decision without request id are not
-// repeated (the server would start, execute or decide twice), a dry-run resume is.
+// a raw StartRun without a key, a resume with invalidate or RESTART and a decision without
+// request id are not repeated (the server would start, unpin or decide twice); a plain resume, a
+// dry-run resume and a decision with its request id are.
 func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 	unavailable := func(n int) []error {
 		var out []error
@@ -155,11 +162,12 @@ func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 
 	s := &failingServer{script: unavailable(2)}
 	client := dialTest(t, serveFailing(t, s))
-	if _, err := client.StartRun(ctx, "refund", map[string]any{}, StartOptions{}); err != nil {
-		t.Fatal(err)
+	started, err := client.StartRun(ctx, "refund", map[string]any{}, StartOptions{})
+	if err != nil || !started.GetCreated() {
+		t.Fatal(started, err)
 	}
 	key := s.requests[0].(*waymarkv1.StartRunRequest).GetIdempotencyKey()
-	if s.calls() != 3 || key == "" || s.requests[2].(*waymarkv1.StartRunRequest).GetIdempotencyKey() != key {
+	if s.calls() != 3 || !strings.HasPrefix(key, "client:") || s.requests[2].(*waymarkv1.StartRunRequest).GetIdempotencyKey() != key {
 		t.Fatalf("want 3 attempts with one generated key, got %d (%q)", s.calls(), key)
 	}
 
@@ -176,11 +184,30 @@ func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 		_, err := c.Runs.StartRun(ctx, &waymarkv1.StartRunRequest{Workflow: "refund"})
 		return mapError(err)
 	})
-	once(func(c *Client) error { _, err := c.Resume(ctx, "run-1", ResumeOptions{}); return err })
+	once(func(c *Client) error {
+		_, err := c.Resume(ctx, "run-1", ResumeOptions{Invalidate: []int64{3}})
+		return err
+	})
+	once(func(c *Client) error {
+		_, err := c.Resume(ctx, "run-1", ResumeOptions{DriftRecovery: waymarkv1.DriftRecovery_DRIFT_RECOVERY_RESTART})
+		return err
+	})
 	once(func(c *Client) error {
 		_, err := c.Signals.DecideApproval(ctx, &waymarkv1.DecideApprovalRequest{Id: "a:1", Approve: true, By: "x"})
 		return mapError(err)
 	})
+
+	// A plain resume is retried; a retry answered WRONG_STATE (the run is executing: an earlier
+	// attempt was applied) returns the run as GetRun reads it.
+	wrongState, _ := status.New(codes.FailedPrecondition, "executing").WithDetails(&errdetails.ErrorInfo{Reason: ReasonWrongState, Domain: "waymark"})
+	s = &failingServer{script: []error{status.Error(codes.Unavailable, "restarting"), wrongState.Err()}}
+	client = dialTest(t, serveFailing(t, s))
+	if res, err := client.Resume(ctx, "run-9", ResumeOptions{}); err != nil || res.GetRun().GetId() != "run-9" || s.calls() != 3 {
+		t.Fatalf("Resume: %v %v after %d calls, want the run from GetRun after 2 attempts", res, err, s.calls())
+	}
+	if _, ok := s.requests[2].(*waymarkv1.GetRunRequest); !ok {
+		t.Fatalf("third call %T, want GetRun", s.requests[2])
+	}
 
 	s = &failingServer{script: unavailable(2)}
 	client = dialTest(t, serveFailing(t, s))
@@ -211,8 +238,10 @@ func TestRetryBudgetAndDeadline(t *testing.T) {
 	patient := dialTest(t, addr, WithRetry(RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Budget: time.Hour}))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := patient.GetRun(ctx, "run-1"); !errors.As(err, &u) {
-		t.Fatalf("a deadline must end the retries with the last error, got %v", err)
+	// Ended by the deadline: the last error when the next wait would pass it, DEADLINE_EXCEEDED
+	// when it passes during an attempt.
+	if _, err := patient.GetRun(ctx, "run-1"); !errors.As(err, &u) && status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("a deadline must end the retries, got %v", err)
 	}
 
 	off := dialTest(t, addr, WithRetry(RetryPolicy{}))
@@ -222,7 +251,25 @@ func TestRetryBudgetAndDeadline(t *testing.T) {
 	}
 }
 
-// WithFailFast: Dial fails on a server nobody listens on, and connects to one that is up.
+// A call that is sent once waits for a connection first; when none comes within the budget it
+// fails with *UnavailableError saying the request was not sent.
+func TestSentOnceWaitsForAConnection(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := lis.Addr().String()
+	_ = lis.Close()
+	client := dialTest(t, dead, WithRetry(RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Budget: 300 * time.Millisecond}))
+	_, err = client.Resume(context.Background(), "run-1", ResumeOptions{Invalidate: []int64{2}})
+	var u *UnavailableError
+	if !errors.As(err, &u) || !u.NotSent {
+		t.Fatalf("want *UnavailableError with NotSent, got %#v", err)
+	}
+}
+
+// WithFailFast: Dial fails on a server nobody listens on and on one not serving, and connects to
+// one that is up.
 func TestDialFailFast(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -235,9 +282,15 @@ func TestDialFailFast(t *testing.T) {
 	if !errors.As(err, &u) {
 		t.Fatalf("want *UnavailableError from Dial, got %v", err)
 	}
-	client, err := Dial(serveFailing(t, &failingServer{}), WithFailFast(10*time.Second))
+	up := &failingServer{}
+	addr := serveFailing(t, up)
+	client, err := Dial(addr, WithFailFast(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = client.Close()
+	up.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	if _, err := Dial(addr, WithFailFast(10*time.Second)); !errors.As(err, &u) {
+		t.Fatalf("want *UnavailableError from a server not serving, got %v", err)
+	}
 }

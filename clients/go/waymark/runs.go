@@ -12,9 +12,9 @@ import (
 // StartOptions are the optional parts of StartRun.
 type StartOptions struct {
 	// IdempotencyKey makes the start idempotent in the namespace: a repeat returns the first
-	// run, with Created false. Empty: the client makes one up for this call ("client:" and 24
-	// hex digits), so its own retries never start a second run; pass your own to make repeats of
-	// your call safe too.
+	// run, with Created false. Empty: the client makes one up for this call ("client:<uuid>",
+	// visible as the run's idempotency_key), so its own retries never start a second run; pass
+	// your own to make repeats of your call safe too.
 	IdempotencyKey string
 	// Wait executes the run on the server that received the call and answers once it ends or
 	// parks (or the context's deadline passes). Without it the call answers at once.
@@ -33,8 +33,9 @@ func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts 
 	if err != nil {
 		return nil, err
 	}
-	if opts.IdempotencyKey == "" {
-		opts.IdempotencyKey = "client:" + randomID()
+	generated := opts.IdempotencyKey == ""
+	if generated {
+		opts.IdempotencyKey = "client:" + newUUID()
 	}
 	res, err := c.Runs.StartRun(ctx, &waymarkv1.StartRunRequest{
 		Namespace:      c.namespace,
@@ -46,6 +47,10 @@ func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts 
 		DryRun:         opts.DryRun,
 		Labels:         opts.Labels,
 	})
+	if err == nil && generated {
+		// Nobody else holds the key: created = false can only be this call's own retry.
+		res.Created = true
+	}
 	return res, mapError(err)
 }
 
@@ -115,7 +120,8 @@ type ResumeOptions struct {
 }
 
 // Resume makes a suspended or failed run execute again from its journal. With
-// DriftRecovery RESTART the response's RestartedAs is the new run.
+// DriftRecovery RESTART the response's RestartedAs is the new run. A plain resume and ABANDON
+// are retried like reads; one with Invalidate or RESTART is sent once (docs/clients.md).
 func (c *Client) Resume(ctx context.Context, runID string, opts ResumeOptions) (*waymarkv1.ResumeRunResponse, error) {
 	return c.resume(ctx, &waymarkv1.ResumeRunRequest{Namespace: c.namespace, RunId: runID, Invalidate: opts.Invalidate, DriftRecovery: opts.DriftRecovery})
 }
@@ -152,7 +158,8 @@ func (c *Client) Provenance(ctx context.Context, runID string) (*waymarkv1.RunPr
 
 // Result waits for a run to end, following its event stream (through reconnects, and while it is
 // parked on an approval or a signal), and returns its output. A run that failed or was cancelled
-// returns *RunFailedError. ctx bounds the wait; a call error (*RunNotFoundError, a stream that
+// returns *RunFailedError (*RunCancelledError, which errors.As also finds as a *RunFailedError,
+// for a cancelled one). ctx bounds the wait; a call error (*RunNotFoundError, a stream that
 // gave up with *UnavailableError) is returned as is.
 //
 //	out, err := client.Result(ctx, runID)
@@ -193,7 +200,11 @@ func outcome(runID string, s waymarkv1.RunStatus, output *structpb.Value, runErr
 	if s == waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED {
 		return output, nil
 	}
-	return nil, &RunFailedError{RunID: runID, Status: s, Err: runErr}
+	failed := &RunFailedError{RunID: runID, Status: s, Err: runErr}
+	if s == waymarkv1.RunStatus_RUN_STATUS_CANCELLED {
+		return nil, &RunCancelledError{RunFailedError: failed}
+	}
+	return nil, failed
 }
 
 // IsTerminal reports whether a run in this status has ended.

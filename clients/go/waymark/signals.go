@@ -10,8 +10,9 @@ import (
 )
 
 // SendSignal delivers a named signal with a JSON payload to a run. signalID makes the delivery
-// idempotent (a repeat is applied once, and answered without error with Reason "duplicate");
-// empty picks a random one, so pass your own to retry safely. A run not yet waiting for the
+// idempotent: a repeat is applied once and answered with the first delivery's outcome (Applied,
+// Reason "duplicate"); empty picks a random one for this call, so the client's own retries are
+// safe; pass your own to make your repeats safe too. A run not yet waiting for the
 // signal keeps it for its next wait of that name (Buffered). When another resolution already
 // closed the wait, SendSignal returns *AlreadyResolvedError.
 func (c *Client) SendSignal(ctx context.Context, runID, name string, payload any, signalID string) (*waymarkv1.SendSignalResponse, error) {
@@ -26,7 +27,23 @@ func (c *Client) SendSignal(ctx context.Context, runID, name string, payload any
 	if err != nil {
 		return nil, mapError(err)
 	}
-	if !res.GetApplied() && res.GetReason() == reasonAlreadyResolved {
+	lost := !res.GetApplied() && res.GetReason() == reasonAlreadyResolved
+	if !res.GetApplied() && res.GetReason() == reasonDuplicate && !res.GetBuffered() && res.GetSeq() > 0 {
+		// A repeat of this signal id (a retry, or the caller's): the outcome of the first, which
+		// the journal entry at seq records (RESOLVED: it won; NOOP: it lost).
+		after := res.GetSeq() - 1
+		for entry, err := range c.Journal(ctx, runID, JournalOptions{AfterSeq: &after, PageSize: 1}) {
+			if err != nil {
+				return res, err
+			}
+			if entry.GetSeq() == res.GetSeq() {
+				res.Applied = entry.GetStatus() == waymarkv1.EntryStatus_ENTRY_STATUS_RESOLVED
+				lost = !res.Applied
+			}
+			break
+		}
+	}
+	if lost {
 		e := alreadyResolved("the wait for signal " + name + " of run " + runID)
 		e.Seq = res.GetSeq()
 		return res, e
@@ -78,8 +95,8 @@ type Decision struct {
 	RequestID string
 }
 
-// Approve approves an approval. Repeating a request id is answered like the first call (Reason
-// "duplicate"); when another decision, a timeout or a cancellation already resolved the approval,
+// Approve approves an approval. Repeating a request id (the client's retry, or yours) is answered
+// with the first decision's outcome (Applied, Reason "duplicate"); when another decision, a timeout or a cancellation already resolved the approval,
 // Approve returns *AlreadyResolvedError along with the response.
 func (c *Client) Approve(ctx context.Context, id string, d Decision) (*waymarkv1.DecideApprovalResponse, error) {
 	return c.decide(ctx, id, true, d)
@@ -104,7 +121,18 @@ func (c *Client) decide(ctx context.Context, id string, approve bool, d Decision
 	if err != nil {
 		return nil, mapError(err)
 	}
-	if !res.GetApplied() && res.GetReason() == reasonAlreadyResolved {
+	if !res.GetApplied() && res.GetReason() == reasonDuplicate {
+		// A repeat of this request id (a retry, or the caller's): the outcome of the first.
+		want := waymarkv1.ApprovalState_APPROVAL_STATE_DENIED
+		if approve {
+			want = waymarkv1.ApprovalState_APPROVAL_STATE_APPROVED
+		}
+		if a := res.GetApproval(); a.GetState() == want && a.GetDecidedBy() == d.By {
+			res.Applied = true
+			return res, nil
+		}
+	}
+	if !res.GetApplied() && (res.GetReason() == reasonAlreadyResolved || res.GetReason() == reasonDuplicate) {
 		e := alreadyResolved("approval " + id)
 		e.Approval = res.GetApproval()
 		return res, e
@@ -112,8 +140,21 @@ func (c *Client) decide(ctx context.Context, id string, approve bool, d Decision
 	return res, nil
 }
 
-// reasonAlreadyResolved is the reason field of a response whose resolution lost to another.
-const reasonAlreadyResolved = "already_resolved"
+// The reason field of a response whose resolution lost to another, and of a repeat.
+const (
+	reasonAlreadyResolved = "already_resolved"
+	reasonDuplicate       = "duplicate"
+)
+
+// newUUID is a random (version 4) UUID.
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
 
 func randomID() string {
 	b := make([]byte, 12)

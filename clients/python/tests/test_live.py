@@ -87,7 +87,7 @@ def test_refund_survives_a_server_crash() -> None:
 
         def follow() -> None:
             try:
-                for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda after, _: reconnects.append(after)):
+                for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda r: reconnects.append(r.after_seq)):
                     events.append(event)
                     if event.status_changed.status == run_pb2.RUN_STATUS_SUSPENDED:
                         parked.set()
@@ -132,7 +132,7 @@ async def test_refund_survives_a_server_restart_async() -> None:
         parked = asyncio.Event()
 
         async def follow() -> None:
-            async for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda after, _: reconnects.append(after)):
+            async for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda r: reconnects.append(r.after_seq)):
                 events.append(event)
                 if event.status_changed.status == run_pb2.RUN_STATUS_SUSPENDED:
                     parked.set()
@@ -256,7 +256,7 @@ def test_followers_survive_restarts_farther_apart_than_give_up() -> None:
 
         def follow_sync() -> None:
             try:
-                for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda after, _: reconnects["sync"].append(after)):
+                for event in c.events(run_id, follow_suspended=True, on_reconnect=lambda r: reconnects["sync"].append(r.after_seq)):
                     collect("sync", event)
                 outcomes["sync"].put(None)
             except BaseException as err:  # handed to the test thread
@@ -266,7 +266,7 @@ def test_followers_survive_restarts_farther_apart_than_give_up() -> None:
             try:
                 async with waymark.AsyncClient(ADDRESS, backoff=backoff) as ac:
                     async for event in ac.events(
-                        run_id, follow_suspended=True, on_reconnect=lambda after, _: reconnects["async"].append(after)
+                        run_id, follow_suspended=True, on_reconnect=lambda r: reconnects["async"].append(r.after_seq)
                     ):
                         collect("async", event)
                 outcomes["async"].put(None)

@@ -4,7 +4,9 @@ server stands in for Waymark; the live tests (test_live.py) do the same against 
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -86,7 +88,7 @@ def test_sync_events_resume_from_last_seq() -> None:
     reconnects: list[int] = []
     seen: list[int] = []
     with waymark.Client(server.address, backoff=FAST) as client:
-        for event in client.events("run-1", follow_suspended=True, on_reconnect=lambda after, _: reconnects.append(after)):
+        for event in client.events("run-1", follow_suspended=True, on_reconnect=lambda r: reconnects.append(r.after_seq)):
             seen.append(event.seq)
             if event.seq == 3:
                 server.restart()  # the connection drops mid-stream; a new server takes the port
@@ -104,7 +106,7 @@ async def test_async_events_resume_from_last_seq() -> None:
     seen: list[int] = []
     async with waymark.AsyncClient(server.address, backoff=FAST) as client:
         async for event in client.events(
-            "run-1", follow_suspended=True, on_reconnect=lambda after, _: reconnects.append(after)
+            "run-1", follow_suspended=True, on_reconnect=lambda r: reconnects.append(r.after_seq)
         ):
             seen.append(event.seq)
             if event.seq == 3:
@@ -123,3 +125,56 @@ def test_other_errors_end_the_stream_typed() -> None:
     server.server.stop(None)
     assert info.value.code == grpc.StatusCode.NOT_FOUND
     assert len(runs.after_seqs) == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_restarts_farther_apart_than_give_up(asynchronous: bool) -> None:
+    """A follower of a parked run gets no events between restarts, so only a reconnect the server
+    answers tells it the server is back: two restarts farther apart than ``give_up_after``, each
+    well within it, must not end the stream (they did while only events reset the clock)."""
+    give_up = 0.6
+    runs = ScriptedRuns([Step([0, 1], hang=True), Step([], hang=True), Step([2, 3], final=run_pb2.RUN_STATUS_SUCCEEDED)])
+    server = Server(runs)
+    backoff = waymark.Backoff(initial=0.01, maximum=0.05, give_up_after=give_up)
+    seen: list[int] = []
+    failure: list[BaseException] = []
+
+    async def follow_async() -> None:
+        async with waymark.AsyncClient(server.address, backoff=backoff) as client:
+            async for event in client.events("run-1", follow_suspended=True):
+                seen.append(event.seq)
+
+    def follow() -> None:
+        try:
+            if asynchronous:
+                asyncio.run(follow_async())
+            else:
+                with waymark.Client(server.address, backoff=backoff) as client:
+                    seen.extend(e.seq for e in client.events("run-1", follow_suspended=True))
+        except BaseException as err:
+            failure.append(err)
+
+    def wait_calls(n: int) -> None:
+        deadline = time.monotonic() + 20
+        while len(runs.after_seqs) < n and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(runs.after_seqs) >= n, "the stream never reconnected"
+
+    def restart() -> None:
+        server.server.stop(grace=None).wait()
+        time.sleep(give_up / 6)  # the outage, shorter than the window
+        server.__init__(runs, server.port)  # type: ignore[misc]
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while len(seen) < 2 and time.monotonic() < deadline:  # the history arrived: the run is parked
+        time.sleep(0.005)
+    restart()
+    wait_calls(2)
+    time.sleep(give_up * 1.5)  # longer than the window, with no event
+    restart()
+    thread.join(30)
+    server.server.stop(None)
+    assert not failure, f"the stream gave up after {seen}: {failure[0]}"
+    assert seen == [0, 1, 2, 3]

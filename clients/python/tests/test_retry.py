@@ -24,18 +24,20 @@ FAST = waymark.RetryPolicy(initial=0.005, maximum=0.02, budget=20)
 class Failing(run_service_pb2_grpc.RunServiceServicer, signal_service_pb2_grpc.SignalServiceServicer):
     """Answers each call with the next (code, RetryInfo delay) of its script, then succeeds."""
 
-    script: list[tuple[grpc.StatusCode, float | None]]
+    script: list[tuple[grpc.StatusCode, float | str | None]]  # a RetryInfo delay, or an ErrorInfo reason
     requests: list[Any] = field(default_factory=list)
 
     def _next(self, request: Any, context: grpc.ServicerContext) -> None:
         self.requests.append(request)
         if not self.script:
             return
-        code, delay = self.script.pop(0)
-        if delay is not None:
-            info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=int(delay * 1e9)))
-            status = status_pb2.Status(code=code.value[0], message="slow down")
-            status.details.add().Pack(info)
+        code, detail = self.script.pop(0)
+        if detail is not None:
+            status = status_pb2.Status(code=code.value[0], message="scripted")
+            if isinstance(detail, str):
+                status.details.add().Pack(error_details_pb2.ErrorInfo(reason=detail, domain="waymark"))
+            else:
+                status.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=int(detail * 1e9))))
             context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
         context.abort(code, "scripted")
 
@@ -45,7 +47,8 @@ class Failing(run_service_pb2_grpc.RunServiceServicer, signal_service_pb2_grpc.S
 
     def StartRun(self, request: Any, context: grpc.ServicerContext) -> run_service_pb2.StartRunResponse:
         self._next(request, context)
-        return run_service_pb2.StartRunResponse(run=run_pb2.Run(id="run-1"), created=True)
+        # As the server answers a repeated key: the first run, created = false.
+        return run_service_pb2.StartRunResponse(run=run_pb2.Run(id="run-1"), created=len(self.requests) == 1)
 
     def ResumeRun(self, request: Any, context: grpc.ServicerContext) -> run_service_pb2.ResumeRunResponse:
         self._next(request, context)
@@ -106,15 +109,23 @@ def test_only_what_is_safe_to_repeat() -> None:
     failing = Failing([UNAVAILABLE, UNAVAILABLE])
     server, address = serve(failing)
     with waymark.Client(address, retry=FAST) as c:
-        c.start_run("refund", {})
+        assert c.start_run("refund", {}).created  # the retry's created = false is this call's own
         keys = {r.idempotency_key for r in failing.requests}
         assert len(failing.requests) == 3 and len(keys) == 1 and keys.pop().startswith("client:")
 
+        for recovery in ({"invalidate": [3]}, {"drift_recovery": waymark.DriftRecovery.RESTART}):
+            failing.requests.clear()
+            failing.script = [UNAVAILABLE]
+            with pytest.raises(waymark.Unavailable):
+                c.resume("run-1", **recovery)  # type: ignore[arg-type]  # a repeat would unpin again, or start a second run
+            assert len(failing.requests) == 1
+
+        # A plain resume is retried; a retry answered WRONG_STATE (the run is executing: an
+        # earlier attempt was applied) returns the run as GetRun reads it.
         failing.requests.clear()
-        failing.script = [UNAVAILABLE]
-        with pytest.raises(waymark.Unavailable):
-            c.resume("run-1")  # a repeated resume would execute the run again
-        assert len(failing.requests) == 1
+        failing.script = [UNAVAILABLE, (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_STATE")]
+        assert c.resume("run-9").run.id == "run-9"
+        assert [type(r).__name__ for r in failing.requests] == ["ResumeRunRequest", "ResumeRunRequest", "GetRunRequest"]
 
         failing.requests.clear()
         failing.script = [UNAVAILABLE, UNAVAILABLE]
@@ -136,8 +147,11 @@ async def test_async_retries_and_budget() -> None:
         with pytest.raises(waymark.Unavailable):
             await short.get_run("run-3")
         await short.close()
-        with pytest.raises(waymark.Unavailable):
-            await c.get_run("run-4", timeout=0.3)  # the call's timeout ends the retries, with the last error
+        with pytest.raises(waymark.WaymarkError) as ended:
+            await c.get_run("run-4", timeout=0.3)
+        # The call's timeout ends the retries: the last error when the next wait would pass it,
+        # DEADLINE_EXCEEDED when it passes during an attempt.
+        assert ended.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
     server.stop(None)
 
 
@@ -146,3 +160,14 @@ def test_connect_timeout_fails_fast_on_a_dead_address() -> None:
     server.stop(None)
     with pytest.raises(waymark.Unavailable):
         waymark.Client(address, connect_timeout=0.5)
+
+
+def test_sent_once_waits_for_a_connection() -> None:
+    """A call that is sent once waits for a connection first; when none comes within the budget
+    it raises Unavailable saying the request was not sent."""
+    server, address = serve(Failing([]))
+    server.stop(None)
+    policy = waymark.RetryPolicy(initial=0.005, maximum=0.02, budget=0.3)
+    with waymark.Client(address, retry=policy) as c, pytest.raises(waymark.Unavailable) as info:
+        c.resume("run-1", [2])
+    assert info.value.not_sent

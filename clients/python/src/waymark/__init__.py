@@ -11,7 +11,7 @@ and the other enums of :mod:`waymark.enums` name the API's enum values. The gene
 # when they sit side by side on sys.path (an editable install); a wheel merges them.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from waymark._calls import DEFAULT_ADDRESS, Backoff, RetryPolicy  # noqa: E402
+from waymark._calls import DEFAULT_ADDRESS, Backoff, Reconnect, RetryPolicy  # noqa: E402
 from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
@@ -25,6 +25,7 @@ from waymark.errors import (  # noqa: E402
     InvalidArgument,
     LeaseLost,
     PayloadTooLarge,
+    RunCancelled,
     RunFailed,
     RunNotFound,
     Unavailable,
@@ -49,7 +50,9 @@ __all__ = [
     "InvalidArgument",
     "LeaseLost",
     "PayloadTooLarge",
+    "Reconnect",
     "RetryPolicy",
+    "RunCancelled",
     "RunFailed",
     "RunNotFound",
     "RunStatus",

@@ -6,6 +6,7 @@ import json
 import random
 import secrets
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,7 +15,7 @@ import grpc
 
 from waymark._json import from_value, to_value
 from waymark.enums import RunStatus
-from waymark.errors import AlreadyResolved, RunFailed, Unavailable, WaymarkError
+from waymark.errors import AlreadyResolved, RunCancelled, RunFailed, Unavailable, WaymarkError
 from waymark.v1 import run_pb2, run_service_pb2, signal_service_pb2
 
 _R = TypeVar("_R", signal_service_pb2.SendSignalResponse, signal_service_pb2.DecideApprovalResponse)
@@ -24,7 +25,7 @@ DEFAULT_ADDRESS = "127.0.0.1:50051"
 # round_robin spreads calls over every address a "dns:///" target resolves to (a headless
 # Kubernetes Service). Retries are not grpcio's: Retrier below applies the policy of
 # docs/clients.md, which needs the request to decide what is safe to repeat.
-SERVICE_CONFIG = {"loadBalancingConfig": [{"round_robin": {}}]}
+SERVICE_CONFIG: dict[str, Any] = {"loadBalancingConfig": [{"round_robin": {}}]}
 
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.service_config", json.dumps(SERVICE_CONFIG)),
@@ -69,11 +70,13 @@ class RetryPolicy:
     budget: float = 60.0
 
 
-# Calls that are safe to repeat, by method. Reads always; StartRun with an idempotency key,
-# SendSignal with a signal id and DecideApproval with a request id (the server answers a repeat
-# like the first call; the client always sets one); CancelRun (cancelling a cancelled run returns
-# it unchanged). ResumeRun only as a dry run: a repeated resume executes the run again,
-# invalidates again, or with DRIFT_RECOVERY_RESTART starts a second new run.
+# Calls that are safe to repeat, by method: the table of docs/clients.md, which names the server
+# behaviour each row relies on. Reads always; StartRun with an idempotency key, SendSignal with a
+# signal id and DecideApproval with a request id (the server answers a repeat like the first call;
+# the client always sets one); CancelRun (cancelling a cancelled run returns it unchanged);
+# ResumeRun as a dry run, a plain resume and DRIFT_RECOVERY_ABANDON. A resume with invalidate or
+# DRIFT_RECOVERY_RESTART is not (a repeat unpins the entries again, or starts a second new run):
+# it is sent once, after waiting for a connection.
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
 )
@@ -89,8 +92,26 @@ def repeatable(method: str, request: Any) -> bool:
     if method == "DecideApproval":
         return bool(request.request_id)
     if method == "ResumeRun":
-        return bool(request.dry_run)
+        restart = request.drift_recovery == run_service_pb2.DRIFT_RECOVERY_RESTART
+        return bool(request.dry_run) or (not request.invalidate and not restart)
     return False
+
+
+def wrong_state_after_retry(name: str, retrier: Retrier, error: WaymarkError) -> bool:
+    """A retried resume answered WRONG_STATE: an earlier attempt was applied and the run is
+    executing (docs/clients.md); the client answers with the run as GetRun reads it."""
+    return name == "ResumeRun" and retrier.tries > 1 and error.reason == "WRONG_STATE"
+
+
+def readiness_request() -> bytes:
+    """grpc.health.v1.HealthCheckRequest for the whole server (service ""): no fields set."""
+    return b""
+
+
+def serving(response: bytes) -> bool:
+    """Whether a grpc.health.v1.HealthCheckResponse says SERVING (field 1, varint 1). Decoded by
+    hand, so the client needs no grpcio-health-checking."""
+    return response == b"\x08\x01"
 
 
 class Retrier:
@@ -106,8 +127,10 @@ class Retrier:
         self.deadline = self.started + timeout if timeout is not None else None
         self.default_timeout = default_timeout
         self.ceiling = policy.initial
+        self.tries = 0
 
     def attempt_timeout(self) -> float | None:
+        self.tries += 1
         if self.deadline is None:
             return self.default_timeout
         return max(self.deadline - time.monotonic(), 0.0)
@@ -143,7 +166,9 @@ class Retrier:
 
 
 def not_sent(what: str) -> Unavailable:
-    return Unavailable(f"no connection to the server {what}: the call was not sent", code=grpc.StatusCode.UNAVAILABLE)
+    error = Unavailable(f"no connection to the server {what}: the call was not sent", code=grpc.StatusCode.UNAVAILABLE)
+    error.not_sent = True
+    return error
 
 
 def credentials(tls: bool | grpc.ChannelCredentials) -> grpc.ChannelCredentials | None:
@@ -162,12 +187,6 @@ def random_id() -> str:
     return secrets.token_hex(12)
 
 
-def reconnectable(error: grpc.RpcError) -> bool:
-    """The server went away or is restarting: UNAVAILABLE (also what a dropped connection gives)."""
-    call: Any = error  # a grpc.Call or an AioRpcError, as in errors.error_from_rpc
-    return hasattr(call, "code") and call.code() == grpc.StatusCode.UNAVAILABLE
-
-
 def start_run(
     namespace: str,
     workflow: str,
@@ -183,7 +202,7 @@ def start_run(
         namespace=namespace,
         workflow=workflow,
         # Without a key of the caller's, one for this call, so the client's retries start one run.
-        idempotency_key=idempotency_key or f"client:{random_id()}",
+        idempotency_key=idempotency_key or f"client:{uuid.uuid4()}",
         wait=wait,
         dry_run=dry_run,
         labels=dict(labels or {}),
@@ -301,6 +320,53 @@ def resume_run(
     )
 
 
+def started(response: run_service_pb2.StartRunResponse, request: run_service_pb2.StartRunRequest, generated: bool) -> run_service_pb2.StartRunResponse:
+    """created = false for a key the client generated can only be its own retry: created."""
+    if generated:
+        response.created = True
+    return response
+
+
+def signal_duplicate(response: signal_service_pb2.SendSignalResponse) -> bool:
+    """A repeat of a signal id whose first delivery resolved (or lost) a wait at ``seq``."""
+    return not response.applied and response.reason == "duplicate" and not response.buffered and response.seq > 0
+
+
+def signal_outcome(response: signal_service_pb2.SendSignalResponse, entry: run_pb2.JournalEntry | None) -> None:
+    """Marks a duplicate with the first delivery's outcome: applied when its entry is RESOLVED,
+    lost (already_resolved) when NOOP."""
+    if entry is None or entry.seq != response.seq:
+        return
+    if entry.status == run_pb2.ENTRY_STATUS_RESOLVED:
+        response.applied = True
+    elif entry.status == run_pb2.ENTRY_STATUS_NOOP:
+        response.reason = "already_resolved"
+
+
+def not_ready(address: str, timeout: float, error: WaymarkError | None) -> Unavailable:
+    if error is None:
+        what = "is not serving"
+    elif error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        what = f"did not answer within {timeout} s"
+    else:
+        what = f"cannot be reached: {error.message}"
+    return Unavailable(f"{address} {what}", code=grpc.StatusCode.UNAVAILABLE)
+
+
+def decided(
+    response: signal_service_pb2.DecideApprovalResponse, request: signal_service_pb2.DecideApprovalRequest
+) -> signal_service_pb2.DecideApprovalResponse:
+    """A duplicate (a repeat of the request id: a retry, or the caller's) reports the first
+    decision's outcome: applied when the approval is decided this way by the same ``by``."""
+    if not response.applied and response.reason == "duplicate":
+        want = run_pb2.APPROVAL_STATE_APPROVED if request.approve else run_pb2.APPROVAL_STATE_DENIED
+        if response.approval.state == want and response.approval.decided_by == request.by:
+            response.applied = True
+        else:
+            response.reason = "already_resolved"
+    return response
+
+
 def resolved(response: _R, what: str) -> _R:
     """The response, unless another resolution already closed the wait: then AlreadyResolved."""
     if not response.applied and response.reason == "already_resolved":
@@ -318,7 +384,7 @@ def run_outcome(run_id: str, status: int, output: Any, error: run_pb2.RunError) 
     """The output of a run that ended SUCCEEDED (as plain JSON); RunFailed for FAILED or CANCELLED."""
     if status == RunStatus.SUCCEEDED:
         return from_value(output)
-    raise RunFailed(
+    raise (RunCancelled if status == RunStatus.CANCELLED else RunFailed)(
         run_id,
         RunStatus(status),
         name=error.name,
@@ -348,39 +414,64 @@ class Deadline:
         return self.at is not None and time.monotonic() >= self.at
 
 
+@dataclass(frozen=True)
+class Reconnect:
+    """One reconnect of an event stream, as ``on_reconnect`` receives it."""
+
+    attempt: int
+    """Reconnects since the stream last succeeded (an event arrived or a reconnect was answered), from 1."""
+    after_seq: int
+    """The seq the stream resumes after: the last one delivered, -1 when none yet."""
+    error: WaymarkError
+    """What ended the previous connection (:class:`waymark.Unavailable` for a dropped one)."""
+
+
+def reconnectable(error: WaymarkError) -> bool:
+    """A stream reconnects on what a unary call retries: UNAVAILABLE (also a dropped or refused
+    connection) and RESOURCE_EXHAUSTED with RetryInfo."""
+    return error.code == grpc.StatusCode.UNAVAILABLE or (
+        error.code == grpc.StatusCode.RESOURCE_EXHAUSTED and error.retry_delay is not None
+    )
+
+
 class Follow:
     """The state of one ``events`` call across its reconnects, shared by the sync and asyncio
-    clients: the last seq yielded, the backoff, and the give-up clock, which a successful connect
-    and an event both reset (a follower of a parked run gets no events for as long as it waits)."""
+    clients: the last seq yielded, the backoff, and the give-up clock (docs/clients.md). The clock
+    runs from the first failure since the last success, an event or a reconnect the server
+    answered (a GetRun of the run: a follow stream of a parked run sends nothing)."""
 
     def __init__(self, backoff: Backoff, after_seq: int | None, timeout: float | None) -> None:
         self.backoff = backoff
         self.last = after_seq if after_seq is not None else -1
         self.deadline = Deadline(timeout)
-        self.quiet_since = time.monotonic()
-        self.began = self.quiet_since
+        self.failing_since: float | None = None
         self.attempt = 0
         self.error: WaymarkError | None = None
 
     def connect_timeout(self) -> float | None:
         """How long to wait for a connection: the rest of the give-up window and of the timeout."""
         limits = [] if self.deadline.at is None else [self.deadline.at - time.monotonic()]
-        if self.backoff.give_up_after > 0:
-            limits.append(self.quiet_since + self.backoff.give_up_after - time.monotonic())
+        if self.backoff.give_up_after > 0 and self.failing_since is not None:
+            limits.append(self.failing_since + self.backoff.give_up_after - time.monotonic())
         return max(min(limits), 0.0) if limits else None
 
     def gave_up(self, address: str) -> WaymarkError:
         if self.deadline.expired():
             return WaymarkError("the event stream's timeout passed", code=grpc.StatusCode.DEADLINE_EXCEEDED)
-        window = self.backoff.give_up_after
+        if self.error is not None and self.error.code == grpc.StatusCode.UNAVAILABLE:
+            return self.error
         return Unavailable(
-            f"no connection to {address} and no event for {window} s; the event stream gave up"
-            + (f" (last error: {self.error.message})" if self.error else ""),
+            f"no answer from {address} and no event for {self.backoff.give_up_after} s; the event stream gave up",
             code=grpc.StatusCode.UNAVAILABLE,
         )
 
-    def connected(self) -> None:
-        self.quiet_since = self.began = time.monotonic()
+    @property
+    def reconnecting(self) -> bool:
+        return self.error is not None
+
+    def answered(self) -> None:
+        """The server answered a reconnect: the clock and the backoff start over."""
+        self.failing_since, self.attempt, self.error = None, 0, None
 
     def stream_timeout(self) -> float | None:
         return self.deadline.remaining()
@@ -390,21 +481,22 @@ class Follow:
         if event.seq <= self.last:
             return False
         self.last = event.seq
-        self.quiet_since = time.monotonic()
-        self.attempt = 0
+        self.failing_since, self.attempt = None, 0
         return True
 
-    def next_wait(self, error: WaymarkError) -> float:
-        """Seconds to wait before reconnecting after ``error``. A stream that held for longer
-        than the backoff's maximum starts its backoff over; one refused at once backs off further."""
+    def failed(self, error: WaymarkError) -> tuple[Reconnect, float] | None:
+        """After ``error``: the reconnect to report and the seconds to wait first, or None when
+        the stream gives up (no success for the give-up window)."""
         self.error = error
         now = time.monotonic()
-        # The stream was connected until now (each one starts after a successful connect), so
-        # the give-up window starts here.
-        self.quiet_since = now
-        if now - self.began > self.backoff.maximum:
-            self.attempt = 0
-        wait = self.backoff.delay(self.attempt)
-        self.attempt += 1
+        if self.failing_since is None:
+            self.failing_since = now
+        wait = max(self.backoff.delay(self.attempt), error.retry_delay or 0.0)
         remaining = self.deadline.remaining()
-        return wait if remaining is None else min(wait, remaining)
+        if remaining is not None:
+            wait = min(wait, remaining)
+        window = self.backoff.give_up_after
+        if window > 0 and now - self.failing_since + wait > window:
+            return None
+        self.attempt += 1
+        return Reconnect(self.attempt, self.last, error), wait

@@ -10,7 +10,7 @@ import grpc
 from grpc import aio
 
 from waymark import _calls
-from waymark._calls import Backoff, RetryPolicy
+from waymark._calls import Backoff, Reconnect, RetryPolicy
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
 from waymark.v1 import (
@@ -65,17 +65,28 @@ class AsyncClient:
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
 
     async def wait_ready(self, timeout: float) -> None:
-        """Waits until the server accepts a connection; raises :class:`waymark.Unavailable` when
-        it has not within ``timeout`` seconds."""
-        if not await self._ready(timeout):
-            raise Unavailable(f"could not connect to {self._address} within {timeout} s", code=grpc.StatusCode.UNAVAILABLE)
-
-    async def _ready(self, timeout: float | None) -> bool:
+        """The readiness check; see :meth:`waymark.Client.wait_ready`."""
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
+        )
         try:
-            await asyncio.wait_for(self._channel.channel_ready(), timeout)
-            return True
-        except asyncio.TimeoutError:
-            return False
+            response = await check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise _calls.not_ready(self._address, timeout, error_from_rpc(err)) from err
+        if not _calls.serving(response):
+            raise _calls.not_ready(self._address, timeout, None)
+
+    async def _connected(self, timeout: float | None) -> bool:
+        """Waits (at most ``timeout`` seconds) until the channel has a connection; see
+        :meth:`waymark.Client._connected`."""
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
+        )
+        try:
+            await check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata, wait_for_ready=True)
+        except grpc.RpcError as err:
+            return error_from_rpc(err).code != grpc.StatusCode.DEADLINE_EXCEEDED
+        return True
 
     async def close(self) -> None:
         await self._channel.close(grace=None)
@@ -98,7 +109,7 @@ class AsyncClient:
         if not _calls.repeatable(name, request) and self.retry.budget > 0:
             # Sent once, but not into a connection that is down (see Client._call).
             wait_for = retrier.connect_timeout()
-            if not await self._ready(wait_for):
+            if not await self._connected(wait_for):
                 raise _calls.not_sent(f"within {wait_for:.1f} s")
             retrier.policy = RetryPolicy(budget=0)
         while True:
@@ -106,6 +117,9 @@ class AsyncClient:
                 return await method(request, timeout=retrier.attempt_timeout(), metadata=self._metadata, wait_for_ready=self.wait_for_ready)
             except grpc.RpcError as err:
                 error = error_from_rpc(err)
+                if _calls.wrong_state_after_retry(name, retrier, error):
+                    run = await self.get_run(request.run_id, timeout=retrier.attempt_timeout())
+                    return run_service_pb2.ResumeRunResponse(run=run.run)  # type: ignore[return-value]
                 wait = retrier.next_wait(error)
                 if wait is None:
                     raise error from err
@@ -142,7 +156,8 @@ class AsyncClient:
             budget_usd=budget_usd,
             dry_run=dry_run,
         )
-        return await self._call("StartRun", self.runs.StartRun, request, timeout)
+        response = await self._call("StartRun", self.runs.StartRun, request, timeout)
+        return _calls.started(response, request, generated=idempotency_key is None)
 
     async def get_run(self, run_id: str, *, timeout: float | None = None) -> run_service_pb2.GetRunResponse:
         """A run and, when it is suspended, what it waits for (``waiting_on``)."""
@@ -196,7 +211,7 @@ class AsyncClient:
         *,
         after_seq: int | None = None,
         follow_suspended: bool = False,
-        on_reconnect: Callable[[int, WaymarkError], None] | None = None,
+        on_reconnect: Callable[[Reconnect], None] | None = None,
         timeout: float | None = None,
     ) -> AsyncIterator[run_pb2.RunEvent]:
         """Yields a run's events: its history, then live events until it ends (or parks, unless
@@ -204,39 +219,57 @@ class AsyncClient:
 
         When the connection drops or the server answers UNAVAILABLE (a restart, a rollout) it
         reconnects by itself with backoff, resuming after the last seq it yielded, so every event
-        arrives exactly once and in seq order. ``on_reconnect(after_seq, error)`` is called before
-        each reconnect. Other failures raise the typed error; so does a stretch of
+        arrives exactly once and in seq order. ``on_reconnect`` gets a :class:`waymark.Reconnect`
+        (attempt, after_seq, error) before each reconnect. Other failures raise the typed error; so does a stretch of
         ``backoff.give_up_after`` seconds with neither a successful reconnect nor an event
         (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
         Closing the generator cancels the stream.
         """
         follow = _calls.Follow(self.backoff, after_seq, timeout)
         while True:
-            if not await self._ready(follow.connect_timeout()):
-                raise follow.gave_up(self._address)
-            follow.connected()
-            error: WaymarkError | None = None
-            call = self.runs.StreamRunEvents(
-                _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
-                timeout=follow.stream_timeout(),
-                metadata=self._metadata,
-            )
-            try:
-                async for response in call:
-                    if follow.fresh(response.event):
-                        yield response.event
-            except grpc.RpcError as err:
-                error = error_from_rpc(err)
-                if not _calls.reconnectable(err):
-                    raise error from err
-            finally:
-                call.cancel()
+            error = await self._reconnected(run_id, follow) if follow.reconnecting else None
             if error is None:
-                return  # the server ended the stream: the run ended (or parked)
-            wait = follow.next_wait(error)
+                call = self.runs.StreamRunEvents(
+                    _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
+                    timeout=follow.stream_timeout(),
+                    metadata=self._metadata,
+                )
+                try:
+                    async for response in call:
+                        if follow.fresh(response.event):
+                            yield response.event
+                except grpc.RpcError as err:
+                    error = error_from_rpc(err)
+                    if not _calls.reconnectable(error):
+                        raise error from err
+                finally:
+                    call.cancel()
+                if error is None:
+                    return  # the server ended the stream: the run ended (or parked)
+            step = follow.failed(error)
+            if step is None:
+                raise follow.gave_up(self._address)
+            reconnect, wait = step
             if on_reconnect is not None:
-                on_reconnect(follow.last, error)
+                on_reconnect(reconnect)
             await asyncio.sleep(wait)
+
+    async def _reconnected(self, run_id: str, follow: _calls.Follow) -> WaymarkError | None:
+        """Opens a reconnect; see :meth:`waymark.Client._reconnected`."""
+        try:
+            # wait_for_ready: the probe waits for a connection, within the give-up window.
+            await self.runs.GetRun(
+                run_service_pb2.GetRunRequest(namespace=self.namespace, run_id=run_id),
+                timeout=follow.connect_timeout(),
+                metadata=self._metadata,
+                wait_for_ready=True,
+            )
+        except grpc.RpcError as err:
+            error = error_from_rpc(err)
+            if _calls.reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return error
+        follow.answered()
+        return None
 
     async def result(self, run_id: str, *, timeout: float | None = None) -> Any:
         """Waits for the run to end, following its events (through reconnects, and while it is
@@ -313,6 +346,13 @@ class AsyncClient:
         :class:`waymark.AlreadyResolved` when another resolution already closed the wait."""
         request = _calls.send_signal(self.namespace, run_id, name, payload, signal_id)
         response = await self._call("SendSignal", self.signals.SendSignal, request, timeout)
+        if _calls.signal_duplicate(response):
+            # A repeat of the signal id: the first delivery's outcome, as its journal entry says.
+            entry = None
+            async for first in self.journal(run_id, after_seq=response.seq - 1, page_size=1, timeout=timeout):
+                entry = first
+                break
+            _calls.signal_outcome(response, entry)
         return _calls.resolved(response, f"the wait for signal {name!r} of run {run_id}")
 
     async def list_approvals(
@@ -385,4 +425,4 @@ class AsyncClient:
             self.namespace, approval_id, approve, by=by, comment=comment, payload=payload, request_id=request_id
         )
         response = await self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
-        return _calls.resolved(response, f"approval {approval_id}")
+        return _calls.resolved(_calls.decided(response, request), f"approval {approval_id}")

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import grpc
 
 from waymark import _calls
-from waymark._calls import Backoff, RetryPolicy
+from waymark._calls import Backoff, Reconnect, RetryPolicy
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
 from waymark.v1 import (
@@ -79,20 +79,31 @@ class Client:
                 raise
 
     def wait_ready(self, timeout: float) -> None:
-        """Waits until the server accepts a connection; raises :class:`waymark.Unavailable` when
-        it has not within ``timeout`` seconds."""
-        if not self._ready(timeout):
-            raise Unavailable(f"could not connect to {self._address} within {timeout} s", code=grpc.StatusCode.UNAVAILABLE)
-
-    def _ready(self, timeout: float | None) -> bool:
-        future = grpc.channel_ready_future(self._channel)
+        """The readiness check of docs/clients.md: one grpc.health.v1 Check of the whole server,
+        which must answer SERVING within ``timeout`` seconds; raises :class:`waymark.Unavailable`
+        when the server cannot be reached, does not answer in time, or is not serving."""
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
+        )
         try:
-            future.result(timeout=timeout)
-            return True
-        except grpc.FutureTimeoutError:
-            return False
-        finally:
-            future.cancel()
+            response = check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise _calls.not_ready(self._address, timeout, error_from_rpc(err)) from err
+        if not _calls.serving(response):
+            raise _calls.not_ready(self._address, timeout, None)
+
+    def _connected(self, timeout: float | None) -> bool:
+        """Waits (at most ``timeout`` seconds) until the channel has a connection, by a health
+        Check that waits for one (wait_for_ready); any answer means connected. No connectivity
+        polling, whose thread grpcio leaves behind when the channel closes."""
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
+        )
+        try:
+            check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata, wait_for_ready=True)
+        except grpc.RpcError as err:
+            return error_from_rpc(err).code != grpc.StatusCode.DEADLINE_EXCEEDED
+        return True
 
     def close(self) -> None:
         self._channel.close()
@@ -109,14 +120,18 @@ class Client:
         if not _calls.repeatable(name, request) and self.retry.budget > 0:
             # Sent once, but not into a connection that is down: waiting for the connection
             # first repeats nothing, so a resume right after a restart works.
-            if not self._ready(retrier.connect_timeout()):
-                raise _calls.not_sent(f"within {retrier.connect_timeout():.1f} s")
+            wait_for = retrier.connect_timeout()
+            if not self._connected(wait_for):
+                raise _calls.not_sent(f"within {wait_for:.1f} s")
             retrier.policy = RetryPolicy(budget=0)
         while True:
             try:
                 return method(request, timeout=retrier.attempt_timeout(), metadata=self._metadata, wait_for_ready=self.wait_for_ready)
             except grpc.RpcError as err:
                 error = error_from_rpc(err)
+                if _calls.wrong_state_after_retry(name, retrier, error):
+                    run = self.get_run(request.run_id, timeout=retrier.attempt_timeout())
+                    return run_service_pb2.ResumeRunResponse(run=run.run)  # type: ignore[return-value]
                 wait = retrier.next_wait(error)
                 if wait is None:
                     raise error from err
@@ -153,7 +168,8 @@ class Client:
             budget_usd=budget_usd,
             dry_run=dry_run,
         )
-        return self._call("StartRun", self.runs.StartRun, request, timeout)
+        response = self._call("StartRun", self.runs.StartRun, request, timeout)
+        return _calls.started(response, request, generated=idempotency_key is None)
 
     def get_run(self, run_id: str, *, timeout: float | None = None) -> run_service_pb2.GetRunResponse:
         """A run and, when it is suspended, what it waits for (``waiting_on``)."""
@@ -205,7 +221,7 @@ class Client:
         *,
         after_seq: int | None = None,
         follow_suspended: bool = False,
-        on_reconnect: Callable[[int, WaymarkError], None] | None = None,
+        on_reconnect: Callable[[Reconnect], None] | None = None,
         timeout: float | None = None,
     ) -> Iterator[run_pb2.RunEvent]:
         """Yields a run's events: its history, then live events until it ends (or parks, unless
@@ -213,39 +229,58 @@ class Client:
 
         When the connection drops or the server answers UNAVAILABLE (a restart, a rollout) it
         reconnects by itself with backoff, resuming after the last seq it yielded, so every event
-        arrives exactly once and in seq order. ``on_reconnect(after_seq, error)`` is called before
-        each reconnect. Other failures raise the typed error; so does a stretch of
+        arrives exactly once and in seq order. ``on_reconnect`` gets a :class:`waymark.Reconnect`
+        (attempt, after_seq, error) before each reconnect. Other failures raise the typed error; so does a stretch of
         ``backoff.give_up_after`` seconds with neither a successful reconnect nor an event
         (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
         Closing the generator cancels the stream.
         """
         follow = _calls.Follow(self.backoff, after_seq, timeout)
         while True:
-            if not self._ready(follow.connect_timeout()):
-                raise follow.gave_up(self._address)
-            follow.connected()
-            error: WaymarkError | None = None
-            call = self.runs.StreamRunEvents(
-                _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
-                timeout=follow.stream_timeout(),
-                metadata=self._metadata,
-            )
-            try:
-                for response in call:
-                    if follow.fresh(response.event):
-                        yield response.event
-            except grpc.RpcError as err:
-                error = error_from_rpc(err)
-                if not _calls.reconnectable(err):
-                    raise error from err
-            finally:
-                call.cancel()
+            error = self._reconnected(run_id, follow) if follow.reconnecting else None
             if error is None:
-                return  # the server ended the stream: the run ended (or parked)
-            wait = follow.next_wait(error)
+                call = self.runs.StreamRunEvents(
+                    _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
+                    timeout=follow.stream_timeout(),
+                    metadata=self._metadata,
+                )
+                try:
+                    for response in call:
+                        if follow.fresh(response.event):
+                            yield response.event
+                except grpc.RpcError as err:
+                    error = error_from_rpc(err)
+                    if not _calls.reconnectable(error):
+                        raise error from err
+                finally:
+                    call.cancel()
+                if error is None:
+                    return  # the server ended the stream: the run ended (or parked)
+            step = follow.failed(error)
+            if step is None:
+                raise follow.gave_up(self._address)
+            reconnect, wait = step
             if on_reconnect is not None:
-                on_reconnect(follow.last, error)
+                on_reconnect(reconnect)
             time.sleep(wait)
+
+    def _reconnected(self, run_id: str, follow: _calls.Follow) -> WaymarkError | None:
+        """Opens a reconnect: asks the server for the run, once, waiting for a connection within
+        the give-up window. None when it answered (the clock starts over); else the error."""
+        try:
+            # wait_for_ready: the probe waits for a connection, within the give-up window.
+            self.runs.GetRun(
+                run_service_pb2.GetRunRequest(namespace=self.namespace, run_id=run_id),
+                timeout=follow.connect_timeout(),
+                metadata=self._metadata,
+                wait_for_ready=True,
+            )
+        except grpc.RpcError as err:
+            error = error_from_rpc(err)
+            if _calls.reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return error
+        follow.answered()
+        return None
 
     def result(self, run_id: str, *, timeout: float | None = None) -> Any:
         """Waits for the run to end, following its events (through reconnects, and while it is
@@ -322,6 +357,10 @@ class Client:
         :class:`waymark.AlreadyResolved` when another resolution already closed the wait."""
         request = _calls.send_signal(self.namespace, run_id, name, payload, signal_id)
         response = self._call("SendSignal", self.signals.SendSignal, request, timeout)
+        if _calls.signal_duplicate(response):
+            # A repeat of the signal id: the first delivery's outcome, as its journal entry says.
+            entries = self.journal(run_id, after_seq=response.seq - 1, page_size=1, timeout=timeout)
+            _calls.signal_outcome(response, next(entries, None))
         return _calls.resolved(response, f"the wait for signal {name!r} of run {run_id}")
 
     def list_approvals(
@@ -393,4 +432,4 @@ class Client:
             self.namespace, approval_id, approve, by=by, comment=comment, payload=payload, request_id=request_id
         )
         response = self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
-        return _calls.resolved(response, f"approval {approval_id}")
+        return _calls.resolved(_calls.decided(response, request), f"approval {approval_id}")

@@ -1,9 +1,9 @@
 """Friendly names for the API's enums, without the generated module.
 
-Each is an :class:`enum.IntEnum` whose values are the proto numbers, so it compares equal to
-the field of a message (``run.status == RunStatus.SUCCEEDED``), converts one
-(``RunStatus(run.status).name == "SUCCEEDED"``), and is accepted wherever the client takes a
-status, a state or a recovery. tests/test_enums.py checks them against the generated descriptors.
+Each is an :class:`enum.IntEnum` whose values are the proto numbers, so it converts the field
+of a message (``RunStatus(run.status) == RunStatus.SUCCEEDED``, ``RunStatus(run.status).name``;
+``mypy --strict`` refuses comparing the field with the enum unconverted) and is accepted
+wherever the client takes a status, a state or a recovery. tests/test_enums.py checks them against the generated descriptors.
 """
 
 from __future__ import annotations

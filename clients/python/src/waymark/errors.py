@@ -25,6 +25,7 @@ __all__ = [
     "InvalidArgument",
     "LeaseLost",
     "PayloadTooLarge",
+    "RunCancelled",
     "RunFailed",
     "RunNotFound",
     "Unavailable",
@@ -208,7 +209,10 @@ class IdempotencyConflict(WaymarkError):
 class Unavailable(WaymarkError):
     """The server could not be reached, the connection dropped, or the server is shutting down
     (UNAVAILABLE), after the client's own retries ran out (docs/clients.md), or an event stream
-    gave up reconnecting. Retry later, or against another replica."""
+    gave up reconnecting. Retry later, or against another replica. ``not_sent`` is True when the
+    request certainly did not reach the server (no connection came up to send it on)."""
+
+    not_sent: bool = False
 
 
 class RunFailed(Exception):
@@ -233,6 +237,10 @@ class RunFailed(Exception):
     @property
     def cancelled(self) -> bool:
         return getattr(self.status, "name", "") == "CANCELLED"
+
+
+class RunCancelled(RunFailed):
+    """:meth:`waymark.Client.result` waited for a run that ended CANCELLED (a kind of RunFailed)."""
 
 
 _BY_REASON: dict[str, type[WaymarkError]] = {
