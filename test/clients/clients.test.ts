@@ -124,7 +124,7 @@ function skipWithout(available: boolean, what: string, skip: (note?: string) => 
 }
 
 describe('Go and Python clients against a real server', () => {
-  it('Go: go test ./... in clients/go', { timeout: 480_000 }, async (ctx) => {
+  it('Go: go test ./... in clients/go', { timeout: 600_000 }, async (ctx) => {
     skipWithout(goAvailable, 'Go', ctx.skip);
     const result = await run('go', ['test', '-count=1', '-json', './...'], path.join(root, 'clients', 'go'));
     const go = summarizeGoTest(result.output);
@@ -135,7 +135,7 @@ describe('Go and Python clients against a real server', () => {
     expect(sink.charges.get('go-A-1001'), 'the Go test\'s refund reached the payment provider exactly once').toBe(1);
   });
 
-  it('Python: pytest in clients/python', { timeout: 480_000 }, async (ctx) => {
+  it('Python: pytest in clients/python', { timeout: 600_000 }, async (ctx) => {
     skipWithout(pytestAvailable, 'The Python virtualenv (.venv with pytest and the client)', ctx.skip);
     const result = await run(path.join(root, '.venv', 'bin', 'pytest'), ['-q', '-rs', '-p', 'no:cacheprovider', '--durations=5'], path.join(root, 'clients', 'python'));
     const summary = result.output.trimEnd().split('\n').at(-1) ?? '';
