@@ -3,6 +3,7 @@ import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Conne
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } from '@connectrpc/connect-node';
 import type { Logger } from 'pino';
+import { ensureErrorInfo, unroutedResponse } from './framework-errors.js';
 import { clampTimeoutHeaders } from './request-timeout.js';
 
 /*
@@ -15,6 +16,8 @@ import { clampTimeoutHeaders } from './request-timeout.js';
  *   stream slot (issue 16, finding 1; test/server/stream-slots.test.ts). Here the write fails with
  *   CANCELLED instead, which is thrown into the handler, so its `finally` runs.
  * - Deadlines longer than Node's timers are clamped before Connect reads them (request-timeout.ts).
+ * - Every error carries an ErrorInfo, those Connect raises before a handler runs included, and an
+ *   unknown method is answered in the caller's protocol (framework-errors.ts).
  */
 
 export interface Http2HandlerOptions extends ConnectRouterOptions {
@@ -32,16 +35,17 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
 
   return (req, res) => {
-    const handler = paths.get((req.url ?? '').split('?', 1)[0]!);
+    const path = (req.url ?? '').split('?', 1)[0]!;
+    const request = { path, contentType: req.headers['content-type'] ?? '' };
+    const handler = paths.get(path);
     if (!handler) {
-      res.writeHead(404);
-      res.end();
+      writeResponse(unroutedResponse(request, 404), res).catch(() => undefined);
       return;
     }
     clampTimeoutHeaders(req.headers);
     const uReq = universalRequestFromNodeRequest(req, undefined, options.contextValues(req));
     handler(uReq)
-      .then((uRes) => writeResponse(uRes, res))
+      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes), res))
       .catch((err: unknown) => {
         // The client went away (its stream closed or reset): nothing to answer, nobody to tell.
         const code = ConnectError.from(err).code;

@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+import { grpcCodeName } from './framework-errors.js';
 
 /**
  * Codes that mean "the server is broken", not "the caller asked for something it cannot have".
@@ -50,10 +51,4 @@ async function* watchStream<T>(messages: AsyncIterable<T>, fail: (err: unknown) 
   } catch (err) {
     throw fail(err);
   }
-}
-
-/** The gRPC spelling operators search logs for: `NOT_FOUND`, `CANCELLED`. */
-function grpcCodeName(code: Code): string {
-  if (code === Code.Canceled) return 'CANCELLED';
-  return Code[code].replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
 }

@@ -1,4 +1,5 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from '@connectrpc/connect';
+import { ErrorInfoSchema } from '../gen/google/rpc/error_details_pb.js';
 
 /**
  * Long-lived streams (StreamRunEvents following a run, Health/Watch, reflection) never end on their
@@ -15,7 +16,9 @@ export const shutdownSignalKey = createContextKey<AbortSignal>(new AbortControll
 
 /** The reason streams end with when the server drains: clients treat UNAVAILABLE as "retry elsewhere". */
 export function serverShutdownError(): ConnectError {
-  return new ConnectError('the server is shutting down; reconnect, another replica will serve the call', Code.Unavailable);
+  return new ConnectError('the server is shutting down; reconnect, another replica will serve the call', Code.Unavailable, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: 'SHUTTING_DOWN', domain: 'waymark' } },
+  ]);
 }
 
 /**
