@@ -4,6 +4,7 @@ import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sessions.js';
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
+import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/client-limits.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -49,6 +50,9 @@ const schema = z.object({
   WAYMARK_HTTP2_IDLE_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.idleTimeoutMs),
   WAYMARK_HTTP2_KEEPALIVE_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.keepaliveMs),
   WAYMARK_HTTP2_PING_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.pingTimeoutMs),
+  WAYMARK_CLIENT_RATE_LIMIT: nonNegativeInt('a whole number of requests per second >= 0 (0: no limit)').default(DEFAULT_CLIENT_LIMITS.ratePerSecond),
+  WAYMARK_CLIENT_RATE_BURST: positiveInt('a whole number of requests > 0').default(DEFAULT_CLIENT_LIMITS.burst),
+  WAYMARK_CLIENT_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_CLIENT_LIMITS.streams),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -73,6 +77,8 @@ export interface Config {
   limits: Limits;
   /** Idle timeout and keepalive of each HTTP/2 connection. */
   http2: SessionLimits;
+  /** Request rate and open streams per client (the peer address). */
+  clients: ClientLimits;
 }
 
 /** A setting that failed validation; `message` is the one line printed before exiting. */
@@ -118,6 +124,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleTimeoutMs: e.WAYMARK_HTTP2_IDLE_TIMEOUT_MS,
       keepaliveMs: e.WAYMARK_HTTP2_KEEPALIVE_MS,
       pingTimeoutMs: e.WAYMARK_HTTP2_PING_TIMEOUT_MS,
+    },
+    clients: {
+      ratePerSecond: e.WAYMARK_CLIENT_RATE_LIMIT,
+      burst: e.WAYMARK_CLIENT_RATE_BURST,
+      streams: e.WAYMARK_CLIENT_MAX_STREAMS,
     },
   };
 }

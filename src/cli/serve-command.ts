@@ -75,6 +75,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       logger,
       maxRequestBytes: config.limits.requestBytes,
       sessionLimits: config.http2,
+      clientLimits: config.clients,
       routes: (router) => {
         registerApi(router, api);
         registerHealthService(router, health);

@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
 import { createHttp2Handler } from './http2-handler.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
 import { loggingInterceptor } from './logging-interceptor.js';
@@ -22,6 +23,8 @@ export interface GrpcServerOptions {
   interceptors?: Interceptor[];
   /** Idle timeout and keepalive of each connection (http2-sessions.ts); defaults DEFAULT_SESSION_LIMITS. */
   sessionLimits?: Partial<SessionLimits>;
+  /** Request rate and open streams per client (client-limits.ts); defaults DEFAULT_CLIENT_LIMITS. */
+  clientLimits?: Partial<ClientLimits>;
 }
 
 export interface GrpcServer {
@@ -67,8 +70,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     connect: true,
     readMaxBytes: options.maxRequestBytes,
     shutdownSignal: stopping.signal,
-    interceptors: [loggingInterceptor(logger), ...(options.interceptors ?? [])],
-    contextValues: () => createContextValues().set(shutdownSignalKey, draining.signal),
+    interceptors: [
+      loggingInterceptor(logger), clientLimitsInterceptor({ ...DEFAULT_CLIENT_LIMITS, ...options.clientLimits }), ...(options.interceptors ?? []),
+    ],
+    // The client is the peer address until authentication exists (issue 19: the API key).
+    contextValues: (req) => createContextValues().set(shutdownSignalKey, draining.signal).set(clientKey, req.socket.remoteAddress ?? 'unknown'),
   });
   const server = http2.createServer({}, handler);
 

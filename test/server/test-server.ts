@@ -2,6 +2,7 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import { pino } from 'pino';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
+import type { ClientLimits } from '../../src/server/client-limits.js';
 import type { SessionLimits } from '../../src/server/http2-sessions.js';
 import { registerReflectionService } from '../../src/server/reflection-service.js';
 import { registerRunService } from '../../src/server/run-service.js';
@@ -26,7 +27,7 @@ export function allServices(router: ConnectRouter, health: HealthStatus): void {
 
 /** A real HTTP/2 server on 127.0.0.1 and a free port. Close it with `server.close(graceMs)`. */
 export async function startTestServer(
-  options: { routes?: (router: ConnectRouter, health: HealthStatus) => void; maxRequestBytes?: number; sessionLimits?: Partial<SessionLimits> } = {},
+  options: { routes?: (router: ConnectRouter, health: HealthStatus) => void; maxRequestBytes?: number; sessionLimits?: Partial<SessionLimits>; clientLimits?: Partial<ClientLimits> } = {},
 ): Promise<TestServer> {
   const logs: LogLine[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
@@ -38,6 +39,7 @@ export async function startTestServer(
     logger,
     maxRequestBytes: options.maxRequestBytes ?? 4 * 1024 * 1024,
     ...(options.sessionLimits ? { sessionLimits: options.sessionLimits } : {}),
+    ...(options.clientLimits ? { clientLimits: options.clientLimits } : {}),
     routes: (router) => routes(router, health),
   });
   return { server, health, logs };
