@@ -99,3 +99,36 @@ describe('stream slots under flow control (issue 16, finding 1)', () => {
     await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 5_000 });
   });
 });
+
+/*
+ * The soak: batches of slow readers that vanish in turn by every way above, against one replica
+ * whose stream limit is the batch size, so a single leaked slot fails the next batch. Short in
+ * `npm test`; `WAYMARK_SOAK=full` runs thousands of readers over a few minutes.
+ */
+const FULL = process.env.WAYMARK_SOAK === 'full';
+const SOAK = FULL ? { batches: 60, readers: 40 } : { batches: 3, readers: 20 };
+
+describe('soak: slow and vanishing stream readers', () => {
+  it(`${SOAK.batches * SOAK.readers} readers in ${SOAK.batches} batches leave the replica serving its full stream limit`, { timeout: FULL ? 900_000 : 60_000 }, async () => {
+    const { t, server } = await apiServer(SOAK.readers);
+    const { run } = await t.runs.startRun({ workflow: 'big-events', input: json({ ticks: 3 }), wait: true });
+    const runId = run!.id;
+    // History with two 100 KB events: every reader blocks on flow control in the first of them.
+    await tick(t, runId, 0);
+    await tick(t, runId, 1);
+    const ways = Object.values(gone);
+    for (let b = 0; b < SOAK.batches; b++) {
+      const readers = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }));
+      await Promise.all(readers.map((r) => r.responded));
+      expect(t.deps.streams.open).toBe(SOAK.readers);
+      readers.forEach((r, i) => ways[(b + i) % ways.length]!(r));
+      await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 10_000 });
+    }
+    // The full limit again, with readers that do read: each gets the whole history.
+    const fresh = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }, 1 << 20));
+    await Promise.all(fresh.map((r) => r.responded));
+    expect(t.deps.streams.open).toBe(SOAK.readers);
+    for (const r of fresh) r.session.destroy();
+    await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 10_000 });
+  });
+});
