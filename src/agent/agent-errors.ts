@@ -20,8 +20,10 @@ export class BudgetExceededError extends WaymarkError {
     readonly spentUsd: number,
     readonly estimatedCostUsd: number,
     readonly model: string,
+    /** Estimates of the tree's model calls in flight when this one was refused. */
+    readonly reservedUsd = 0,
   ) {
-    super(`the next call to ${model} (estimated $${fmt(estimatedCostUsd)}) would pass the budget of $${fmt(budgetUsd)} of run ${budgetRunId}, which has spent $${fmt(spentUsd)}; the call was not made. Start the run with a larger budget_usd, or catch BudgetExceededError to return what the workflow has`);
+    super(`the next call to ${model} (estimated $${fmt(estimatedCostUsd)}) would pass the budget of $${fmt(budgetUsd)} of run ${budgetRunId}, which has spent $${fmt(spentUsd)}${reservedUsd > 0 ? ` and has $${fmt(reservedUsd)} reserved by calls in flight` : ''}; the call was not made. Start the run with a larger budget_usd, or catch BudgetExceededError to return what the workflow has`);
   }
 }
 

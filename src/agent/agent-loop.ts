@@ -7,7 +7,7 @@ import { InvalidInputError } from '../engine/author/errors.js';
 import { roundUsd } from '../engine/read/spend.js';
 import type { Tool } from '../engine/author/tool.js';
 import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';
-import { budgetVerdict } from './budget.js';
+import { budgetChain, budgetVerdict } from './budget.js';
 import { classifyModelFailure } from './model-retry.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { costOf, estimateCostOf } from './prices.js';
@@ -115,17 +115,25 @@ export async function runAgentLoop(
     const call = host.modelCall(model, { request: requestDigest });
     // A dry run calls no provider (docs/journal.md "Dry runs"): nothing is spent, so no budget check.
     const dry = host.run.dryRun;
-    const estimate = call.live && !host.preview && !dry ? await guardBudget(host, deps, model, bodyText.length, options) : null;
+    const admission = call.live && !host.preview && !dry ? await admit(host, deps, model, bodyText.length, options, call.admitted) : NOT_ADMITTED;
+    const { estimate } = admission;
     const sent = [...conversation];
-    const record = (await call.perform({
-      retry: options.retry,
-      classify: classifyModelFailure,
-      timeoutMs,
-      intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length, ...(dry ? { __dryRun: true } : {}) },
-      execute: dry
-        ? async () => dryRunModelCall({ model, agentType, step, requestDigest })
-        : (info) => callModel(deps, { model, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
-    })) as unknown as ModelCallRecord;
+    let record: ModelCallRecord;
+    try {
+      record = (await call.perform({
+        retry: options.retry,
+        classify: classifyModelFailure,
+        timeoutMs,
+        intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length, ...(dry ? { __dryRun: true } : {}) },
+        // The reservation is committed with the intent: the next call of the tree may be admitted.
+        afterIntent: admission.release,
+        execute: dry
+          ? async () => dryRunModelCall({ model, agentType, step, requestDigest })
+          : (info) => callModel(deps, { model, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
+      })) as unknown as ModelCallRecord;
+    } finally {
+      admission.release();
+    }
     last = record;
     usage.inputTokens += record.usage.inputTokens;
     usage.outputTokens += record.usage.outputTokens;
@@ -148,23 +156,39 @@ export async function runAgentLoop(
   return finish('max-steps');
 }
 
+interface Admission {
+  /** The call's estimated cost (null: unpriced), journaled in its intent as its reservation. */
+  estimate: number | null;
+  /** Gives the tree's budget lock back; idempotent. */
+  release: () => void;
+}
+
+const NOT_ADMITTED: Admission = { estimate: null, release: () => {} };
+
 /**
- * Before a live model call: the call is not made when its estimate would pass a budget of the run
- * or of an ancestor. The refusal is journaled as a `budget_exceeded` event, then thrown. A run
- * with no budget and no parent skips the journal read.
+ * Budget admission before a live model call (docs/agents.md "Budget admission"): under the run
+ * tree's budget lock, the call is admitted only when every budget on the way up still holds what
+ * was spent, plus what calls in flight reserved, plus this call's estimate. The lock is held until
+ * the call's intent (its reservation) is committed, so parallel branches and child runs on any
+ * replica are admitted one at a time. A refusal is journaled as a `budget_exceeded` event, then
+ * thrown. A run with no budget and no parent skips the journal read; a redispatched call was
+ * admitted when its intent was written.
  */
-async function guardBudget(host: AgentHost, deps: LoopDeps, model: string, chars: number, options: AgentOptions): Promise<number | null> {
+async function admit(host: AgentHost, deps: LoopDeps, model: string, chars: number, options: AgentOptions, admitted: boolean): Promise<Admission> {
   const price = deps.catalog.price(model);
   const estimate = price ? estimateCostOf(price, { chars, maxOutputTokens: options.maxOutputTokens ?? ESTIMATED_OUTPUT_TOKENS }) : null;
-  if (host.run.budgetUsd === null && host.run.parentRunId === null) return estimate;
-  const verdict = await host.read((store) => budgetVerdict({ store, run: host.run, estimateUsd: estimate }));
+  if (admitted || (host.run.budgetUsd === null && host.run.parentRunId === null)) return { estimate, release: () => {} };
+  const { chain, rootRunId, budgeted } = await host.read((store) => budgetChain({ store, run: host.run }));
+  if (!budgeted) return { estimate, release: () => {} };
+  const release = await host.budgetLock(rootRunId);
+  // A failed read stops the execution (it never settles); the host releases the lock then.
+  const verdict = await host.read((store) => budgetVerdict({ store, chain, estimateUsd: estimate }));
+  if (verdict.kind === 'within') return { estimate, release };
+  release();
   if (verdict.kind === 'unpriced') throw new ModelPriceMissingError(model, verdict.budgetRunId);
-  if (verdict.kind === 'exceeded') {
-    const { budgetRunId, budgetUsd, spentUsd, estimatedCostUsd } = verdict;
-    await host.emit({ type: 'budget_exceeded', runId: host.run.id, budgetRunId, budgetUsd, spentUsd, estimatedCostUsd, model });
-    throw new BudgetExceededError(budgetRunId, budgetUsd, spentUsd, estimatedCostUsd, model);
-  }
-  return estimate;
+  const { budgetRunId, budgetUsd, spentUsd, reservedUsd, estimatedCostUsd } = verdict;
+  await host.emit({ type: 'budget_exceeded', runId: host.run.id, budgetRunId, budgetUsd, spentUsd, reservedUsd, estimatedCostUsd, model });
+  throw new BudgetExceededError(budgetRunId, budgetUsd, spentUsd, estimatedCostUsd, model, reservedUsd);
 }
 
 /**

@@ -218,7 +218,25 @@ export interface JournalStore {
    */
   signalInboxConsume(params: SignalInboxConsumeParams): Promise<SignalInboxConsumeResult>;
 
+  /**
+   * Serialises budget admission over one run tree (docs/agents.md "Budget admission"): resolves once
+   * the caller holds the tree's lock, against every caller on this store in any process. `release`
+   * gives it back (idempotent); a holder whose process dies loses it. A wait that cannot be served
+   * (the database is gone, or another holder kept it too long) throws StoreUnavailableError.
+   */
+  budgetLock(params: BudgetLockParams): Promise<BudgetLock>;
+
   /** The store's clock; leases and deadlines use it, never the worker's. */
   clockNow(): Promise<Date>;
   close(): Promise<void>;
+}
+
+export interface BudgetLockParams {
+  namespace: string;
+  /** The root of the run tree (the run with no parent) whose budgets the caller checks. */
+  rootRunId: string;
+}
+
+export interface BudgetLock {
+  release(): Promise<void>;
 }

@@ -9,6 +9,9 @@ import type { JournalStore } from '../../store/store.js';
  * replayed call writes no entry, and a call lost in a crash (intent without outcome) has no cost
  * recorded (its price is unknown; the provider may or may not bill it). Budgets (agent/budget.ts),
  * GetRun, ListRuns and GetRunProvenance all read it from here.
+ * Reservations (docs/agents.md "Budget admission") are folded the same way: a model call's intent
+ * (its `running` entry) carries the call's estimated cost, reserved until the call's terminal entry
+ * (pointing at it by refSeq) settles it; a redispatched call reuses its intent.
  */
 
 export interface RunSpend {
@@ -20,6 +23,8 @@ export interface RunSpend {
   totalUsd: number;
   /** Entries with a cost (model calls that completed). */
   pricedCalls: number;
+  /** Estimates of the tree's model calls in flight: intents without a terminal entry yet. */
+  reservedUsd: number;
 }
 
 const PAGE = 100;
@@ -38,13 +43,18 @@ export async function runSpend(params: { store: JournalStore; runId: string; nam
 async function spendOf(store: JournalStore, runId: string, namespace: string, depth: number): Promise<RunSpend> {
   let own = 0;
   let priced = 0;
+  const open = new Map<number, number>();
   // Summed in seq order, so every reader of the same journal gets the same float.
   for (const e of await store.journalList({ runId, namespace })) {
     if (e.costUsd !== null) {
       own += e.costUsd;
       priced++;
     }
+    if (e.kind === 'model' && e.status === 'running') open.set(e.seq, reservationOf(e.payload));
+    else if (e.refSeq !== null) open.delete(e.refSeq);
   }
+  let reserved = 0;
+  for (const usd of open.values()) reserved += usd;
   let children = 0;
   if (depth < MAX_SPEND_DEPTH) {
     let cursor: string | null = null;
@@ -54,11 +64,20 @@ async function spendOf(store: JournalStore, runId: string, namespace: string, de
         const s = await spendOf(store, child.id, namespace, depth + 1);
         children += s.totalUsd;
         priced += s.pricedCalls;
+        reserved += s.reservedUsd;
       }
       cursor = page.nextCursor;
     } while (cursor);
   }
-  return { runId, ownUsd: roundUsd(own), childrenUsd: roundUsd(children), totalUsd: roundUsd(own + children), pricedCalls: priced };
+  return {
+    runId, ownUsd: roundUsd(own), childrenUsd: roundUsd(children), totalUsd: roundUsd(own + children), pricedCalls: priced, reservedUsd: roundUsd(reserved),
+  };
+}
+
+/** The estimate a model intent reserved (`estimatedCostUsd`; 0 for an unpriced call or an entry without one). */
+function reservationOf(payload: unknown): number {
+  const usd = (payload as { estimatedCostUsd?: unknown } | null)?.estimatedCostUsd;
+  return typeof usd === 'number' && Number.isFinite(usd) && usd > 0 ? usd : 0;
 }
 
 /** Each run's own spend (its entries only, not its children's), in one summing read: what a listing shows. */

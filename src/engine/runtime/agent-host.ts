@@ -34,14 +34,16 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
       return {
         // A fired backoff timer means the next attempt calls the model.
         live: action === 'live' || action === 'rerun' || action === 'redispatch' || (action === 'resolved' && isRetryTimer(decision.suspension)),
+        admitted: action === 'redispatch',
         idempotencyKey: call.idempotencyKey,
-        perform({ intent, execute, retry, classify, timeoutMs }) {
+        perform({ intent, execute, retry, classify, timeoutMs, afterIntent }) {
           const policy = retryPolicy(MODEL_RETRY_DEFAULT, retry, classify ?? null);
           if (Array.isArray(policy)) throw new InvalidInputError('the retry option of ctx.agent', policy);
           let columns: ModelCallOutcome | null = null;
           return perform(exec, call, {
             twoPhase: true,
             intent,
+            ...(afterIntent ? { afterIntent } : {}),
             execute: async (signal) => {
               columns = await execute({ idempotencyKey: call.idempotencyKey, signal });
               return columns.value;
@@ -56,6 +58,18 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
     callTool: (tool, args) => callTool(exec, scope, ctx, tool, args),
     emit: (event) => ctx.emit(event),
     read: (fn) => exec.read(fn),
+    async budgetLock(rootRunId) {
+      const lock = await exec.read((store) => store.budgetLock({ namespace: exec.run.namespace, rootRunId }));
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        void lock.release().catch((err: unknown) => exec.logger.warn({ runId: exec.run.id, err }, 'releasing the budget lock failed; it goes with its connection'));
+      };
+      // An execution that ends while holding it (stopped, parked, a branch threw) gives it back.
+      void exec.whenEnded().then(release);
+      return release;
+    },
   };
 }
 

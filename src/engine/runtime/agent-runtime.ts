@@ -101,10 +101,17 @@ export interface ModelCallOutcome {
 export interface ModelCall {
   /** True when the journal cannot answer it: performing it calls the model (and may cost money). */
   readonly live: boolean;
+  /**
+   * True when the call's intent is already in the journal (a redispatch after a crash): it was
+   * admitted against the budget when that intent was written, and its reservation still stands.
+   */
+  readonly admitted: boolean;
   readonly idempotencyKey: string;
   perform(params: {
     /** The `running` entry's payload, committed before the model is called. */
     intent: Json;
+    /** Called once before the model is called, when the intent is committed (or will not be). */
+    afterIntent?: () => void;
     execute: (info: { idempotencyKey: string; signal: AbortSignal }) => Promise<ModelCallOutcome>;
     /** The call's retry policy (AgentOptions.retry) over the model-call default. */
     retry?: RetryOptions;
@@ -138,6 +145,11 @@ export interface AgentHost {
   emit(event: { type: string; [key: string]: unknown }): Promise<void>;
   /** A store read the next decision depends on; a failure stops the execution (never fails the run). */
   read<T>(fn: (store: JournalStore) => Promise<T>): Promise<T>;
+  /**
+   * Takes the budget lock of the run tree rooted at `rootRunId` (JournalStore.budgetLock) and
+   * resolves with its release (idempotent); the lock is given back when the execution ends anyway.
+   */
+  budgetLock(rootRunId: string): Promise<() => void>;
 }
 
 export interface AgentRuntime {

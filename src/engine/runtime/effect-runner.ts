@@ -19,6 +19,7 @@ import type { SuspensionPayload } from './suspension.js';
  */
 
 const NEVER = new Promise<never>(() => {});
+const noop = (): void => {};
 
 /** What one dispatched effect needs: how it is journaled, what it runs, and how often it may run. */
 export interface PerformOptions {
@@ -33,6 +34,11 @@ export interface PerformOptions {
   retry?: RetryPolicy;
   /** Start to close of one attempt, in ms; absent or null: none. */
   timeoutMs?: number | null;
+  /**
+   * Called once, before the attempt starts, when its intent is committed or it is known that none
+   * will be (budget admission releases its lock here: the reservation is then in the journal).
+   */
+  afterIntent?: () => void;
 }
 
 /**
@@ -44,8 +50,22 @@ export interface PerformOptions {
  * "Retries").
  */
 export async function perform(exec: Execution, call: Call, options: PerformOptions): Promise<Json> {
+  const { afterIntent } = options;
+  // Only budget-admitted model calls pass afterIntent: steps and tools keep the direct path.
+  if (!afterIntent) return performAttempt(exec, call, options, noop);
+  try {
+    return await performAttempt(exec, call, options, afterIntent);
+  } finally {
+    afterIntent();
+  }
+}
+
+async function performAttempt(exec: Execution, call: Call, options: PerformOptions, afterIntent: () => void): Promise<Json> {
   const { decision } = call;
-  if (exec.over) return NEVER;
+  if (exec.over) {
+    afterIntent();
+    return NEVER;
+  }
   if (decision.action === 'return') {
     exec.hit(call);
     return decision.value;
@@ -58,8 +78,12 @@ export async function perform(exec: Execution, call: Call, options: PerformOptio
   let head: JournalEntry | null = null;
   if (decision.action === 'park' || decision.action === 'resolved') {
     // The latest head of an effect that is a suspension is its backoff timer (replayDecide lets only those through).
-    if (!isRetryTimer(decision.suspension)) return misrouted(call);
+    if (!isRetryTimer(decision.suspension)) {
+      afterIntent();
+      return misrouted(call);
+    }
     if (decision.action === 'park') {
+      afterIntent();
       exec.hit(call, decision.invalidResolutions);
       exec.park(decision.suspension);
       return NEVER;
@@ -71,13 +95,22 @@ export async function perform(exec: Execution, call: Call, options: PerformOptio
     head = decision.head;
     attempt = head.attempt ?? 1;
   } else if (decision.action !== 'live' && decision.action !== 'rerun') {
+    afterIntent();
     return misrouted(call);
   }
-  if (!exec.goLive(call)) return NEVER;
+  if (!exec.goLive(call)) {
+    afterIntent();
+    return NEVER;
+  }
   crashpoint(call.kind, 'before-intent');
   if (!head && options.twoPhase) {
-    head = (await exec.append(() => [callEntry(call, { status: 'running', payload: options.intent ?? null, attempt })]))[0]!;
+    try {
+      head = (await exec.append(() => [callEntry(call, { status: 'running', payload: options.intent ?? null, attempt })]))[0]!;
+    } finally {
+      afterIntent();
+    }
   }
+  afterIntent();
   crashpoint(call.kind, 'after-intent');
   call.idempotencyKey = unsafeTestKey(call.idempotencyKey, exec.lease?.epoch); // a no-op outside one negative control
   let outcome: { value: Json } | { error: unknown };

@@ -262,6 +262,11 @@ export class Execution {
     }
   }
 
+  /** Settles when the execution is over, however it ended: resources held for it are given back then. */
+  whenEnded(): Promise<ExecutionEnd> {
+    return this.ended;
+  }
+
   /** Whether the execution is over (it returned, threw, parked or was stopped): calls never settle then. */
   get over(): boolean {
     return this.end !== null;

@@ -6,8 +6,9 @@ import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { newRunId } from '../run-id.js';
+import { KeyedMutex } from '../keyed-mutex.js';
 import type {
-  BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  BudgetLock, BudgetLockParams, BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
@@ -441,6 +442,13 @@ export class MemoryStore implements JournalStore {
 
   async clockNow(): Promise<Date> {
     return this.now();
+  }
+
+  private readonly budgetLocks = new KeyedMutex();
+
+  async budgetLock(params: BudgetLockParams): Promise<BudgetLock> {
+    const release = await this.budgetLocks.acquire(`${params.namespace}\u0000${params.rootRunId}`);
+    return { release: async () => release() };
   }
 
   async close(): Promise<void> {

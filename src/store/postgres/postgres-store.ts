@@ -8,7 +8,7 @@ import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../jo
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
 import type {
-  BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  BudgetLock, BudgetLockParams, BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
@@ -24,6 +24,7 @@ import { assertEntriesFit, assertForcedStatusFits, assertRunCreateFits, assertSt
 import { suspensionListDue } from './deadlines-queries.js';
 import * as jq from './journal-queries.js';
 import { AppendBatcher, type AppendRequest } from './append-batcher.js';
+import { BUDGET_LOCK_POOL_SIZE, BUDGET_LOCK_WAIT_MS, BudgetLocks } from './budget-lock.js';
 import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './pg-errors.js';
 import * as signals from './signals-ops.js';
 import * as rq from './runs-queries.js';
@@ -69,14 +70,17 @@ export class PostgresStore implements JournalStore {
   readonly listener: WakeupListener;
   private closing: Promise<void> | null = null;
   private readonly batcher: AppendBatcher | null;
+  private readonly budgetLocks: BudgetLocks;
 
   private constructor(
     readonly pool: pg.Pool,
     readonly leasePool: pg.Pool,
+    private readonly lockPool: pg.Pool,
     listenConfig: pg.ClientConfig,
     private readonly options: PostgresStoreOptions,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.budgetLocks = new BudgetLocks(lockPool);
     const inFlight = options.appendsInFlight ?? STORE_DEFAULTS.appendsInFlight;
     this.batcher = inFlight > 0 ? new AppendBatcher({ maxInFlight: inFlight, maxBatch: 64, send: (batch) => this.appendBatch(batch) }) : null;
     const onError = (err: unknown, message: string) => options.logger?.warn({ err }, message);
@@ -105,7 +109,13 @@ export class PostgresStore implements JournalStore {
       // listener that 'error' event would crash the process.
       p.on('error', (err) => options.logger?.warn({ err }, 'idle database connection failed; the pool replaces it'));
     }
-    const store = new PostgresStore(pool, leasePool, session(`${app}:listen`), options);
+    // Sessions of the budget lock pool wait for an advisory lock at most BUDGET_LOCK_WAIT_MS.
+    const lockPool = new pg.Pool({
+      ...session(`${app}:budget`), max: BUDGET_LOCK_POOL_SIZE,
+      options: `-c statement_timeout=${BUDGET_LOCK_WAIT_MS} -c idle_in_transaction_session_timeout=${options.idleInTransactionTimeoutMs ?? 5_000}`,
+    });
+    lockPool.on('error', (err) => options.logger?.warn({ err }, 'idle database connection failed; the pool replaces it'));
+    const store = new PostgresStore(pool, leasePool, lockPool, session(`${app}:listen`), options);
     try {
       await pool.query({ name: 'store_ping', text: 'SELECT 1' });
     } catch (err) {
@@ -414,6 +424,10 @@ export class PostgresStore implements JournalStore {
     };
   }
 
+  async budgetLock(params: BudgetLockParams): Promise<BudgetLock> {
+    return this.budgetLocks.acquire(params);
+  }
+
   async clockNow(): Promise<Date> {
     const { rows } = await this.query<{ now: Date }>({ name: 'store_clock_now', text: 'SELECT clock_timestamp() AS now' });
     return rows[0]!.now;
@@ -422,7 +436,7 @@ export class PostgresStore implements JournalStore {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       await this.listener.close();
-      await Promise.all([this.pool.end(), this.leasePool.end()]);
+      await Promise.all([this.pool.end(), this.leasePool.end(), this.lockPool.end()]);
     })();
     return this.closing;
   }
