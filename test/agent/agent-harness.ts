@@ -14,6 +14,7 @@ export const NS = 'test';
 export const TTL = 30_000;
 export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 export const AGENT_WORKFLOWS = path.join(FIXTURES, 'agent-workflows.ts');
+export const BUDGET_WORKFLOWS = path.join(FIXTURES, 'budget-workflows.ts');
 
 /** Model settings pointing the `compatible` endpoint at the fake server, with a price for its model. */
 export function fakeModelEnv(server: FakeOpenAIServer, price = { input: 1, output: 1 }): Record<string, string> {

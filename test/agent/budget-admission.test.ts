@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { runSpend } from '../../src/engine/read/spend.js';
@@ -8,7 +7,7 @@ import { loadUserModule } from '../../src/engine/user-module.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock } from '../engine/harness.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
-import { FIXTURES, fakeModelEnv, NS, TTL } from './agent-harness.js';
+import { BUDGET_WORKFLOWS, fakeModelEnv, NS, TTL } from './agent-harness.js';
 
 /*
  * Budget admission (docs/agents.md "Budget admission"): calls in flight hold a reservation of their
@@ -18,7 +17,6 @@ import { FIXTURES, fakeModelEnv, NS, TTL } from './agent-harness.js';
  * The provider holds the answers to first calls until the test has seen the calls it expects in
  * flight, so the admissions really overlap.
  */
-export const BUDGET_WORKFLOWS = path.join(FIXTURES, 'budget-workflows.ts');
 const PRICE = { input: 1, output: 500 };
 
 let server: FakeOpenAIServer;

@@ -23,7 +23,7 @@ export class BudgetLocks {
   constructor(private readonly pool: pg.Pool) {}
 
   async acquire(params: BudgetLockParams): Promise<BudgetLock> {
-    const key = `${params.namespace}\u0000${params.rootRunId}`;
+    const key = JSON.stringify([params.namespace, params.rootRunId]);
     const releaseLocal = await this.local.acquire(key);
     let client: pg.PoolClient;
     try {
