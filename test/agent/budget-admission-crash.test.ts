@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSpend } from '../../src/agent/budget.js';
+import { runSpend } from '../../src/engine/read/spend.js';
 import type { RunStatus } from '../../src/journal/run.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
