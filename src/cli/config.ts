@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
+import { REPLICA_DEFAULTS } from '../engine/scheduling/replica-presence.js';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sessions.js';
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
@@ -37,6 +38,8 @@ const schema = z.object({
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
   WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(STORE_DEFAULTS.appendsInFlight),
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
+  WAYMARK_REPLICA_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(REPLICA_DEFAULTS.ttlMs),
+  WAYMARK_UNROUTABLE_AFTER_MS: positiveInt('a whole number of milliseconds > 0').default(60_000),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
   WAYMARK_NAMESPACE: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a lowercase name like "default"').default('default'),
@@ -70,6 +73,10 @@ export interface Config {
   appendsInFlight: number;
   /** Runs this replica's executor executes at once (claimed PENDING runs; StartRun with wait is not counted). */
   executorConcurrency: number;
+  /** A replica's heartbeat row expires this long after its last beat (routing). */
+  replicaTtlMs: number;
+  /** The sweeper reports a run PENDING this long that no live replica can execute. */
+  unroutableAfterMs: number;
   workflowsPath: string | undefined;
   dataDir: string;
   namespace: string;
@@ -110,6 +117,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,
     appendsInFlight: e.WAYMARK_APPENDS_IN_FLIGHT,
     executorConcurrency: e.WAYMARK_EXECUTOR_CONCURRENCY,
+    replicaTtlMs: e.WAYMARK_REPLICA_TTL_MS,
+    unroutableAfterMs: e.WAYMARK_UNROUTABLE_AFTER_MS,
     workflowsPath: e.WAYMARK_WORKFLOWS,
     dataDir: e.WAYMARK_DATA_DIR,
     namespace: e.WAYMARK_NAMESPACE,

@@ -23,6 +23,7 @@ export class Metrics {
   private readonly sweeperActions: Counter<'duty'>;
   private readonly sweepDuration: Histogram;
   private readonly sweeperLeader: Gauge;
+  private readonly unroutable: Gauge;
   private readonly appendDuration: Histogram<'method' | 'outcome'>;
   private readonly timers: NodeJS.Timeout[] = [];
 
@@ -40,6 +41,10 @@ export class Metrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     });
     this.sweeperLeader = new Gauge({ name: 'waymark_sweeper_leader', help: '1 while this process holds the sweeper leader lease', registers });
+    this.unroutable = new Gauge({
+      name: 'waymark_runs_unroutable', registers,
+      help: 'PENDING runs (past WAYMARK_UNROUTABLE_AFTER_MS) that no live replica can execute: none serves their workflow or pinned digest (leader sweeper only)',
+    });
     this.appendDuration = new Histogram({
       name: 'waymark_journal_append_duration_seconds', help: 'Latency of journal writes (appends, status entries, resolutions)',
       labelNames: ['method', 'outcome'], registers,
@@ -71,6 +76,7 @@ export class Metrics {
     sweeper.events.on('sweep', (r) => {
       if (!r.leader) return;
       this.sweepDuration.observe(r.durationMs / 1000);
+      this.unroutable.set(r.unroutable.length);
       this.recoveries.inc({ result: 'recovered' }, r.recovered.length);
       this.recoveries.inc({ result: 'failed' }, r.failed.length);
       const duties = { timeout: r.timeouts, sleep: r.sleeps, parent_woken: r.parentsWoken, child_cancelled: r.childrenCancelled, child_failed: r.childrenFailed };

@@ -20,6 +20,7 @@ export function createSweeper(config: Config, store: JournalStore, logger: Logge
     intervalMs: config.sweepIntervalMs,
     leaderTtlMs: config.leaseTtlMs,
     graceMs: config.leaseTtlMs,
+    unroutableAfterMs: config.unroutableAfterMs,
     logger,
   });
   metrics?.watchSweeper(sweeper);

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
 import { Engine } from '../engine/engine.js';
 import { Executor } from '../engine/scheduling/executor.js';
+import { ReplicaPresence } from '../engine/scheduling/replica-presence.js';
 import { Registry } from '../engine/registry.js';
 import { loadUserModule } from '../engine/user-module.js';
 import { instrumentedStore } from '../store/instrumented-store.js';
@@ -63,6 +64,7 @@ export async function startWorkers(params: {
   const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
 
   const executor = new Executor({ engine, store, holder, logger, concurrency: config.executorConcurrency, settleMs: config.shutdownSettleMs });
+  const presence = new ReplicaPresence({ store, replicaId: holder, workflows: engine.serves(), ttlMs: config.replicaTtlMs, logger });
   metrics.watchExecutor(executor);
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
   let started = false;
@@ -72,12 +74,16 @@ export async function startWorkers(params: {
     async start() {
       if (started) return;
       started = true;
+      await presence.start();
       await executor.start();
       sweeper?.start();
     },
     async stop(graceMs) {
       await sweeper?.stop();
-      if (started) await executor.stop({ graceMs });
+      if (started) {
+        await presence.stop();
+        await executor.stop({ graceMs });
+      }
       metrics.stop();
       await metricsServer?.close();
     },

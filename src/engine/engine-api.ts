@@ -16,7 +16,7 @@ import type { ReplayPreview } from './runtime/resume-preview.js';
 import { InlineExecutions } from './scheduling/inline-executions.js';
 import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
 import type { Waiting } from './runtime/suspension.js';
-import type { Workflow } from './author/workflow.js';
+import type { ServedWorkflow } from '../store/store.js';
 
 /*
  * The engine as the API sees it: one method per RPC, each the whole use case, so a handler
@@ -114,9 +114,9 @@ export class EngineApi {
     return { run };
   }
 
-  /** ListWorkflows. */
-  workflows(): Workflow[] {
-    return this.engine.registry.workflows();
+  /** ListWorkflows: what the store's live replicas serve, one entry per name and digest (routing). */
+  workflows(): Promise<{ workflow: ServedWorkflow; replicas: string[] }[]> {
+    return this.engine.workflowsServed();
   }
 
   /** SendSignal: resolves the oldest open wait of the name, or buffers; a run it made runnable executes here. */

@@ -5,13 +5,13 @@ import { pino, type Logger } from 'pino';
 import { LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
-import type { JournalStore } from '../store/store.js';
+import type { JournalStore, ServedWorkflow } from '../store/store.js';
 import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './runtime/approvals.js';
-import { toJson } from './replay/content-key.js';
+import { schemaHash, toJson } from './replay/content-key.js';
 import { errorRecord } from './replay/error-codec.js';
 import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from './author/errors.js';
 import { Execution, type ExecutionEnd } from './runtime/execution.js';
-import { zodViolations } from './replay/payload-schema.js';
+import { validatePinned, zodViolations } from './replay/payload-schema.js';
 import type { Registry } from './registry.js';
 import { invalidationEntries, JournalIndex, openSuspensions } from './replay/replay.js';
 import * as resolutions from './runtime/resolutions.js';
@@ -94,6 +94,7 @@ export class Engine {
   private readonly executing = new Map<string, Execution>();
   /** Runs executionsAbort named before their execution existed: it stops before it starts. */
   private readonly abortRequested = new Set<string>();
+  private served: ServedWorkflow[] | null = null;
 
   constructor(options: EngineOptions) {
     if (!(options.leaseTtlMs > 0)) throw new RangeError(`leaseTtlMs must be > 0, got ${options.leaseTtlMs}`);
@@ -113,9 +114,19 @@ export class Engine {
    * it ends or parks.
    */
   async runStart(params: RunStartParams): Promise<{ run: Run; created: boolean; execution: ExecuteResult | null; waitingOn: Waiting[] }> {
-    const workflow = this.registry.workflow(params.workflowName);
-    const parsed = workflow.input.safeParse(params.input);
-    if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
+    const local = this.registry.has(params.workflowName) ? this.registry.workflow(params.workflowName) : null;
+    // Routing (docs/recovery.md "Routing"): a workflow this replica lacks is started for a live
+    // replica that serves it (its newest definition), validated against that replica's input schema.
+    const workflow: Pick<Workflow, 'name' | 'version' | 'digest'> = local ?? (await this.servedElsewhere(params.workflowName));
+    if (local) {
+      const parsed = local.input.safeParse(params.input);
+      if (!parsed.success) throw new InvalidInputError(`the input of workflow "${local.name}"`, zodViolations(parsed.error));
+    } else {
+      const served = workflow as ServedWorkflow;
+      const violations = served.inputSchema === null ? [] : validatePinned({ schema: served.inputSchema, schemaHash: schemaHash(served.inputSchema) }, toJson(params.input, `the input of workflow "${served.name}"`));
+      if (violations.length > 0) throw new InvalidInputError(`the input of workflow "${served.name}"`, violations);
+    }
+    const execute = params.execute && local !== null;
     const { run, created, lease } = await this.store.runCreate({
       namespace: params.namespace,
       workflowName: workflow.name,
@@ -128,12 +139,50 @@ export class Engine {
       parentSeq: params.parentSeq ?? null,
       budgetUsd: params.budgetUsd ?? null,
       dryRun: params.dryRun ?? false,
-      ...(params.execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, recordRunning: true } } : {}),
+      ...(execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, recordRunning: true } } : {}),
     });
     if (!lease) return { run, created, execution: null, waitingOn: await this.runWaits({ runId: run.id, namespace: run.namespace }) };
     // Created with its RUNNING entry (recordRunning): the journal is that one entry, nothing to read.
     const execution = await this.executeLeased(lease, run);
     return { run: execution.run ?? run, created, execution, waitingOn: execution.waitingOn };
+  }
+
+  /**
+   * The definitions this replica serves (routing): what its heartbeat records and its claims ask
+   * for. Computed once; the registry does not change after start.
+   */
+  serves(): ServedWorkflow[] {
+    this.served ??= this.registry.workflows().map((w) => ({
+      name: w.name, version: w.version, digest: w.digest, drift: w.drift, description: w.description, inputSchema: w.inputSchema,
+    }));
+    return this.served;
+  }
+
+  /**
+   * What the store's live replicas serve (ListWorkflows), one entry per name and digest with the
+   * replicas serving it, by name, newest replica first; this replica's own definitions are always
+   * in it, registered or not yet.
+   */
+  async workflowsServed(): Promise<{ workflow: ServedWorkflow; replicas: string[] }[]> {
+    const byKey = new Map<string, { workflow: ServedWorkflow; replicas: string[] }>();
+    const add = (workflow: ServedWorkflow, replica: string | null) => {
+      const key = `${workflow.name}\u0000${workflow.digest}`;
+      const entry = byKey.get(key) ?? { workflow, replicas: [] };
+      if (replica !== null && !entry.replicas.includes(replica)) entry.replicas.push(replica);
+      byKey.set(key, entry);
+    };
+    for (const replica of await this.store.replicaList()) for (const w of replica.workflows) add(w, replica.replicaId);
+    for (const w of this.serves()) add(w, null);
+    return [...byKey.values()].sort((a, b) => (a.workflow.name < b.workflow.name ? -1 : a.workflow.name > b.workflow.name ? 1 : 0));
+  }
+
+  /** The newest definition of `name` a live replica serves; WorkflowNotFoundError when none does. */
+  private async servedElsewhere(name: string): Promise<ServedWorkflow> {
+    for (const replica of await this.store.replicaList()) {
+      const served = replica.workflows.find((w) => w.name === name);
+      if (served) return served;
+    }
+    throw new WorkflowNotFoundError(name);
   }
 
   /**
@@ -161,7 +210,7 @@ export class Engine {
     while (results.length < maxRuns) {
       const leases = await this.store.runClaim({
         holder: this.holder, ttlMs: this.leaseTtlMs, limit: Math.min(params.limit ?? 10, maxRuns - results.length),
-        ...(params.namespace ? { namespace: params.namespace } : {}),
+        ...(params.namespace ? { namespace: params.namespace } : {}), serves: this.serves(),
       });
       if (leases.length === 0) break;
       for (const lease of leases) results.push(await this.executeLeased(lease));
@@ -376,9 +425,12 @@ export class Engine {
       workflow = this.registry.workflow(run.workflowName);
     } catch (error) {
       if (!(error instanceof WorkflowNotFoundError)) throw error;
-      return this.end(lease, run, { status: 'FAILED', error: errorRecord(error) }, log);
+      // Routing: not ours to execute (an inline execution on the wrong replica). Handed back
+      // PENDING for a replica that serves it; the sweeper reports it while none does.
+      return this.handBack(lease, run, log, 'this replica does not serve the workflow');
     }
     if (run.workflowDigest !== workflow.digest) {
+      if (await this.digestServedElsewhere(run)) return this.handBack(lease, run, log, 'a live replica serves the digest the run is pinned to');
       if (workflow.drift === 'strict') {
         const drift = new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
         return this.end(lease, run, { status: 'FAILED', error: errorRecord(drift) }, log);
@@ -439,6 +491,26 @@ export class Engine {
   }
 
   /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
+  /** Gives the lease back (the run is PENDING again) for a replica that serves the run's definition. */
+  private async handBack(lease: Lease, run: Run, log: Logger, why: string): Promise<ExecuteResult> {
+    try {
+      await this.store.runLeaseRelease({ lease });
+    } catch (error) {
+      return this.stopped(run.id, error);
+    }
+    log.info({ digest: run.workflowDigest }, `run handed back for another replica: ${why}`);
+    return { runId: run.id, outcome: 'pending', run: { ...run, status: 'PENDING', leaseHolder: null, leaseExpiresAt: null }, waitingOn: [], error: null };
+  }
+
+  /** Whether a live replica serves the run's exact digest (a run goes there rather than drift). */
+  private async digestServedElsewhere(run: Run): Promise<boolean> {
+    try {
+      return (await this.store.replicaList()).some((r) => r.workflows.some((w) => w.name === run.workflowName && w.digest === run.workflowDigest));
+    } catch {
+      return false;
+    }
+  }
+
   private async end(
     lease: Lease, run: Run, status: { status: RunStatus; output?: Json; error?: RunError }, log: Logger, waitingOn: Waiting[] = [],
   ): Promise<ExecuteResult> {

@@ -34,6 +34,10 @@ export class Registry {
     return this;
   }
 
+  has(name: string): boolean {
+    return this.workflowsByName.has(name);
+  }
+
   /** Throws WorkflowNotFoundError for an unknown name. */
   workflow(name: string): Workflow {
     const workflow = this.workflowsByName.get(name);

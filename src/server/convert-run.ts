@@ -74,8 +74,9 @@ export function waitingToProto(waiting: Waiting): WaitingOn {
   });
 }
 
-export function workflowToProto(workflow: DomainWorkflow): Workflow {
+export function workflowToProto(workflow: Pick<DomainWorkflow, 'name' | 'version' | 'digest' | 'description' | 'drift'> & { inputSchema: DomainWorkflow['inputSchema'] | null }, replicas: string[] = []): Workflow {
   return create(WorkflowSchema, {
+    replicas,
     name: workflow.name,
     version: workflow.version,
     digest: workflow.digest,

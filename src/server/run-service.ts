@@ -116,7 +116,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const c = check();
       c.namespace(req.namespace);
       c.done();
-      return { workflows: api.workflows().map(workflowToProto) };
+      return { workflows: (await api.workflows()).map(({ workflow, replicas }) => workflowToProto(workflow, replicas)) };
     },
 
     async getRunProvenance(req) {

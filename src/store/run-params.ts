@@ -81,6 +81,12 @@ export interface RunClaimParams {
   ttlMs: number;
   limit: number;
   namespace?: string;
+  /**
+   * Routing: the definitions the claimer serves. A run is claimed when one has its workflow name
+   * and digest, or its name while no live replica serves its digest (the engine then applies the
+   * workflow's drift policy). Absent: any run (tests, and an embedding with one registry).
+   */
+  serves?: readonly { name: string; digest: string }[];
 }
 
 export interface RunStatusSetParams {

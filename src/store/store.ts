@@ -1,5 +1,5 @@
 import type { JournalEntry } from '../journal/journal-entry.js';
-import type { Lease, Run } from '../journal/run.js';
+import type { Json, Lease, Run } from '../journal/run.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
   JournalResolveResult, WakeupSubscribeParams, WakeupUnsubscribe,
@@ -224,6 +224,21 @@ export interface JournalStore {
    * gives it back (idempotent); a holder whose process dies loses it. A wait that cannot be served
    * (the database is gone, or another holder kept it too long) throws StoreUnavailableError.
    */
+  /**
+   * Records that replica `replicaId` is alive and serves `workflows` until `ttlMs` from now
+   * (database clock); a later heartbeat replaces the list. Routing (docs/recovery.md "Routing").
+   */
+  replicaHeartbeat(params: ReplicaHeartbeatParams): Promise<void>;
+  /** A clean stop: the replica serves nothing from now on. */
+  replicaRemove(params: { replicaId: string }): Promise<void>;
+  /** Replicas whose heartbeat has not expired, newest start first. */
+  replicaList(): Promise<ReplicaInfo[]>;
+  /**
+   * PENDING runs, for longer than `olderThanMs`, that no live replica can execute (none serves their
+   * digest, and none serves their name with drift `warn`), oldest first: the sweeper reports them.
+   */
+  runListUnroutable(params: RunListUnroutableParams): Promise<UnroutableRun[]>;
+
   budgetLock(params: BudgetLockParams): Promise<BudgetLock>;
 
   /** The store's clock; leases and deadlines use it, never the worker's. */
@@ -239,4 +254,43 @@ export interface BudgetLockParams {
 
 export interface BudgetLock {
   release(): Promise<void>;
+}
+
+/** A workflow definition a replica serves, as the replica's heartbeat records it. */
+export interface ServedWorkflow {
+  name: string;
+  version: string;
+  digest: string;
+  drift: 'warn' | 'strict';
+  description: string;
+  /** JSON Schema of the input; null when the workflow declares none. */
+  inputSchema: Json | null;
+}
+
+export interface ReplicaHeartbeatParams {
+  replicaId: string;
+  workflows: ServedWorkflow[];
+  ttlMs: number;
+}
+
+export interface ReplicaInfo {
+  replicaId: string;
+  workflows: ServedWorkflow[];
+  startedAt: Date;
+  heartbeatAt: Date;
+  expiresAt: Date;
+}
+
+export interface RunListUnroutableParams {
+  olderThanMs: number;
+  limit: number;
+}
+
+export interface UnroutableRun {
+  runId: string;
+  namespace: string;
+  workflowName: string;
+  workflowDigest: string;
+  /** When it became PENDING (its last status change). */
+  pendingSince: Date;
 }

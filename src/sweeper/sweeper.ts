@@ -3,7 +3,7 @@ import { pino, type Logger } from 'pino';
 import { SweeperLeaseLostError } from '../journal/errors.js';
 import type { RunError } from '../journal/run.js';
 import { childResolveParent, suspensionsResolveDue } from '../engine/runtime/resolutions.js';
-import type { JournalStore, SweeperLease } from '../store/store.js';
+import type { JournalStore, SweeperLease, UnroutableRun } from '../store/store.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
 
@@ -30,11 +30,13 @@ export interface SweeperOptions {
   maxBatches?: number;
   /** Recoveries of one run before it is failed as Interrupted. */
   maxRecoveries?: number;
+  /** A run PENDING this long that no live replica can execute is reported (routing). */
+  unroutableAfterMs?: number;
   logger?: Logger;
 }
 
 export const SWEEPER_DEFAULTS = {
-  intervalMs: 5_000, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3,
+  intervalMs: 5_000, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000,
 } as const;
 
 export const INTERRUPTED_RECOVERY: RunError = {
@@ -61,6 +63,8 @@ export interface SweepReport {
   parentsWoken: number;
   childrenCancelled: number;
   childrenFailed: number;
+  /** PENDING runs no live replica can execute (duty 5, routing); reported, never failed. */
+  unroutable: UnroutableRun[];
   durationMs: number;
   /** The leadership ended mid-sweep (a fenced write was refused). */
   fenced: boolean;
@@ -83,7 +87,10 @@ export class Sweeper {
   readonly batchSize: number;
   readonly maxBatches: number;
   readonly maxRecoveries: number;
+  readonly unroutableAfterMs: number;
   readonly leader: LeaderLease;
+  /** Unroutable runs already logged, so each is logged once while it stays unroutable. */
+  private readonly reportedUnroutable = new Set<string>();
   private readonly store: JournalStore;
   private readonly logger: Logger;
   private timer: NodeJS.Timeout | null = null;
@@ -95,7 +102,7 @@ export class Sweeper {
     for (const key of ['intervalMs', 'leaderTtlMs', 'batchSize', 'maxBatches'] as const) {
       if (!Number.isInteger(o[key]) || o[key] < 1) throw new RangeError(`${key} must be a whole number >= 1, got ${o[key]}`);
     }
-    for (const key of ['graceMs', 'maxRecoveries'] as const) {
+    for (const key of ['graceMs', 'maxRecoveries', 'unroutableAfterMs'] as const) {
       if (!Number.isInteger(o[key]) || o[key] < 0) throw new RangeError(`${key} must be a whole number >= 0, got ${o[key]}`);
     }
     this.store = options.store;
@@ -105,6 +112,7 @@ export class Sweeper {
     this.batchSize = o.batchSize;
     this.maxBatches = o.maxBatches;
     this.maxRecoveries = o.maxRecoveries;
+    this.unroutableAfterMs = o.unroutableAfterMs;
     this.logger = (options.logger ?? pino({ enabled: false })).child({ component: 'sweeper' });
     this.leader = new LeaderLease({ store: this.store, holder: this.holder, ttlMs: o.leaderTtlMs, logger: this.logger });
     this.leader.events.on('acquired', (lease) => this.events.emit('elected', lease));
@@ -142,7 +150,7 @@ export class Sweeper {
     const started = performance.now();
     const report: SweepReport = {
       leader: false, epoch: null, recovered: [], failed: [], timeouts: 0, sleeps: 0,
-      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, durationMs: 0, fenced: false,
+      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], durationMs: 0, fenced: false,
     };
     const lease = this.leader.current ?? await this.leader.tryAcquire();
     if (lease) {
@@ -218,6 +226,19 @@ export class Sweeper {
       }
       return orphans.length;
     });
+    // 5. Routing: runs nobody can execute (no live replica serves their workflow, or the digest a
+    // strict-drift run is pinned to). Reported (metric, one log line per run), never failed: a
+    // replica that serves them may come back, and then claims them.
+    report.unroutable = await store.runListUnroutable({ olderThanMs: this.unroutableAfterMs, limit });
+    const now = new Set(report.unroutable.map((r) => r.runId));
+    for (const id of this.reportedUnroutable) if (!now.has(id)) this.reportedUnroutable.delete(id);
+    for (const r of report.unroutable) {
+      if (this.reportedUnroutable.has(r.runId)) continue;
+      this.reportedUnroutable.add(r.runId);
+      this.logger.warn({
+        runId: r.runId, namespace: r.namespace, workflow: r.workflowName, digest: r.workflowDigest, pendingSince: r.pendingSince,
+      }, 'run waits for a replica that serves its workflow: no live replica can execute it (start one that serves it, or cancel the run)');
+    }
   }
 
   /** Repeats `batch` while it reports a full batch, up to maxBatches. */

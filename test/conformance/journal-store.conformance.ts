@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe } from 'vitest';
 import type { ConformanceHarness, HarnessFactory } from './harness.js';
 import { attemptsSection } from './attempts.conformance.js';
 import { budgetLockSection } from './budget-lock.conformance.js';
+import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { leasesSection } from './leases.conformance.js';
 import { limitsSection } from './limits.conformance.js';
@@ -53,5 +54,6 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('signal inbox and suspension listing', () => signalsSection(ctx));
     describe('wake-ups and following', () => wakeupsSection(ctx));
     describe('budget locks', () => budgetLockSection(ctx));
+    describe('routing', () => routingSection(ctx));
   });
 }

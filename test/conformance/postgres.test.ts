@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {
@@ -29,6 +29,8 @@ runConformanceSuite('postgres', async (options) => {
         lease_expires_at = lease_expires_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE suspension_deadlines SET deadline_at = deadline_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE sweeper_leader SET expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
+      await admin.query(`UPDATE replicas SET started_at = started_at - $1 * interval '1 millisecond',
+        heartbeat_at = heartbeat_at - $1 * interval '1 millisecond', expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
     },
     close: () => store.close(),
   };

@@ -8,7 +8,7 @@ import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.
 import { newRunId } from '../run-id.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type {
-  BudgetLock, BudgetLockParams, BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
@@ -169,10 +169,12 @@ export class MemoryStore implements JournalStore {
 
   async runClaim(params: RunClaimParams): Promise<Lease[]> {
     const now = this.now();
+    const { serves } = params;
     const claimable = [...this.runs.values()]
       .map((r) => r.run)
       .filter((r) => r.status === 'PENDING' && leaseFreeAt(r, now) &&
-        (params.namespace === undefined || r.namespace === params.namespace))
+        (params.namespace === undefined || r.namespace === params.namespace) &&
+        (!serves || serves.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || !this.digestServed(r, now)))))
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compare(a.id, b.id))
       .slice(0, Math.max(0, params.limit));
     return claimable.map((run) => {
@@ -442,6 +444,46 @@ export class MemoryStore implements JournalStore {
 
   async clockNow(): Promise<Date> {
     return this.now();
+  }
+
+  private readonly replicas = new Map<string, ReplicaInfo>();
+
+  async replicaHeartbeat(params: ReplicaHeartbeatParams): Promise<void> {
+    const now = this.now();
+    const startedAt = this.replicas.get(params.replicaId)?.startedAt ?? now;
+    this.replicas.set(params.replicaId, {
+      replicaId: params.replicaId, workflows: structuredClone(params.workflows), startedAt, heartbeatAt: now,
+      expiresAt: new Date(now.getTime() + params.ttlMs),
+    });
+  }
+
+  async replicaRemove(params: { replicaId: string }): Promise<void> {
+    this.replicas.delete(params.replicaId);
+  }
+
+  async replicaList(): Promise<ReplicaInfo[]> {
+    return this.liveReplicas(this.now()).map((r) => structuredClone(r));
+  }
+
+  async runListUnroutable(params: RunListUnroutableParams): Promise<UnroutableRun[]> {
+    const now = this.now();
+    const live = this.liveReplicas(now);
+    return [...this.runs.values()].map((r) => r.run)
+      .filter((r) => r.status === 'PENDING' && r.updatedAt.getTime() <= now.getTime() - params.olderThanMs &&
+        !live.some((rep) => rep.workflows.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || w.drift === 'warn'))))
+      .sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime() || compare(a.id, b.id))
+      .slice(0, params.limit)
+      .map((r) => ({ runId: r.id, namespace: r.namespace, workflowName: r.workflowName, workflowDigest: r.workflowDigest, pendingSince: r.updatedAt }));
+  }
+
+  private liveReplicas(now: Date): ReplicaInfo[] {
+    return [...this.replicas.values()].filter((r) => r.expiresAt.getTime() > now.getTime())
+      .sort((a, b) => b.startedAt.getTime() - a.startedAt.getTime() || compare(a.replicaId, b.replicaId));
+  }
+
+  /** Whether a live replica serves the run's exact digest (then only such replicas claim it). */
+  private digestServed(run: Run, now: Date): boolean {
+    return this.liveReplicas(now).some((rep) => rep.workflows.some((w) => w.name === run.workflowName && w.digest === run.workflowDigest));
   }
 
   private readonly budgetLocks = new KeyedMutex();

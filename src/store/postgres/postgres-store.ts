@@ -8,7 +8,7 @@ import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../jo
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
 import type {
-  BudgetLock, BudgetLockParams, BufferedSignal, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
@@ -27,6 +27,7 @@ import { AppendBatcher, type AppendRequest } from './append-batcher.js';
 import { BUDGET_LOCK_POOL_SIZE, BUDGET_LOCK_WAIT_MS, BudgetLocks } from './budget-lock.js';
 import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './pg-errors.js';
 import * as signals from './signals-ops.js';
+import * as repq from './replicas-queries.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
 import * as sq from './sweeper-queries.js';
@@ -184,8 +185,9 @@ export class PostgresStore implements JournalStore {
 
   async runClaim(params: RunClaimParams): Promise<Lease[]> {
     if (params.limit <= 0) return [];
+    const serves = params.serves ? JSON.stringify(params.serves.map((w) => ({ name: w.name, digest: w.digest }))) : null;
     const { rows } = await this.query<rq.LeaseRow & { created_at: Date }>(rq.runClaim({
-      holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null,
+      holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null, serves,
     }));
     // UPDATE ... RETURNING has no order; hand runs out oldest first as the memory store does.
     rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1));
@@ -422,6 +424,25 @@ export class PostgresStore implements JournalStore {
       findRun: (runId, namespace) => this.findRun(runId, namespace),
       fenceFailure: (lease) => this.fenceFailure(lease, 0),
     };
+  }
+
+  async replicaHeartbeat(params: ReplicaHeartbeatParams): Promise<void> {
+    await this.query(repq.replicaHeartbeat(params));
+  }
+
+  async replicaRemove(params: { replicaId: string }): Promise<void> {
+    await this.query(repq.replicaRemove(params.replicaId));
+  }
+
+  async replicaList(): Promise<ReplicaInfo[]> {
+    return (await this.query<repq.ReplicaRow>(repq.replicaListLive())).rows.map(repq.toReplica);
+  }
+
+  async runListUnroutable(params: RunListUnroutableParams): Promise<UnroutableRun[]> {
+    const { rows } = await this.query<{ id: string; namespace: string; workflow_name: string; workflow_digest: string; updated_at: Date }>(
+      repq.runListUnroutable(params),
+    );
+    return rows.map((r) => ({ runId: r.id, namespace: r.namespace, workflowName: r.workflow_name, workflowDigest: r.workflow_digest, pendingSince: r.updated_at }));
   }
 
   async budgetLock(params: BudgetLockParams): Promise<BudgetLock> {

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js';
 import type { RunCreateParams } from '../store.js';
 import { statusEntryInsert } from './journal-queries.js';
+import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
 
 /*
  * Named statements on `runs` (STYLE habit 8). Lease expiry is compared with now() in WHERE clauses
@@ -152,18 +153,23 @@ export function runLeaseRelease(lease: Lease): pg.QueryConfig {
  * target row: either alone measured 0 double claims, the bare subquery 1,250 of 2,000
  * (reliability.md §2.7); test/store/claiming.test.ts runs 4 claimers over 2,000 runs.
  */
-export function runClaim(p: { holder: string; ttlMs: number; limit: number; namespace: string | null }): pg.QueryConfig {
+export function runClaim(p: { holder: string; ttlMs: number; limit: number; namespace: string | null; serves: string | null }): pg.QueryConfig {
   return {
     name: 'runs_claim',
+    // $5 (routing, docs/recovery.md "Routing"): the definitions the claimer serves, as JSON
+    // [{ name, digest, drift }]; a run is claimed for its exact digest, or for its name with drift
+    // `warn` when no live replica serves its digest. NULL claims any run.
     text: `WITH candidates AS (
-        SELECT id FROM runs WHERE status = 'PENDING' AND ($4::text IS NULL OR namespace = $4)
+        SELECT id FROM runs r WHERE status = 'PENDING' AND ($4::text IS NULL OR namespace = $4)
+          AND ($5::jsonb IS NULL OR $5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'digest', r.workflow_digest))
+            OR ($5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'drift', 'warn')) AND NOT ${LIVE_REPLICA_SERVES_DIGEST}))
         ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
       )
       UPDATE runs r SET status = 'RUNNING', lease_epoch = r.lease_epoch + 1, lease_holder = $1,
         lease_expires_at = clock_timestamp() + $2::integer ${MS}, resume_requested = false, updated_at = now()
       FROM candidates c WHERE r.id = c.id AND r.status = 'PENDING'
       RETURNING r.id, r.lease_holder, r.lease_epoch, r.lease_expires_at, r.created_at`,
-    values: [p.holder, p.ttlMs, p.limit, p.namespace],
+    values: [p.holder, p.ttlMs, p.limit, p.namespace, p.serves],
   };
 }
 

@@ -583,7 +583,8 @@ export const ListWorkflowsRequestSchema: GenMessage<ListWorkflowsRequest> = /*@_
  */
 export type ListWorkflowsResponse = Message<"waymark.v1.ListWorkflowsResponse"> & {
   /**
-   * The registered workflows, by name.
+   * What the store's live replicas serve, by name, one entry per definition (name and digest):
+   * during a rollout a name appears once per digest, newest replica first.
    *
    * @generated from field: repeated waymark.v1.Workflow workflows = 1;
    */

@@ -1594,7 +1594,10 @@ type Workflow struct {
 	// JSON Schema of the input StartRun accepts; unset when the workflow declares none.
 	InputSchema *structpb.Value `protobuf:"bytes,5,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
 	// What a resume does when the run's pinned digest differs from digest.
-	DriftPolicy   DriftPolicy `protobuf:"varint,6,opt,name=drift_policy,json=driftPolicy,proto3,enum=waymark.v1.DriftPolicy" json:"drift_policy,omitempty"`
+	DriftPolicy DriftPolicy `protobuf:"varint,6,opt,name=drift_policy,json=driftPolicy,proto3,enum=waymark.v1.DriftPolicy" json:"drift_policy,omitempty"`
+	// The live replicas (host:pid) that serve this definition (name and digest); runs pinned to
+	// digest are executed by one of them. Empty when listed by a replica that has not registered yet.
+	Replicas      []string `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1669,6 +1672,13 @@ func (x *Workflow) GetDriftPolicy() DriftPolicy {
 		return x.DriftPolicy
 	}
 	return DriftPolicy_DRIFT_POLICY_UNSPECIFIED
+}
+
+func (x *Workflow) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
 }
 
 var File_waymark_v1_run_proto protoreflect.FileDescriptor
@@ -1799,14 +1809,15 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detailB\x06\n" +
-	"\x04_seq\"\xe9\x01\n" +
+	"\x04_seq\"\x85\x02\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
 	"\x06digest\x18\x03 \x01(\tR\x06digest\x12 \n" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x129\n" +
 	"\finput_schema\x18\x05 \x01(\v2\x16.google.protobuf.ValueR\vinputSchema\x12:\n" +
-	"\fdrift_policy\x18\x06 \x01(\x0e2\x17.waymark.v1.DriftPolicyR\vdriftPolicy*\xbc\x01\n" +
+	"\fdrift_policy\x18\x06 \x01(\x0e2\x17.waymark.v1.DriftPolicyR\vdriftPolicy\x12\x1a\n" +
+	"\breplicas\x18\a \x03(\tR\breplicas*\xbc\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n" +

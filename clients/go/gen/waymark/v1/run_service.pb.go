@@ -1211,7 +1211,8 @@ func (x *ListWorkflowsRequest) GetNamespace() string {
 // The response of ListWorkflows.
 type ListWorkflowsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The registered workflows, by name.
+	// What the store's live replicas serve, by name, one entry per definition (name and digest):
+	// during a rollout a name appears once per digest, newest replica first.
 	Workflows     []*Workflow `protobuf:"bytes,1,rep,name=workflows,proto3" json:"workflows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

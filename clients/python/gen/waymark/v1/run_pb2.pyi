@@ -889,6 +889,7 @@ class Workflow(_message.Message):
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     INPUT_SCHEMA_FIELD_NUMBER: _builtins.int
     DRIFT_POLICY_FIELD_NUMBER: _builtins.int
+    REPLICAS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The name StartRun takes."""
     version: _builtins.str
@@ -903,6 +904,12 @@ class Workflow(_message.Message):
     def input_schema(self) -> _struct_pb2.Value:
         """JSON Schema of the input StartRun accepts; unset when the workflow declares none."""
 
+    @_builtins.property
+    def replicas(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The live replicas (host:pid) that serve this definition (name and digest); runs pinned to
+        digest are executed by one of them. Empty when listed by a replica that has not registered yet.
+        """
+
     def __init__(
         self,
         *,
@@ -912,10 +919,11 @@ class Workflow(_message.Message):
         description: _builtins.str = ...,
         input_schema: _struct_pb2.Value | None = ...,
         drift_policy: Global___DriftPolicy.ValueType = ...,
+        replicas: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["input_schema", b"input_schema"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "digest", b"digest", "drift_policy", b"drift_policy", "input_schema", b"input_schema", "name", b"name", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "digest", b"digest", "drift_policy", b"drift_policy", "input_schema", b"input_schema", "name", b"name", "replicas", b"replicas", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

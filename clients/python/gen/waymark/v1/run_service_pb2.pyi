@@ -683,7 +683,9 @@ class ListWorkflowsResponse(_message.Message):
     WORKFLOWS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def workflows(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.Workflow]:
-        """The registered workflows, by name."""
+        """What the store's live replicas serve, by name, one entry per definition (name and digest):
+        during a rollout a name appears once per digest, newest replica first.
+        """
 
     def __init__(
         self,

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineWorkflow } from '../../src/engine/author/workflow.js';
+import { WorkflowNotFoundError } from '../../src/journal/errors.js';
+import { InvalidInputError } from '../../src/engine/author/errors.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { FakeClock, NS, setup } from './harness.js';
+
+/*
+ * Routing in the engine (docs/recovery.md "Routing"): a replica claims only runs it can execute,
+ * hands back a run it was asked to execute but does not serve, and starts a workflow it lacks for
+ * a live replica that serves it. Two engines on one store stand for two replicas; each records what
+ * it serves as its server's heartbeat does.
+ */
+
+const x1 = defineWorkflow({ name: 'x', input: z.object({ n: z.number() }) }, async (ctx, { n }) => ({ n, on: 'x1', at: await ctx.step('where', async () => 'x1') }));
+const x2 = defineWorkflow({ name: 'x', input: z.object({ n: z.number() }) }, async (ctx, { n }) => ({ n, on: 'x2', at: await ctx.step('where', async () => 'x2') }));
+const xStrict2 = defineWorkflow({ name: 'x', drift: 'strict', input: z.object({ n: z.number() }) }, async (_ctx, { n }) => ({ n, on: 'x2-strict' }));
+const y = defineWorkflow({ name: 'y', input: z.object({ order: z.string().min(1) }) }, async (ctx, { order }) => ({ order, done: await ctx.step('y', async () => true) }));
+
+function replicas(items: { holder: string; workflows: Parameters<typeof setup>[0] }[]) {
+  const clock = new FakeClock();
+  const store = new MemoryStore({ clock: clock.now });
+  return items.map(({ holder, workflows }) => setup(workflows, { store, clock, holder }));
+}
+
+async function register(...engines: ReturnType<typeof setup>[]) {
+  for (const { engine, store } of engines) await store.replicaHeartbeat({ replicaId: engine.holder, workflows: engine.serves(), ttlMs: 60_000 });
+}
+
+describe('routing', () => {
+  it('StartRun of a workflow this replica lacks is created for the live replica that serves it, which executes it', async () => {
+    const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [x1, y] }]);
+    await register(a!, b!);
+    const started = await a!.engine.runStart({ namespace: NS, workflowName: 'y', input: { order: 'o-1' }, execute: true });
+    expect(started.run).toMatchObject({ status: 'PENDING', workflowName: 'y', workflowDigest: y.digest });
+    expect(started.execution).toBeNull();
+    expect(await a!.engine.runExecutePending()).toEqual([]);
+    const [done] = await b!.engine.runExecutePending();
+    expect(done!.run).toMatchObject({ status: 'SUCCEEDED', output: { order: 'o-1', done: true } });
+  });
+
+  it("the input is checked against the serving replica's schema; nothing is written for a bad one, or for a workflow nobody serves", async () => {
+    const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [y] }]);
+    await register(a!, b!);
+    await expect(a!.engine.runStart({ namespace: NS, workflowName: 'y', input: { order: '' } })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(a!.engine.runStart({ namespace: NS, workflowName: 'z', input: {} })).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    await b!.store.replicaRemove({ replicaId: 'b' });
+    await expect(a!.engine.runStart({ namespace: NS, workflowName: 'y', input: { order: 'o' } })).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    expect((await a!.store.runList({ namespace: NS, pageSize: 10 })).runs).toEqual([]);
+  });
+
+  it('a replica asked to execute a run it does not serve hands it back PENDING instead of failing it', async () => {
+    const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [y] }]);
+    await register(a!, b!);
+    const { run } = await b!.engine.runStart({ namespace: NS, workflowName: 'y', input: { order: 'o-2' } });
+    const handed = await a!.engine.runExecute({ runId: run.id, namespace: NS });
+    expect(handed).toMatchObject({ outcome: 'pending' });
+    expect((await a!.store.runGet({ runId: run.id, namespace: NS })).status).toBe('PENDING');
+    const [done] = await b!.engine.runExecutePending();
+    expect(done!.run!.status).toBe('SUCCEEDED');
+  });
+
+  it('two digests of one workflow side by side: each run executes on a replica with its digest', async () => {
+    const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [x2] }]);
+    await register(a!, b!);
+    expect(x1.digest).not.toBe(x2.digest);
+    const old = (await a!.engine.runStart({ namespace: NS, workflowName: 'x', input: { n: 1 } })).run;
+    const neu = (await b!.engine.runStart({ namespace: NS, workflowName: 'x', input: { n: 2 } })).run;
+    // B claims first, yet gets only the run pinned to its digest.
+    const byB = await b!.engine.runExecutePending();
+    expect(byB.map((r) => r.runId)).toEqual([neu.id]);
+    expect(byB[0]!.run!.output).toMatchObject({ on: 'x2' });
+    const byA = await a!.engine.runExecutePending();
+    expect(byA.map((r) => r.runId)).toEqual([old.id]);
+    expect(byA[0]!.run!.output).toMatchObject({ on: 'x1' });
+  });
+
+  it('with drift warn a run continues on another digest once no replica serves its own; with strict it waits and is listed as unroutable', async () => {
+    const [a, warn, strict] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'warn', workflows: [x2] }, { holder: 'strict', workflows: [xStrict2] }]);
+    await register(a!);
+    const pinned = (await a!.engine.runStart({ namespace: NS, workflowName: 'x', input: { n: 3 } })).run;
+    await a!.store.replicaRemove({ replicaId: 'a' }); // the old version's last replica is gone
+    await register(strict!);
+    expect(await strict!.engine.runExecutePending()).toEqual([]);
+    a!.clock.advance(61_000);
+    expect((await a!.store.runListUnroutable({ olderThanMs: 60_000, limit: 10 })).map((r) => r.runId)).toEqual([pinned.id]);
+    await register(warn!);
+    const [done] = await warn!.engine.runExecutePending();
+    expect(done).toMatchObject({ runId: pinned.id, run: { status: 'SUCCEEDED', output: { n: 3, on: 'x2' } } });
+  });
+});
