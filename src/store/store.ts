@@ -235,7 +235,7 @@ export interface JournalStore {
   replicaList(): Promise<ReplicaInfo[]>;
   /**
    * PENDING runs, for longer than `olderThanMs`, that no live replica can execute (none serves their
-   * digest, and none serves their name with drift `warn`), oldest first: the sweeper reports them.
+   * workflow under any digest), oldest first: the sweeper reports them.
    */
   runListUnroutable(params: RunListUnroutableParams): Promise<UnroutableRun[]>;
 

@@ -76,17 +76,31 @@ describe('routing', () => {
     expect(byA[0]!.run!.output).toMatchObject({ on: 'x1' });
   });
 
-  it('with drift warn a run continues on another digest once no replica serves its own; with strict it waits and is listed as unroutable', async () => {
+  it('once no replica serves its digest a run goes to one serving its name: warn continues there, strict fails with FlowDriftError', async () => {
     const [a, warn, strict] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'warn', workflows: [x2] }, { holder: 'strict', workflows: [xStrict2] }]);
-    await register(a!);
+    await register(a!, strict!);
     const pinned = (await a!.engine.runStart({ namespace: NS, workflowName: 'x', input: { n: 3 } })).run;
-    await a!.store.replicaRemove({ replicaId: 'a' }); // the old version's last replica is gone
-    await register(strict!);
+    a!.clock.advance(1); // claims go oldest first
+    const other = (await a!.engine.runStart({ namespace: NS, workflowName: 'x', input: { n: 4 } })).run;
+    // While the old version's replica lives, the strict replica of the new version leaves them alone.
     expect(await strict!.engine.runExecutePending()).toEqual([]);
-    a!.clock.advance(61_000);
-    expect((await a!.store.runListUnroutable({ olderThanMs: 60_000, limit: 10 })).map((r) => r.runId)).toEqual([pinned.id]);
+    await a!.store.replicaRemove({ replicaId: 'a' }); // the old version's last replica is gone
     await register(warn!);
-    const [done] = await warn!.engine.runExecutePending();
-    expect(done).toMatchObject({ runId: pinned.id, run: { status: 'SUCCEEDED', output: { n: 3, on: 'x2' } } });
+    const [continued] = await warn!.engine.runExecutePending({ maxRuns: 1 });
+    expect(continued).toMatchObject({ runId: pinned.id, run: { status: 'SUCCEEDED', output: { n: 3, on: 'x2' } } });
+    await a!.store.replicaRemove({ replicaId: 'warn' });
+    const [refused] = await strict!.engine.runExecutePending();
+    expect(refused).toMatchObject({ runId: other.id, run: { status: 'FAILED', error: { name: 'FlowDriftError' } } });
+  });
+
+  it('runs of a workflow no live replica serves are listed as unroutable, never failed', async () => {
+    const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [y] }]);
+    await register(a!, b!);
+    const { run } = await a!.engine.runStart({ namespace: NS, workflowName: 'y', input: { order: 'o-3' } });
+    await b!.store.replicaRemove({ replicaId: 'b' });
+    expect(await a!.engine.runExecutePending()).toEqual([]);
+    a!.clock.advance(61_000);
+    expect((await a!.store.runListUnroutable({ olderThanMs: 60_000, limit: 10 })).map((r) => r.runId)).toEqual([run.id]);
+    expect((await a!.store.runGet({ runId: run.id, namespace: NS })).status).toBe('PENDING');
   });
 });

@@ -470,7 +470,7 @@ export class MemoryStore implements JournalStore {
     const live = this.liveReplicas(now);
     return [...this.runs.values()].map((r) => r.run)
       .filter((r) => r.status === 'PENDING' && r.updatedAt.getTime() <= now.getTime() - params.olderThanMs &&
-        !live.some((rep) => rep.workflows.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || w.drift === 'warn'))))
+        !live.some((rep) => rep.workflows.some((w) => w.name === r.workflowName)))
       .sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime() || compare(a.id, b.id))
       .slice(0, params.limit)
       .map((r) => ({ runId: r.id, namespace: r.namespace, workflowName: r.workflowName, workflowDigest: r.workflowDigest, pendingSince: r.updatedAt }));

@@ -42,22 +42,22 @@ export function toReplica(row: ReplicaRow): ReplicaInfo {
 }
 
 /**
- * Whether some live replica can execute run `r` (a SQL condition over a `runs r` row): one serves
- * its exact digest, or one serves its workflow name with drift `warn` while none serves the digest.
- * Shared by the claim filter's counterpart (runs nobody can execute) and the sweeper's report.
+ * Whether some live replica serves run `r`'s exact digest (a SQL condition over a `runs r` row):
+ * then only such replicas claim it (runs-queries.ts runClaim).
  */
 export const LIVE_REPLICA_SERVES_DIGEST = `EXISTS (SELECT 1 FROM replicas rp WHERE rp.expires_at > clock_timestamp()
   AND rp.workflows @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'digest', r.workflow_digest)))`;
-const LIVE_REPLICA_SERVES_WARN = `EXISTS (SELECT 1 FROM replicas rp WHERE rp.expires_at > clock_timestamp()
-  AND rp.workflows @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'drift', 'warn')))`;
+/** Whether some live replica serves run `r`'s workflow under any digest. */
+const LIVE_REPLICA_SERVES_NAME = `EXISTS (SELECT 1 FROM replicas rp WHERE rp.expires_at > clock_timestamp()
+  AND rp.workflows @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)))`;
 
-/** PENDING runs for longer than `olderThanMs` that no live replica can execute, oldest first. */
+/** PENDING runs for longer than `olderThanMs` whose workflow no live replica serves, oldest first. */
 export function runListUnroutable(p: { olderThanMs: number; limit: number }): pg.QueryConfig {
   return {
     name: 'runs_list_unroutable',
     text: `SELECT r.id, r.namespace, r.workflow_name, r.workflow_digest, r.updated_at FROM runs r
       WHERE r.status = 'PENDING' AND r.updated_at <= now() - $1::integer ${MS}
-        AND NOT ${LIVE_REPLICA_SERVES_DIGEST} AND NOT ${LIVE_REPLICA_SERVES_WARN}
+        AND NOT ${LIVE_REPLICA_SERVES_NAME}
       ORDER BY r.updated_at, r.id LIMIT $2`,
     values: [p.olderThanMs, p.limit],
   };

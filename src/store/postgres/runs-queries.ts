@@ -157,12 +157,12 @@ export function runClaim(p: { holder: string; ttlMs: number; limit: number; name
   return {
     name: 'runs_claim',
     // $5 (routing, docs/recovery.md "Routing"): the definitions the claimer serves, as JSON
-    // [{ name, digest, drift }]; a run is claimed for its exact digest, or for its name with drift
-    // `warn` when no live replica serves its digest. NULL claims any run.
+    // [{ name, digest }]; a run is claimed for its exact digest, or for its name when no live
+    // replica serves its digest (the engine then applies the drift policy). NULL claims any run.
     text: `WITH candidates AS (
         SELECT id FROM runs r WHERE status = 'PENDING' AND ($4::text IS NULL OR namespace = $4)
           AND ($5::jsonb IS NULL OR $5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'digest', r.workflow_digest))
-            OR ($5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'drift', 'warn')) AND NOT ${LIVE_REPLICA_SERVES_DIGEST}))
+            OR ($5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)) AND NOT ${LIVE_REPLICA_SERVES_DIGEST}))
         ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
       )
       UPDATE runs r SET status = 'RUNNING', lease_epoch = r.lease_epoch + 1, lease_holder = $1,
