@@ -41,15 +41,41 @@ export class PayloadTooLargeError extends WaymarkError {
   }
 }
 
+/** Why a value cannot be stored: each has its own ErrorInfo reason (docs/api.md "Errors"). */
+export type UnstorableProblem = 'nul' | 'surrogate' | 'depth';
+
+const UNSTORABLE: Record<UnstorableProblem, { reason: string; what: string; fix: string }> = {
+  nul: {
+    reason: 'NUL_CHARACTER', what: 'contains the NUL character (\\u0000), which the journal cannot store',
+    fix: 'remove it, or encode binary data (base64)',
+  },
+  surrogate: {
+    reason: 'UNPAIRED_SURROGATE', what: 'contains an unpaired UTF-16 surrogate (a lone \\uD800-\\uDFFF), which is not Unicode text and PostgreSQL cannot store',
+    fix: 'send well-formed text, or encode binary data (base64)',
+  },
+  depth: {
+    reason: 'NESTING_TOO_DEEP', what: 'is nested deeper than the journal stores (protobuf clients could not read it back)',
+    fix: 'flatten the value',
+  },
+};
+
+/** The ErrorInfo reason of an UnstorableProblem. */
+export function unstorableReason(problem: UnstorableProblem): string {
+  return UNSTORABLE[problem].reason;
+}
+
 /**
- * A value the journal cannot store: the NUL character (U+0000) in a JSON string or key, or in a
- * label. It is valid JSON, but PostgreSQL's jsonb and text refuse it, so both stores refuse it
- * before writing anything.
+ * A value the journal cannot store, named by where it is (`input.items[2]`): the NUL character
+ * (U+0000) or an unpaired surrogate in a string, key or label (valid in a JS string, but PostgreSQL's
+ * jsonb and text refuse them, and UTF-8 has no encoding for a lone surrogate), or JSON nested past
+ * what protobuf clients decode. Both stores refuse it before writing anything.
  */
 export class UnstorableValueError extends WaymarkError {
-  readonly reason = 'NUL_CHARACTER';
-  constructor(readonly field: string) {
-    super(`${field} contains the NUL character (\\u0000), which the journal cannot store; remove it, or encode binary data (base64)`);
+  readonly reason: string;
+  constructor(readonly field: string, readonly problem: UnstorableProblem = 'nul') {
+    const { reason, what, fix } = UNSTORABLE[problem];
+    super(`${field} ${what}; ${fix}`);
+    this.reason = reason;
   }
 }
 

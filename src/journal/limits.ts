@@ -26,3 +26,20 @@ export function assertPayloadSize(field: string, value: Json | null | undefined,
   const size = Buffer.byteLength(JSON.stringify(value), 'utf8');
   if (size > limitBytes) throw new PayloadTooLargeError(field, size, limitBytes);
 }
+
+/**
+ * Nesting of a JSON value a request may carry, in JSON levels (`[[1]]` is 2). One limit for both
+ * protocols and every client: a google.protobuf.Value nests two protobuf messages per JSON level
+ * (Value, then Struct or ListValue), and the binary decoders of protobuf-es and of Python's upb stop
+ * at 100 nested messages, so a value must stay well under 50 levels to be read back inside a
+ * response (GetJournalResponse > JournalEntry > its payload's envelope > the value). 32 leaves room
+ * for those wrappers; test/server/json-depth.test.ts reads values at the limit back over gRPC binary.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Nesting the stores accept in anything they write: the request limit plus the envelopes the
+ * engine wraps around a value (a resolution's `{source, value}`, a status entry's `{output}`), so a
+ * value a request was allowed to send is always stored, and nothing deeper ever is.
+ */
+export const MAX_STORED_JSON_DEPTH = MAX_JSON_DEPTH + 4;

@@ -1,15 +1,12 @@
 import { create } from '@bufbuild/protobuf';
 import { NullValue, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import { MAX_JSON_DEPTH } from '../journal/limits.js';
 import type { Json } from '../journal/run.js';
 
 /*
  * google.protobuf.Value <-> the journal's Json. Written out rather than through toJson/fromJson so
- * a bad value is refused as a field violation naming where it is (`input.items[2]`), and object
- * keys such as `__proto__` become plain properties instead of touching a prototype.
+ * a bad value is refused as a field violation naming where it is (`input.items[2]`).
  */
-
-/** Nesting deeper than this is refused: no real payload needs it, and it bounds the recursion. */
-export const MAX_JSON_DEPTH = 64;
 
 /** A Value that is not JSON; `field` says where (`input.items[2]`). RequestCheck reports it as a violation. */
 export class ValueNotJsonError extends Error {
@@ -20,14 +17,13 @@ export class ValueNotJsonError extends Error {
 
 /**
  * The Json of a request field; an absent field is `null`. Throws ValueNotJsonError for a Value
- * with no kind set, a non-finite number, or nesting deeper than MAX_JSON_DEPTH.
+ * with no kind set, a non-finite number, a `__proto__` key, or nesting deeper than MAX_JSON_DEPTH.
  */
 export function jsonFromValue(value: Value | undefined, field: string): Json {
   return value === undefined ? null : read(value, field, 0);
 }
 
 function read(value: Value, at: string, depth: number): Json {
-  if (depth > MAX_JSON_DEPTH) refuse(at, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const kind = value.kind;
   switch (kind.case) {
     case 'nullValue':
@@ -39,8 +35,16 @@ function read(value: Value, at: string, depth: number): Json {
       if (!Number.isFinite(kind.value)) refuse(at, 'numbers must be finite (JSON has no NaN or Infinity)');
       return kind.value;
     case 'listValue':
+      if (depth >= MAX_JSON_DEPTH) tooDeep(at);
       return kind.value.values.map((item, i) => read(item, `${at}[${i}]`, depth + 1));
     case 'structValue': {
+      if (depth >= MAX_JSON_DEPTH) tooDeep(at);
+      // protobuf-es decodes a Struct's fields (JSON and binary) into a plain object by assignment,
+      // so a `__proto__` key becomes the object's prototype and would vanish from the stored value
+      // (and its JSON encoder drops such a key on the way out too): refuse it, naming where.
+      if (Object.getPrototypeOf(kind.value.fields) !== Object.prototype) {
+        refuse(`${at}.__proto__`, 'is a key protobuf\'s JavaScript runtime cannot carry (it would vanish); rename it');
+      }
       const out: Record<string, Json> = {};
       for (const [key, item] of Object.entries(kind.value.fields)) {
         Object.defineProperty(out, key, { value: read(item, `${at}.${key}`, depth + 1), enumerable: true, writable: true, configurable: true });
@@ -50,6 +54,10 @@ function read(value: Value, at: string, depth: number): Json {
     case undefined:
       return refuse(at, 'is a google.protobuf.Value with no kind set; send null_value for JSON null');
   }
+}
+
+function tooDeep(at: string): never {
+  return refuse(at, `is nested deeper than ${MAX_JSON_DEPTH} levels (the limit every client can decode); flatten it`);
 }
 
 function refuse(field: string, description: string): never {

@@ -1,4 +1,4 @@
-import type { DescService } from '@bufbuild/protobuf';
+import type { DescMethod, DescService } from '@bufbuild/protobuf';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import type { Logger } from 'pino';
@@ -7,7 +7,7 @@ import {
 } from '../gen/google/rpc/error_details_pb.js';
 import {
   IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
-  StoreUnavailableError, UnstorableValueError, WaymarkError, WorkflowNotFoundError,
+  StoreUnavailableError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../journal/errors.js';
 import {
   ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
@@ -149,6 +149,63 @@ export function toConnectError(err: unknown, logger: Logger): ConnectError {
   }
   logger.error({ err }, 'unexpected error in an RPC handler');
   return new ConnectError('internal error; the server logged the details', Code.Internal);
+}
+
+/** The text protobuf-es' JSON decoder uses, and what it names: a field, an enum type, or an unknown key. */
+const JSON_FIELD = /cannot decode field ([\w.]+) from JSON/;
+const JSON_ENUM = /cannot decode enum ([\w.]+) from JSON: (.*)$/;
+const JSON_KEY = /cannot decode message [\w.]+ from JSON: key "([^"]*)" is unknown/;
+const MAP_ENTRY = /from JSON: map entry "([^"]*)"/;
+
+/** Which request field a protobuf-es JSON decode error is about, in proto (snake_case) names; '' when it names none. */
+function decodeErrorField(text: string, method: DescMethod): { field: string; description: string } {
+  const key = JSON_KEY.exec(text);
+  if (key) return { field: key[1]!, description: `is not a field of ${method.input.typeName}; check the spelling (proto or JSON field names)` };
+  const field = JSON_FIELD.exec(text);
+  if (field) {
+    const name = field[1]!.slice(field[1]!.lastIndexOf('.') + 1);
+    const entry = MAP_ENTRY.exec(text);
+    return { field: entry ? `${name}[${entry[1]}]` : name, description: `does not decode: ${text.slice(text.indexOf(' from JSON: ') + 12) || text}` };
+  }
+  const enumType = JSON_ENUM.exec(text);
+  if (enumType) {
+    const owner = method.input.fields.find((f) => f.enum?.typeName === enumType[1]);
+    const known = owner?.enum?.values.map((v) => v.name).join(', ');
+    return { field: owner?.name ?? '', description: `unknown value ${enumType[2]}${known ? `; one of ${known}` : ''}` };
+  }
+  return { field: '', description: text };
+}
+
+/**
+ * The status for an error Connect raised around a handler (framework-errors.ts sends every one of
+ * them here). A request that does not decode is the client's fault: INVALID_ARGUMENT,
+ * INVALID_REQUEST, with the field the decoder names (an unknown enum name or field over Connect
+ * JSON, a wrong type) - never INTERNAL, which Connect answers for a binary body that does not
+ * decode (a bad varint, invalid UTF-8, nesting past the decoder's limit). A framework INTERNAL is
+ * logged with its cause (never the request) and answered without internals. Statuses our handlers
+ * raised already carry an ErrorInfo and pass unchanged.
+ */
+export function frameworkStatus(err: ConnectError, method: DescMethod, logger: Logger): ConnectError {
+  if (err.findDetails(ErrorInfoSchema).length > 0) return err;
+  const text = err.rawMessage;
+  if (err.code === Code.Internal && text.startsWith('parse binary: ')) {
+    const why = text.slice('parse binary: '.length);
+    return status(`the request is not a valid ${method.input.typeName} (protobuf binary): ${why}; fix the client's encoding`, Code.InvalidArgument, [
+      info('INVALID_REQUEST', { message_type: method.input.typeName }),
+    ]);
+  }
+  if (err.code === Code.InvalidArgument && (text.includes(' from JSON') || err.cause instanceof SyntaxError)) {
+    const violation = decodeErrorField(text, method);
+    const message = violation.field ? `the request is invalid: ${violation.field}: ${violation.description}` : `the request is not valid JSON for ${method.input.typeName}: ${text}`;
+    // The text decoder turns bad UTF-8 bytes into U+FFFD, so in JSON only a lone surrogate escape is "invalid UTF8".
+    const reason = text.endsWith('invalid UTF8') ? unstorableReason('surrogate') : 'INVALID_REQUEST';
+    return status(message, Code.InvalidArgument, [...(violation.field ? [badRequest([violation])] : []), info(reason, { message_type: method.input.typeName })]);
+  }
+  if (err.code === Code.Internal) {
+    logger.error({ err, cause: err.cause, method: `${method.parent.typeName}/${method.name}` }, 'unexpected error around an RPC handler');
+    return status('internal error; the server logged the details', Code.Internal, []);
+  }
+  return err;
 }
 
 type AnyHandler = (req: unknown, ctx: HandlerContext) => unknown;

@@ -6,6 +6,8 @@ import type { Logger } from 'pino';
 import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
 import { createHttp2Handler } from './http2-handler.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
+import { frameworkStatus } from './error-mapping.js';
+import { mapFrameworkErrors } from './framework-decode-errors.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
 
@@ -63,12 +65,21 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   setMaxListeners(0, draining.signal, stopping.signal);
 
   const handler = createHttp2Handler({
-    routes: options.routes,
+    routes: (router) => {
+      options.routes(router);
+      // Errors Connect raises around the handlers take the same mapping as the handlers' own.
+      mapFrameworkErrors(router, (err, method) => frameworkStatus(err, method, logger));
+    },
     logger,
     grpc: true,
     grpcWeb: true,
     connect: true,
     readMaxBytes: options.maxRequestBytes,
+    // Strict JSON, as the protobuf JSON mapping specifies: an unknown field or enum name is
+    // INVALID_ARGUMENT naming it, instead of being dropped (a dropped `statuses` filter listed every
+    // run). Binary keeps protobuf's unknown-field tolerance; unknown enum numbers are refused by
+    // request validation.
+    jsonOptions: { ignoreUnknownFields: false },
     shutdownSignal: stopping.signal,
     interceptors: [
       loggingInterceptor(logger), clientLimitsInterceptor({ ...DEFAULT_CLIENT_LIMITS, ...options.clientLimits }), ...(options.interceptors ?? []),

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Value } from '@bufbuild/protobuf/wkt';
-import { WaymarkError } from '../journal/errors.js';
-import type { Limits } from '../journal/limits.js';
+import { UnstorableValueError, unstorableReason, WaymarkError, type UnstorableProblem } from '../journal/errors.js';
+import { MAX_JSON_DEPTH } from '../journal/limits.js';
 import type { Json } from '../journal/run.js';
 import type { FieldViolation } from '../engine/author/errors.js';
 import { isRunId } from '../store/run-id.js';
-import { assertJsonStorable } from '../store/write-checks.js';
+import { assertJsonStorable, textProblem } from '../store/write-checks.js';
 import { jsonFromValue, ValueNotJsonError } from './convert-json.js';
 
 /*
@@ -14,11 +14,16 @@ import { jsonFromValue, ValueNotJsonError } from './convert-json.js';
  * nothing is written. The rules are in docs/api.md "Validation".
  */
 
-/** A request that fails validation; error-mapping.ts answers INVALID_ARGUMENT with its violations. */
+/**
+ * A request that fails validation; error-mapping.ts answers INVALID_ARGUMENT with its violations.
+ * The reason is INVALID_REQUEST, or the storage reason (NUL_CHARACTER, UNPAIRED_SURROGATE) when
+ * every violation is a character the journal cannot store, as the error table says for labels.
+ */
 export class InvalidRequestError extends WaymarkError {
-  readonly reason = 'INVALID_REQUEST';
-  constructor(readonly violations: FieldViolation[]) {
+  readonly reason: string;
+  constructor(readonly violations: FieldViolation[], reason = 'INVALID_REQUEST') {
     super(`the request is invalid: ${violations.map((v) => `${v.field}: ${v.description}`).join('; ')}`);
+    this.reason = reason;
   }
 }
 
@@ -29,6 +34,7 @@ const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/** Lengths are counted in Unicode code points (an emoji is one), as a person counts characters. */
 export const MAX_LABELS = 64;
 export const MAX_LABEL_VALUE = 256;
 export const MAX_KEY_LENGTH = 256;
@@ -37,9 +43,19 @@ export const MAX_TEXT_LENGTH = 4096;
 /** Page sizes per listing: 0 asks for the default, larger values are clamped to the maximum. */
 export const PAGE_SIZES = { runs: { default: 50, max: 1000 }, journal: { default: 100, max: 1000 }, approvals: { default: 50, max: 1000 } };
 
+/** The length of `text` in code points; a string is never longer in code points than in UTF-16 units. */
+export function codePoints(text: string): number {
+  if (text.length <= 1) return text.length;
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
 /** Collects violations while reading a request; `done()` throws them all at once. */
 export class RequestCheck {
   readonly violations: FieldViolation[] = [];
+  /** The storage problem of each violation that is one (a NUL or a lone surrogate in text). */
+  private readonly unstorable = new Map<FieldViolation, UnstorableProblem>();
 
   constructor(private readonly defaultNamespace: string) {}
 
@@ -48,7 +64,20 @@ export class RequestCheck {
   }
 
   done(): void {
-    if (this.violations.length > 0) throw new InvalidRequestError(this.violations);
+    if (this.violations.length === 0) return;
+    const problems = new Set(this.violations.map((v) => this.unstorable.get(v)));
+    const only = problems.size === 1 ? [...problems][0] : undefined;
+    throw new InvalidRequestError(this.violations, only ? unstorableReason(only) : 'INVALID_REQUEST');
+  }
+
+  /** A character PostgreSQL text cannot hold is a violation of its own kind (NUL_CHARACTER, UNPAIRED_SURROGATE). */
+  private storableText(field: string, value: string): boolean {
+    const problem = textProblem(value);
+    if (problem === null) return true;
+    const violation = { field, description: new UnstorableValueError(field, problem).message };
+    this.violations.push(violation);
+    this.unstorable.set(violation, problem);
+    return false;
   }
 
   namespace(value: string): string {
@@ -79,7 +108,7 @@ export class RequestCheck {
   key(field: string, value: string, options: { required?: boolean } = {}): string {
     if (value === '') {
       if (options.required) this.fail(field, 'is required');
-    } else if (value.length > MAX_KEY_LENGTH || CONTROL.test(value)) {
+    } else if (this.storableText(field, value) && (codePoints(value) > MAX_KEY_LENGTH || CONTROL.test(value))) {
       this.fail(field, `must be at most ${MAX_KEY_LENGTH} characters with no control characters`);
     }
     return value;
@@ -89,7 +118,7 @@ export class RequestCheck {
   text(field: string, value: string, options: { required?: boolean; max?: number } = {}): string {
     const max = options.max ?? MAX_TEXT_LENGTH;
     if (value === '' && options.required) this.fail(field, 'is required');
-    else if (value.length > max || value.includes('\u0000')) this.fail(field, `must be at most ${max} characters with no NUL character`);
+    else if (this.storableText(field, value) && codePoints(value) > max) this.fail(field, `must be at most ${max} characters`);
     return value;
   }
 
@@ -97,8 +126,10 @@ export class RequestCheck {
     const entries = Object.entries(labels);
     if (entries.length > MAX_LABELS) this.fail(field, `at most ${MAX_LABELS} labels`);
     for (const [k, v] of entries) {
-      if (!LABEL_KEY.test(k)) this.fail(`${field}[${k}]`, 'a label key is 1-63 letters, digits, ".", "_", "/" or "-", starting with a letter or digit');
-      if (v.length > MAX_LABEL_VALUE || CONTROL.test(v)) this.fail(`${field}[${k}]`, `a label value is at most ${MAX_LABEL_VALUE} characters with no control characters`);
+      if (this.storableText(`${field}[${k}]`, k) && !LABEL_KEY.test(k)) this.fail(`${field}[${k}]`, 'a label key is 1-63 letters, digits, ".", "_", "/" or "-", starting with a letter or digit');
+      if (this.storableText(`${field}[${k}]`, v) && (codePoints(v) > MAX_LABEL_VALUE || CONTROL.test(v))) {
+        this.fail(`${field}[${k}]`, `a label value is at most ${MAX_LABEL_VALUE} characters with no control characters`);
+      }
     }
     return labels;
   }
@@ -137,9 +168,13 @@ export class RequestCheck {
     return this.key(field, value) || `generated:${randomUUID()}`;
   }
 
-  /** A JSON payload: within the payload limit and free of NUL characters (else the domain error, naming the limit). */
-  payload(field: string, value: Json, limits: Limits): Json {
-    assertJsonStorable(field, value, limits.payloadBytes);
+  /**
+   * A JSON payload the journal can store: no NUL character or lone surrogate (UnstorableValueError
+   * naming where). Its size is checked where its stored form is built (the store for an input, the
+   * engine for a signal's or decision's resolution entry), once, against the request field.
+   */
+  payload(field: string, value: Json): Json {
+    assertJsonStorable(field, value, Number.POSITIVE_INFINITY, MAX_JSON_DEPTH);
     return value;
   }
 }

@@ -31,7 +31,7 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       if (req.budgetUsd !== undefined && !(Number.isFinite(req.budgetUsd) && req.budgetUsd >= 0)) c.fail('budget_usd', 'must be a finite number >= 0');
       const input = c.json('input', req.input);
       c.done();
-      c.payload('input', input, deps.limits);
+      c.payload('input', input);
       const { run, created, waitingOn } = await abortable(api.runStart({
         namespace, workflowName, input, labels, idempotencyKey: idempotencyKey || null, budgetUsd: req.budgetUsd ?? null,
         dryRun: req.dryRun, wait: req.wait,

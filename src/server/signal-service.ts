@@ -33,7 +33,7 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       const signalId = c.idOrGenerated('signal_id', req.signalId);
       const payload = c.json('payload', req.payload);
       c.done();
-      c.payload('payload', payload, deps.limits);
+      c.payload('payload', payload);
       const r = await api.signalSend({ runId, namespace, name, payload, signalId });
       const applied = r.applied && !r.duplicate;
       const reason = r.duplicate ? 'duplicate' : r.buffered ? 'buffered' : applied ? '' : (r.reason ?? 'already_resolved');
@@ -76,7 +76,7 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       const payload = c.json('payload', req.payload);
       if (payload !== null && (typeof payload !== 'object' || Array.isArray(payload))) c.fail('payload', 'must be a JSON object (its fields join the decision)');
       c.done();
-      c.payload('payload', payload, deps.limits);
+      c.payload('payload', payload);
       const r = await api.approvalDecide({
         namespace, approvalId, approve: req.approve, by, comment: comment || null, requestId,
         ...(payload !== null ? { payload: payload as Record<string, Json> } : {}),

@@ -1,3 +1,4 @@
+import type { Limits } from '../journal/limits.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../journal/run.js';
 import type {
@@ -37,6 +38,12 @@ export type * from './sweeper-params.js';
  * `test/conformance/` runs one suite against every implementation.
  */
 export interface JournalStore {
+  /**
+   * The limits this store enforces on every write (DESIGN "Limits"). The engine checks the entries
+   * it builds from a request against them before anything is accepted, so a refusal names the
+   * request field and nothing accepted can overflow later (a buffered signal's resolution).
+   */
+  readonly limits: Limits;
   /**
    * Creates a PENDING run (RUNNING with a lease when `leaseFor` is given), or returns the existing
    * run for a repeated (namespace, idempotencyKey) with `created: false` and no lease. A repeated key

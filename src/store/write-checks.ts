@@ -1,6 +1,6 @@
-import { PayloadTooLargeError, UnstorableValueError } from '../journal/errors.js';
+import { PayloadTooLargeError, UnstorableValueError, type UnstorableProblem } from '../journal/errors.js';
 import { newEntry, type NewJournalEntry, type StatusPayload } from '../journal/journal-entry.js';
-import type { Limits } from '../journal/limits.js';
+import { MAX_STORED_JSON_DEPTH, type Limits } from '../journal/limits.js';
 import type { Json, RunError, RunStatus } from '../journal/run.js';
 import type { RunCreateParams } from './store.js';
 
@@ -16,40 +16,75 @@ export function assertRunCreateFits(params: RunCreateParams, limits: Limits): vo
 
 /**
  * Refuses, before anything is written, a JSON value over the payload limit (PayloadTooLargeError,
- * measured as JSON text) or holding a NUL character (UnstorableValueError naming where: PostgreSQL
- * jsonb and text cannot store U+0000, so the memory store refuses it too and both answer alike).
+ * measured as JSON text), or one the journal cannot store (UnstorableValueError naming where): a NUL
+ * character or an unpaired surrogate in a string or key (PostgreSQL's jsonb refuses both), or
+ * nesting past MAX_STORED_JSON_DEPTH. The memory store runs the same check, so both answer alike.
  */
-export function assertJsonStorable(field: string, value: Json | null | undefined, limitBytes: number): void {
+export function assertJsonStorable(field: string, value: Json | null | undefined, limitBytes: number, maxDepth = MAX_STORED_JSON_DEPTH): void {
   if (value === undefined || value === null) return;
   const text = JSON.stringify(value);
   const size = Buffer.byteLength(text, 'utf8');
   if (size > limitBytes) throw new PayloadTooLargeError(field, size, limitBytes);
-  // JSON.stringify always escapes U+0000 as \u0000, so the walk runs only when that text is there.
-  if (text.includes('\\u0000')) {
-    const at = nulPath(value, field);
-    if (at !== null) throw new UnstorableValueError(at);
-  }
+  // JSON.stringify escapes U+0000 as \u0000 and a lone surrogate as \udXXX (paired ones it writes
+  // as they are), so the walk that names the place runs only when the text shows a problem.
+  const chars = text.includes('\\u0000') || /\\ud[89a-f]/i.test(text);
+  if (!chars && jsonTextDepth(text) <= maxDepth) return;
+  const found = unstorable(value, field, 0, maxDepth, chars);
+  if (found) throw new UnstorableValueError(found.at, found.problem);
 }
 
-/** Refuses a NUL character in a string bound for a text column (a signal name or id). */
+/** Refuses a NUL character or an unpaired surrogate in a string bound for a text column (a signal name or id). */
 export function assertStorableText(field: string, value: string): void {
-  if (value.includes('\u0000')) throw new UnstorableValueError(field);
+  const problem = textProblem(value);
+  if (problem) throw new UnstorableValueError(field, problem);
 }
 
-function nulPath(value: Json, at: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? at : null;
+// In a `u` regex a string is read as code points: a paired surrogate is one, a lone one stays Cs.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Why `text` cannot be stored in PostgreSQL text or jsonb, or null. */
+export function textProblem(text: string): UnstorableProblem | null {
+  if (text.includes('\u0000')) return 'nul';
+  if (LONE_SURROGATE.test(text)) return 'surrogate';
+  return null;
+}
+
+/** The deepest nesting of containers in JSON text (`[[1]]` is 2), skipping brackets inside strings. */
+function jsonTextDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
+function unstorable(value: Json, at: string, depth: number, maxDepth: number, chars: boolean): { at: string; problem: UnstorableProblem } | null {
+  if (typeof value === 'string') {
+    const problem = chars ? textProblem(value) : null;
+    return problem ? { at, problem } : null;
+  }
   if (value === null || typeof value !== 'object') return null;
+  if (depth >= maxDepth) return { at, problem: 'depth' };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i]!, `${at}[${i}]`);
-      if (found !== null) return found;
+      const found = unstorable(value[i]!, `${at}[${i}]`, depth + 1, maxDepth, chars);
+      if (found) return found;
     }
     return null;
   }
   for (const [key, item] of Object.entries(value)) {
-    if (key.includes('\u0000')) return `${at} (a key)`;
-    const found = nulPath(item, `${at}.${key}`);
-    if (found !== null) return found;
+    const keyProblem = chars ? textProblem(key) : null;
+    if (keyProblem) return { at: `${at} (a key)`, problem: keyProblem };
+    const found = unstorable(item, `${at}.${key}`, depth + 1, maxDepth, chars);
+    if (found) return found;
   }
   return null;
 }

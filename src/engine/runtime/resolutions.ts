@@ -5,6 +5,7 @@ import { RunNotFoundError, RunStateError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Json, type Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
+import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
 import { ApprovalNotFoundError, InvalidResolutionError } from '../author/errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
@@ -55,6 +56,10 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   const address = params.approvalId !== undefined ? parseApprovalId(params.approvalId) : params.runId !== undefined && params.seq !== undefined ? { runId: params.runId, seq: params.seq } : null;
   const shownId = params.approvalId ?? `${params.runId}:${params.seq}`;
   if (!address) throw new ApprovalNotFoundError(shownId);
+  const value = toJson({ ...params.payload, approved: params.approve, ...(params.comment ? { comment: params.comment } : {}) }, 'approval decision');
+  const resolution: ResolutionPayload = { source: 'human', value, by: params.by, requestId: params.requestId };
+  // Checked once, on the entry it becomes, against the request field (the payload is what a caller sizes).
+  assertJsonStorable('payload', resolution as Json, store.limits.payloadBytes);
   let entries: JournalEntry[];
   try {
     entries = await store.journalList({ runId: address.runId, namespace: params.namespace });
@@ -72,10 +77,8 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
     if (closing?.reason === 'run_cancelled') throw new RunStateError(address.runId, 'CANCELLED', 'not finished');
     throw new ApprovalNotFoundError(shownId);
   }
-  const value = toJson({ ...params.payload, approved: params.approve, ...(params.comment ? { comment: params.comment } : {}) }, 'approval decision');
   const violations = validatePinned(pinnedOf(target), value);
   if (violations.length > 0) throw new InvalidResolutionError(address.runId, address.seq, violations);
-  const resolution: ResolutionPayload = { source: 'human', value, by: params.by, requestId: params.requestId };
   try {
     return await resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`);
   } catch (err) {

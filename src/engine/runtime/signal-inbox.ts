@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, Lease } from '../../journal/run.js';
 import type { BufferedSignal, JournalStore } from '../../store/store.js';
+import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
 import { InvalidResolutionError } from '../author/errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
@@ -57,6 +58,9 @@ const MAX_ATTEMPTS = 8;
  */
 export async function signalSend(store: JournalStore, params: SignalSendParams): Promise<SignalSendResult> {
   const payload = toJson(params.payload, `signal "${params.name}" payload`);
+  // Checked once, on the largest form it is ever stored in (the resolution a wait makes of it once
+  // buffered), against the request field: nothing accepted here can overflow when a wait takes it.
+  assertJsonStorable('payload', signalResolution(payload, params.signalId, true) as Json, store.limits.payloadBytes);
   const dedupeKey = `signal:${params.signalId}`;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     // Only the wait it would reach, never the whole journal (a long run has thousands of entries).
@@ -65,7 +69,7 @@ export async function signalSend(store: JournalStore, params: SignalSendParams):
     // An invalid payload is refused only if it would resolve that wait now; the store decides (it
     // may still buffer it behind queued signals, or answer a duplicate), so ask it without a target.
     const violations = open ? validatePinned(pinnedOf(open), payload) : [];
-    const resolution: ResolutionPayload = { source: 'signal', value: payload, signalId: params.signalId };
+    const resolution = signalResolution(payload, params.signalId, false);
     const target = open && violations.length === 0
       ? { seq: open.seq, entry: newEntry({ kind: 'signal', name: params.name, status: 'resolved', payload: resolution as Json }) }
       : null;
@@ -90,6 +94,11 @@ export async function signalSend(store: JournalStore, params: SignalSendParams):
   throw new StoreUnavailableError(`run ${params.runId} kept opening and closing waits for signal "${params.name}" while it was delivered`);
 }
 
+/** The payload of the resolution entry a signal becomes: delivered to an open wait, or taken from the inbox. */
+function signalResolution(value: Json, signalId: string, buffered: boolean): ResolutionPayload {
+  return buffered ? { source: 'signal', value, signalId, buffered: true } : { source: 'signal', value, signalId };
+}
+
 /**
  * Before a `signal` wait parks (live executions only): hands it the earliest buffered signal of its
  * name. One that fails the wait's pinned schema is journaled as a no-op (refused, kept for the
@@ -104,7 +113,7 @@ export async function signalInboxTake(params: {
     const [next]: BufferedSignal[] = await store.signalInboxList({ runId: suspension.runId, name: suspension.name, limit: 1 });
     if (!next) return null;
     const violations = validatePinned(pinnedOf(suspension), next.payload);
-    const resolution: ResolutionPayload = { source: 'signal', value: next.payload, signalId: next.signalId, buffered: true };
+    const resolution = signalResolution(next.payload, next.signalId, true);
     const { entry, winner } = await store.signalInboxConsume({
       lease: params.lease(), signalId: next.signalId, suspensionSeq: suspension.seq, valid: violations.length === 0,
       entry: newEntry({

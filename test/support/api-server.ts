@@ -1,0 +1,123 @@
+import http2 from 'node:http2';
+import { pino } from 'pino';
+import { Engine } from '../../src/engine/engine.js';
+import { Registry } from '../../src/engine/registry.js';
+import type { Tool } from '../../src/engine/tool.js';
+import type { Workflow } from '../../src/engine/workflow.js';
+import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
+import { registerApi, type ApiDeps } from '../../src/server/api.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
+import { InlineExecutions } from '../../src/server/inline-executions.js';
+import { StreamGate } from '../../src/server/stream-limit.js';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { FIXTURE_ITEMS, type LogLine } from '../server/api-harness.js';
+import { createMigratedDatabase, type MigratedDatabase } from './database.js';
+
+/*
+ * The API as `waymark server` wires it (engine, inline executions, stream gate, error mapping) on
+ * a real PostgreSQL database and a real HTTP/2 port, in the test's own process: a test reaches it
+ * with raw Connect JSON bodies, raw gRPC frames or grpc-js, and can still look inside (the stream
+ * gate, the log, the database rows) to prove what a refused request left behind.
+ */
+
+export interface ApiServer {
+  db: MigratedDatabase;
+  store: PostgresStore;
+  engine: Engine;
+  deps: ApiDeps;
+  server: GrpcServer;
+  /** `127.0.0.1:port`. */
+  address: string;
+  logs: LogLine[];
+  /** Row counts of every table the API writes. */
+  rowCounts(): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+export async function startApiServer(options: { limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; prefix?: string } = {}): Promise<ApiServer> {
+  const db = await createMigratedDatabase(options.prefix ?? 'waymark_api');
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const logs: LogLine[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
+  const store = await PostgresStore.connect({ url: db.url, applicationName: 'api-server-test', poolSize: 4, limits });
+  const registry = new Registry().register(...(options.items ?? FIXTURE_ITEMS));
+  const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
+  const deps: ApiDeps = {
+    engine, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? limits.streamsPerReplica),
+    inline: new InlineExecutions({ engine, logger }), followPollMs: 50,
+  };
+  const server = await startGrpcServer({
+    host: '127.0.0.1', port: 0, logger, maxRequestBytes: limits.requestBytes, routes: (router) => registerApi(router, deps),
+  });
+  return {
+    db, store, engine, deps, server, address: server.address, logs,
+    async rowCounts() {
+      const { rows } = await db.admin.query<Record<string, number>>(`SELECT
+        (SELECT count(*)::int FROM runs) AS runs, (SELECT count(*)::int FROM journal) AS journal,
+        (SELECT count(*)::int FROM signal_inbox) AS inbox, (SELECT count(*)::int FROM suspension_deadlines) AS deadlines`);
+      return rows[0]!;
+    },
+    async close() {
+      await server.close(500);
+      await deps.inline.stop({ graceMs: 2_000 });
+      await store.close();
+      await db.drop();
+    },
+  };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: http2.IncomingHttpHeaders;
+  trailers: http2.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** One HTTP/2 request with a raw body (a Connect JSON text, or gRPC frames), over its own connection. */
+export function rawRequest(address: string, path: string, headers: Record<string, string>, body: Uint8Array): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://${address}`);
+    session.on('error', reject);
+    const req = session.request({ ':method': 'POST', ':path': path, ...headers });
+    const chunks: Buffer[] = [];
+    let status = 0;
+    let responseHeaders: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    req.on('response', (h) => {
+      status = Number(h[':status']);
+      responseHeaders = h;
+    });
+    req.on('trailers', (t) => (trailers = t));
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('error', (err) => {
+      session.close();
+      reject(err);
+    });
+    req.on('end', () => {
+      session.close();
+      resolve({ status, headers: responseHeaders, trailers, body: Buffer.concat(chunks) });
+    });
+    req.end(Buffer.from(body));
+  });
+}
+
+/** A Connect unary call with a JSON body as written (so it can carry what no typed client would send). */
+export async function connectJson(address: string, method: { parent: { typeName: string }; name: string }, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await rawRequest(address, `/${method.parent.typeName}/${method.name}`, { 'content-type': 'application/json' }, Buffer.from(body, 'utf8'));
+  return { status: res.status, json: JSON.parse(res.body.toString('utf8') || '{}') as Record<string, unknown> };
+}
+
+/** A gRPC length-prefixed frame around `message` (uncompressed). */
+export function grpcFrame(message: Uint8Array): Buffer {
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  return frame;
+}
+
+/** A gRPC call with raw frames; the status is in the trailers (or the headers, for a trailers-only answer). */
+export async function grpcRaw(address: string, method: { parent: { typeName: string }; name: string }, body: Uint8Array): Promise<RawResponse & { grpcStatus: number; grpcMessage: string }> {
+  const res = await rawRequest(address, `/${method.parent.typeName}/${method.name}`, { 'content-type': 'application/grpc', te: 'trailers' }, body);
+  const source = res.trailers['grpc-status'] !== undefined ? res.trailers : res.headers;
+  return { ...res, grpcStatus: Number(source['grpc-status']), grpcMessage: decodeURIComponent(String(source['grpc-message'] ?? '')) };
+}
