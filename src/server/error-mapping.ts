@@ -194,6 +194,12 @@ export function frameworkStatus(err: ConnectError, method: DescMethod, logger: L
       info('INVALID_REQUEST', { message_type: method.input.typeName }),
     ]);
   }
+  if (err.code === Code.Internal && text.startsWith('received compressed envelope')) {
+    // A gRPC frame flagged compressed in a request without a grpc-encoding we accept: the client's framing.
+    return status('a message is flagged compressed but the request names no grpc-encoding this server accepts (gzip, br); clear the flag or set grpc-encoding', Code.InvalidArgument, [
+      info('INVALID_REQUEST', { message_type: method.input.typeName }),
+    ]);
+  }
   if (err.code === Code.InvalidArgument && (text.includes(' from JSON') || err.cause instanceof SyntaxError)) {
     const violation = decodeErrorField(text, method);
     const message = violation.field ? `the request is invalid: ${violation.field}: ${violation.description}` : `the request is not valid JSON for ${method.input.typeName}: ${text}`;

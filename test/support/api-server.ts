@@ -102,9 +102,16 @@ export function rawRequest(address: string, path: string, headers: Record<string
 }
 
 /** A Connect unary call with a JSON body as written (so it can carry what no typed client would send). */
-export async function connectJson(address: string, method: { parent: { typeName: string }; name: string }, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await rawRequest(address, `/${method.parent.typeName}/${method.name}`, { 'content-type': 'application/json' }, Buffer.from(body, 'utf8'));
-  return { status: res.status, json: JSON.parse(res.body.toString('utf8') || '{}') as Record<string, unknown> };
+export async function connectJson(
+  address: string, method: { parent: { typeName: string }; name: string }, body: string, headers: Record<string, string> = {},
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await rawRequest(address, `/${method.parent.typeName}/${method.name}`, { 'content-type': 'application/json', ...headers }, Buffer.from(body, 'utf8'));
+  const text = res.body.toString('utf8');
+  try {
+    return { status: res.status, json: JSON.parse(text || '{}') as Record<string, unknown> };
+  } catch {
+    return { status: res.status, json: { code: `not JSON (HTTP ${res.status}): ${text.slice(0, 200)}` } };
+  }
 }
 
 /** A gRPC length-prefixed frame around `message` (uncompressed). */
@@ -116,8 +123,10 @@ export function grpcFrame(message: Uint8Array): Buffer {
 }
 
 /** A gRPC call with raw frames; the status is in the trailers (or the headers, for a trailers-only answer). */
-export async function grpcRaw(address: string, method: { parent: { typeName: string }; name: string }, body: Uint8Array): Promise<RawResponse & { grpcStatus: number; grpcMessage: string }> {
-  const res = await rawRequest(address, `/${method.parent.typeName}/${method.name}`, { 'content-type': 'application/grpc', te: 'trailers' }, body);
+export async function grpcRaw(
+  address: string, method: { parent: { typeName: string }; name: string }, body: Uint8Array, headers: Record<string, string> = {},
+): Promise<RawResponse & { grpcStatus: number; grpcMessage: string }> {
+  const res = await rawRequest(address, `/${method.parent.typeName}/${method.name}`, { 'content-type': 'application/grpc', te: 'trailers', ...headers }, body);
   const source = res.trailers['grpc-status'] !== undefined ? res.trailers : res.headers;
   return { ...res, grpcStatus: Number(source['grpc-status']), grpcMessage: decodeURIComponent(String(source['grpc-message'] ?? '')) };
 }
