@@ -34,12 +34,16 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-export async function startApiServer(options: { limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; prefix?: string } = {}): Promise<ApiServer> {
+export async function startApiServer(options: {
+  limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; prefix?: string;
+  /** The URL the store connects with, given the database's (e.g. through a proxy the test controls). */
+  storeUrl?: (url: string) => string;
+} = {}): Promise<ApiServer> {
   const db = await createMigratedDatabase(options.prefix ?? 'waymark_api');
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const logs: LogLine[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
-  const store = await PostgresStore.connect({ url: db.url, applicationName: 'api-server-test', poolSize: 4, limits });
+  const store = await PostgresStore.connect({ url: options.storeUrl ? options.storeUrl(db.url) : db.url, applicationName: 'api-server-test', poolSize: 4, limits });
   const registry = new Registry().register(...(options.items ?? FIXTURE_ITEMS));
   const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
   const deps: ApiDeps = {

@@ -1,0 +1,316 @@
+import { readFileSync } from 'node:fs';
+import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { errorFromJson } from '@connectrpc/connect/protocol-connect';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { domainStatus } from '../../src/server/error-mapping.js';
+import { JournalCorruptError, NonDeterminismError } from '../../src/engine/author/errors.js';
+import {
+  BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
+} from '../../src/gen/google/rpc/error_details_pb.js';
+import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
+import { LeaseLostError } from '../../src/journal/errors.js';
+import { DEFAULT_LIMITS, MAX_JSON_DEPTH } from '../../src/journal/limits.js';
+import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/request-validation.js';
+import { connectJson, startApiServer, type ApiServer } from '../support/api-server.js';
+import { json } from './api-harness.js';
+
+/*
+ * docs/api.md's "Limits" and "Errors" tables are read from the markdown and each row is provoked
+ * against a real server (HTTP/2, PostgreSQL) with the default limits, so the tables say what the
+ * server does: the documented defaults are the ones in force, and each error row's code, reason
+ * and details are what a client gets. A row nobody provokes fails the test, as does a reason the
+ * server answers that the table lacks. Three rows need a worker race or a corrupted journal that no
+ * request can produce; they are checked through the mapping the handlers use (domainStatus).
+ */
+
+const TIMEOUT = 120_000;
+const UNKNOWN_RUN = '018f0000-0000-7000-8000-000000000000';
+const doc = readFileSync('docs/api.md', 'utf8');
+
+/** The rows of the first table after `heading`, each a list of cells (backticks kept). */
+function table(heading: string): string[][] {
+  const section = doc.slice(doc.indexOf(`\n${heading}\n`));
+  const lines = section.split('\n').filter((l) => l.startsWith('|'));
+  const end = lines.findIndex((l, i) => i > 1 && !section.includes(`${lines[i - 1]}\n${l}`));
+  return lines.slice(2, end === -1 ? undefined : end).map((l) => l.slice(1, -1).split(' | ').map((c) => c.trim()));
+}
+
+const ticked = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+
+function number(cell: string): number {
+  const m = /^([\d,]+)\s*(MiB)?/.exec(cell);
+  if (!m) throw new Error(`no number in ${cell}`);
+  const n = Number(m[1]!.replaceAll(',', ''));
+  return m[2] ? n * 1024 * 1024 : n;
+}
+
+/** A TCP proxy in front of PostgreSQL for the small server's store: cutting it is PostgreSQL going away. */
+const proxy = {
+  target: { host: '127.0.0.1', port: 5432 },
+  port: 0,
+  sockets: new Set<net.Socket>(),
+  server: null as net.Server | null,
+  async open(): Promise<void> {
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(this.target.port, this.target.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => s.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', () => resolve()));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  },
+  async cut(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server!.close(() => resolve());
+      for (const s of this.sockets) s.destroy();
+    });
+  },
+};
+
+let api: ApiServer;
+let small: ApiServer;
+let runs: Client<typeof RunService>;
+let signals: Client<typeof SignalService>;
+let smallRuns: Client<typeof RunService>;
+let smallSignals: Client<typeof SignalService>;
+
+beforeAll(async () => {
+  await proxy.open();
+  api = await startApiServer({ prefix: 'waymark_tables' });
+  small = await startApiServer({
+    prefix: 'waymark_tables_small', limits: { journalEntries: 3, streamsPerReplica: 1 },
+    storeUrl: (url) => {
+      const u = new URL(url);
+      proxy.target = { host: u.hostname, port: Number(u.port) };
+      u.port = String(proxy.port);
+      return u.toString();
+    },
+  });
+  const transport = (address: string) => createGrpcTransport({ baseUrl: `http://${address}`, readMaxBytes: 16 << 20, writeMaxBytes: 16 << 20 });
+  runs = createClient(RunService, transport(api.address));
+  signals = createClient(SignalService, transport(api.address));
+  smallRuns = createClient(RunService, transport(small.address));
+  smallSignals = createClient(SignalService, transport(small.address));
+}, TIMEOUT);
+
+afterAll(async () => {
+  await small?.close();
+  await api?.close();
+  await proxy.cut();
+}, TIMEOUT);
+
+async function failure(call: Promise<unknown> | AsyncIterable<unknown>): Promise<ConnectError> {
+  try {
+    if (Symbol.asyncIterator in call) for await (const _ of call) { /* drain until the error */ }
+    else await call;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  throw new Error('the call succeeded; the row promises an error');
+}
+
+const DETAILS = { BadRequest: BadRequestSchema, ResourceInfo: ResourceInfoSchema, PreconditionFailure: PreconditionFailureSchema, QuotaFailure: QuotaFailureSchema, RetryInfo: RetryInfoSchema };
+
+describe('docs/api.md "Limits"', () => {
+  const rows = table('## Limits');
+  const provoke: Record<string, (documented: number) => Promise<void>> = {
+    'request message': async (limit) => {
+      expect(limit).toBe(DEFAULT_LIMITS.requestBytes);
+      const err = await failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(limit + 1024) }) }));
+      expect(err.code).toBe(Code.ResourceExhausted);
+    },
+    'JSON payload, as JSON text (input, output, signal, decision, tool result)': async (limit) => {
+      const err = await failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(limit) }) }));
+      expect(err.findDetails(ErrorInfoSchema)[0]).toMatchObject({ reason: 'PAYLOAD_TOO_LARGE', metadata: { field: 'input', limit_bytes: String(limit) } });
+    },
+    'journal entries of one run': async (limit) => {
+      expect(limit).toBe(DEFAULT_LIMITS.journalEntries);
+      // Provoked where the limit is 3: the parked run holds 3 entries, a signal's resolution would be the 4th.
+      const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
+      const err = await failure(smallSignals.sendSignal({ runId: run!.id, name: 'go', payload: json({ n: 1 }) }));
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.findDetails(ErrorInfoSchema)[0]?.reason).toBe('JOURNAL_FULL');
+    },
+    'event streams one replica serves at once': async (limit) => {
+      expect(limit).toBe(DEFAULT_LIMITS.streamsPerReplica);
+      const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
+      const abort = new AbortController();
+      const held = smallRuns.streamRunEvents({ runId: run!.id, followSuspended: true }, { signal: abort.signal })[Symbol.asyncIterator]();
+      await held.next();
+      const err = await failure(smallRuns.streamRunEvents({ runId: run!.id, followSuspended: true }));
+      abort.abort();
+      await held.next().catch(() => undefined);
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.findDetails(ErrorInfoSchema)[0]?.reason).toBe('STREAM_LIMIT');
+      expect(err.findDetails(RetryInfoSchema)).toHaveLength(1);
+    },
+    'nesting of a JSON value': async (levels) => {
+      expect(levels).toBe(MAX_JSON_DEPTH);
+      const nest = (n: number) => Array.from({ length: n - 1 }).reduce<unknown>((v) => [v], [1]);
+      await runs.startRun({ workflow: 'echo-flow', input: json({ value: nest(levels - 1) } as never) });
+      const err = await failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: nest(levels) } as never) }));
+      expect(err.findDetails(ErrorInfoSchema)[0]?.reason).toBe('INVALID_REQUEST');
+    },
+    'labels of a run': async (limit) => {
+      expect(limit).toBe(MAX_LABELS);
+      const labels = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+      await runs.startRun({ workflow: 'echo-flow', input: json({}), labels: labels(limit) });
+      const err = await failure(runs.startRun({ workflow: 'echo-flow', input: json({}), labels: labels(limit + 1) }));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['labels']);
+    },
+    'a label value': async (limit) => {
+      expect(limit).toBe(MAX_LABEL_VALUE);
+      await runs.startRun({ workflow: 'echo-flow', input: json({}), labels: { k: '😀'.repeat(limit) } });
+      const err = await failure(runs.startRun({ workflow: 'echo-flow', input: json({}), labels: { k: 'x'.repeat(limit + 1) } }));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['labels[k]']);
+    },
+    'an idempotency key, signal name or id, request id': async (limit) => {
+      expect(limit).toBe(MAX_KEY_LENGTH);
+      const err = await failure(signals.sendSignal({ runId: UNKNOWN_RUN, name: 'x'.repeat(limit + 1), signalId: 'y'.repeat(limit + 1) }));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['name', 'signal_id']);
+    },
+    '`by` of a decision': async (limit) => {
+      const err = await failure(signals.decideApproval({ id: `${UNKNOWN_RUN}:1`, by: 'x'.repeat(limit + 1) }));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['by']);
+    },
+    'a comment': async (limit) => {
+      expect(limit).toBe(MAX_TEXT_LENGTH);
+      const err = await failure(signals.decideApproval({ id: `${UNKNOWN_RUN}:1`, by: 'ann', comment: 'x'.repeat(limit + 1) }));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['comment']);
+    },
+    '`page_size`': async (limit) => {
+      expect(limit).toBe(PAGE_SIZES.runs.max);
+      expect(limit).toBe(PAGE_SIZES.approvals.max);
+      await runs.listRuns({ pageSize: limit * 10 }); // clamped, not refused
+    },
+  };
+
+  it('has a row for every limit the server enforces, each provoked', { timeout: TIMEOUT }, async () => {
+    expect(rows.map((r) => r[0])).toEqual(Object.keys(provoke));
+    for (const [limit, value] of rows) await provoke[limit!]!(number(value!));
+  });
+});
+
+describe('docs/api.md "Errors"', () => {
+  const rows = table('## Errors');
+  let parked: string;
+  let approvalId: string;
+
+  /** Each row's provocation: the error a client gets. Keys are `CODE reason` as the table writes them. */
+  const provoke: Record<string, () => Promise<ConnectError>> = {
+    'INVALID_ARGUMENT INVALID_REQUEST': () => failure(runs.getRun({ runId: 'not-a-run' })),
+    'INVALID_ARGUMENT INVALID_INPUT': () => failure(runs.startRun({ workflow: 'refund', input: json({ order: 'o', amount: 'lots' }) })),
+    'INVALID_ARGUMENT INVALID_RESOLUTION': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 'not a number' }) })),
+    'INVALID_ARGUMENT INVALID_INVALIDATE_TARGET': () => failure(runs.resumeRun({ runId: parked, invalidate: [999n] })),
+    'INVALID_ARGUMENT NUL_CHARACTER': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'a\u0000' }) })),
+    'INVALID_ARGUMENT UNPAIRED_SURROGATE': async () => {
+      const res = await connectJson(api.address, RunService.method.startRun, '{"workflow":"echo-flow","input":{"value":"\\ud800"}}');
+      return errorFromJson(res.json as never, undefined, new ConnectError('not an error'));
+    },
+    'NOT_FOUND RUN_NOT_FOUND': () => failure(runs.getRun({ runId: UNKNOWN_RUN })),
+    'NOT_FOUND WORKFLOW_NOT_FOUND': () => failure(runs.startRun({ workflow: 'nope', input: json({}) })),
+    'NOT_FOUND APPROVAL_NOT_FOUND': () => failure(signals.getApproval({ id: `${UNKNOWN_RUN}:1` })),
+    'ALREADY_EXISTS IDEMPOTENCY_KEY_REUSED': async () => {
+      await runs.startRun({ workflow: 'echo-flow', input: json({}), idempotencyKey: 'table-key' });
+      return failure(runs.startRun({ workflow: 'wait-signal', input: json({}), idempotencyKey: 'table-key' }));
+    },
+    'FAILED_PRECONDITION WRONG_STATE': async () => {
+      const { run } = await runs.startRun({ workflow: 'echo-flow', input: json({}), wait: true });
+      return failure(signals.sendSignal({ runId: run!.id, name: 'go', payload: json({ n: 1 }) }));
+    },
+    'FAILED_PRECONDITION FLOW_DRIFT': async () => {
+      const { run } = await runs.startRun({ workflow: 'strict-flow', input: json({}), wait: true });
+      // A deploy changed the strict workflow: its pinned digest no longer matches.
+      await api.db.admin.query('UPDATE runs SET workflow_digest = $1 WHERE id = $2', ['sha256:an-earlier-deploy', run!.id]);
+      return failure(runs.resumeRun({ runId: run!.id }));
+    },
+    'FAILED_PRECONDITION NON_DETERMINISM, JOURNAL_CORRUPT': async () => {
+      // Raised mid-execution when journal and code disagree; no request can corrupt a journal.
+      const drift = new NonDeterminismError(parked, 'root', 'step "a"', 'step "b"', 'a different effect');
+      expect(domainStatus(new JournalCorruptError(parked, 1, 'a gap'))?.findDetails(ErrorInfoSchema)[0]?.reason).toBe('JOURNAL_CORRUPT');
+      return domainStatus(drift)!;
+    },
+    'ABORTED LEASE_LOST': async () => domainStatus(new LeaseLostError(parked, 3))!, // a takeover mid-operation: a worker race, not a request
+    'RESOURCE_EXHAUSTED PAYLOAD_TOO_LARGE': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 1, pad: 'x'.repeat(DEFAULT_LIMITS.payloadBytes) }) })),
+    'RESOURCE_EXHAUSTED JOURNAL_FULL': async () => {
+      const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
+      return failure(smallSignals.sendSignal({ runId: run!.id, name: 'go', payload: json({ n: 1 }) }));
+    },
+    'RESOURCE_EXHAUSTED STREAM_LIMIT': async () => {
+      const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
+      const abort = new AbortController();
+      const held = smallRuns.streamRunEvents({ runId: run!.id, followSuspended: true }, { signal: abort.signal })[Symbol.asyncIterator]();
+      await held.next();
+      const err = await failure(smallRuns.streamRunEvents({ runId: run!.id, followSuspended: true }));
+      abort.abort();
+      await held.next().catch(() => undefined);
+      return err;
+    },
+    'RESOURCE_EXHAUSTED —': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(DEFAULT_LIMITS.requestBytes) }) })),
+    'UNAVAILABLE STORE_UNAVAILABLE': async () => {
+      // PostgreSQL goes away under the small server: its connections drop and new ones are refused.
+      const { run } = await smallRuns.startRun({ workflow: 'echo-flow', input: json({}), wait: true });
+      await proxy.cut();
+      try {
+        return await failure(smallRuns.getRun({ runId: run!.id }));
+      } finally {
+        await proxy.open();
+      }
+    },
+    'UNAVAILABLE —': async () => {
+      // Shutting down: an open stream ends with UNAVAILABLE (the small server is closed here, last).
+      const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
+      const stream = smallRuns.streamRunEvents({ runId: run!.id, followSuspended: true })[Symbol.asyncIterator]();
+      await stream.next();
+      const closing = small.server.close(200);
+      const err = await failure({ [Symbol.asyncIterator]: () => stream });
+      await closing;
+      return err;
+    },
+    'INTERNAL —': async () => {
+      // A bug: a store call that throws what no mapping knows.
+      const runGet = api.store.runGet.bind(api.store);
+      api.store.runGet = () => Promise.reject(new TypeError('a bug in the store'));
+      try {
+        return await failure(runs.getRun({ runId: parked }));
+      } finally {
+        api.store.runGet = runGet;
+      }
+    },
+  };
+
+  it('has a row for every error the server answers, and each row is what a client gets', { timeout: TIMEOUT }, async () => {
+    parked = (await runs.startRun({ workflow: 'wait-signal', input: json({}), wait: true })).run!.id;
+    approvalId = (await runs.startRun({ workflow: 'refund', input: json({ order: 'o', amount: 1 }), wait: true })).waitingOn[0]!.approvalId;
+    expect(approvalId).toContain(':');
+    const keys = rows.map(([code, reason]) => `${ticked(code!)[0]} ${ticked(reason!).join(', ') || reason}`);
+    expect(keys).toEqual(Object.keys(provoke));
+    // The stream row closes the small server, so it runs last.
+    const order = [...rows.keys()].sort((a, b) => Number(keys[a] === 'UNAVAILABLE —') - Number(keys[b] === 'UNAVAILABLE —'));
+    for (const i of order) {
+      const [codeCell, reasonCell, , detailsCell] = rows[i]!;
+      const err = await provoke[keys[i]!]!();
+      const code = ticked(codeCell!)[0]!;
+      expect(Code[err.code], keys[i]).toBe(code.split('_').map((w) => w[0] + w.slice(1).toLowerCase()).join(''));
+      const reasons = ticked(reasonCell!);
+      if (reasons.length > 0) {
+        expect(err.findDetails(ErrorInfoSchema)[0]?.reason, keys[i]).toBe(reasons[0]);
+        expect(err.findDetails(ErrorInfoSchema)[0]?.domain).toBe('waymark');
+      }
+      for (const name of ticked(detailsCell!).filter((d) => d in DETAILS)) {
+        expect(err.findDetails(DETAILS[name as keyof typeof DETAILS]), `${keys[i]}: ${name}`).not.toHaveLength(0);
+      }
+      if (code === 'INTERNAL') {
+        expect(err.rawMessage).toContain('the server logged the details');
+        expect(api.logs.some((l) => l.level >= 50 && JSON.stringify(l).includes('a bug in the store'))).toBe(true);
+      }
+    }
+  });
+});
