@@ -75,7 +75,7 @@ async function settled(): Promise<Record<string, number>> {
   for (let stable = 0; stable < 2;) {
     await new Promise((resolve) => setTimeout(resolve, 25));
     const now = await api.rowCounts();
-    stable = api.deps.inline.leasesHeld === 0 && JSON.stringify(now) === JSON.stringify(last) ? stable + 1 : 0;
+    stable = api.deps.api.inline.leasesHeld === 0 && JSON.stringify(now) === JSON.stringify(last) ? stable + 1 : 0;
     last = now;
   }
   return last;

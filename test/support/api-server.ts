@@ -1,13 +1,13 @@
 import http2 from 'node:http2';
 import { pino } from 'pino';
 import { Engine } from '../../src/engine/engine.js';
+import { EngineApi } from '../../src/engine/engine-api.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Tool } from '../../src/engine/author/tool.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
 import { registerApi, type ApiDeps } from '../../src/server/api.js';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
-import { InlineExecutions } from '../../src/server/inline-executions.js';
 import { StreamGate } from '../../src/server/stream-limit.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { FIXTURE_ITEMS, type LogLine } from '../server/api-harness.js';
@@ -47,8 +47,8 @@ export async function startApiServer(options: {
   const registry = new Registry().register(...(options.items ?? FIXTURE_ITEMS));
   const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
   const deps: ApiDeps = {
-    engine, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? limits.streamsPerReplica),
-    inline: new InlineExecutions({ engine, logger }), followPollMs: 50,
+    api: new EngineApi({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default',
+    streams: new StreamGate(options.streams ?? limits.streamsPerReplica),
   };
   const server = await startGrpcServer({
     host: '127.0.0.1', port: 0, logger, maxRequestBytes: limits.requestBytes, routes: (router) => registerApi(router, deps),
@@ -63,7 +63,7 @@ export async function startApiServer(options: {
     },
     async close() {
       await server.close(500);
-      await deps.inline.stop({ graceMs: 2_000 });
+      await deps.api.stop({ graceMs: 2_000 });
       await store.close();
       await db.drop();
     },
