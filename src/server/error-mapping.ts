@@ -187,6 +187,21 @@ function decodeErrorField(text: string, method: DescMethod): { field: string; de
  */
 export function frameworkStatus(err: ConnectError, method: DescMethod, logger: Logger): ConnectError {
   if (err.findDetails(ErrorInfoSchema).length > 0) return err;
+  const decoded = decodeErrorStatus(err, method);
+  if (decoded) return decoded;
+  if (err.code === Code.Internal) {
+    logger.error({ err, cause: err.cause, method: `${method.parent.typeName}/${method.name}` }, 'unexpected error around an RPC handler');
+    return status('internal error; the server logged the details', Code.Internal, []);
+  }
+  return err;
+}
+
+/**
+ * The INVALID_ARGUMENT for a request that does not decode (see frameworkStatus), or undefined for
+ * any other error. Also used by the logging interceptor, which sees a server stream's request
+ * decoded inside the interceptor chain, before it would hide an INTERNAL's text.
+ */
+export function decodeErrorStatus(err: ConnectError, method: DescMethod): ConnectError | undefined {
   const text = err.rawMessage;
   if (err.code === Code.Internal && text.startsWith('parse binary: ')) {
     const why = text.slice('parse binary: '.length);
@@ -207,11 +222,7 @@ export function frameworkStatus(err: ConnectError, method: DescMethod, logger: L
     const reason = text.endsWith('invalid UTF8') ? unstorableReason('surrogate') : 'INVALID_REQUEST';
     return status(message, Code.InvalidArgument, [...(violation.field ? [badRequest([violation])] : []), info(reason, { message_type: method.input.typeName })]);
   }
-  if (err.code === Code.Internal) {
-    logger.error({ err, cause: err.cause, method: `${method.parent.typeName}/${method.name}` }, 'unexpected error around an RPC handler');
-    return status('internal error; the server logged the details', Code.Internal, []);
-  }
-  return err;
+  return undefined;
 }
 
 type AnyHandler = (req: unknown, ctx: HandlerContext) => unknown;

@@ -1,6 +1,10 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+<<<<<<< HEAD
 import { grpcCodeName } from './framework-errors.js';
+=======
+import { decodeErrorStatus } from './error-mapping.js';
+>>>>>>> 1b7757c (Page tokens validated and bounded (times before year 10000, int4 seqs): edited tokens are INVALID_ARGUMENT, never a PostgreSQL error; a server stream's undecodable request is INVALID_ARGUMENT (logging interceptor))
 
 /**
  * Codes that mean "the server is broken", not "the caller asked for something it cannot have".
@@ -24,8 +28,10 @@ export function loggingInterceptor(logger: Logger): Interceptor {
     const rpc = `/${req.service.typeName}/${req.method.name}`;
     const fail = (err: unknown): ConnectError => {
       const durationMs = Math.round(performance.now() - started);
-      // A bare Error becomes INTERNAL; an AbortError (the client went away) becomes CANCELLED.
-      const error = ConnectError.from(err, Code.Internal);
+      // A bare Error becomes INTERNAL; an AbortError (the client went away) becomes CANCELLED; a
+      // server stream's request that does not decode (decoded in here) is the client's INVALID_ARGUMENT.
+      const caught = ConnectError.from(err, Code.Internal);
+      const error = decodeErrorStatus(caught, req.method) ?? caught;
       const code = error.code;
       const fields = { rpc, code: grpcCodeName(code), durationMs };
       if (!SERVER_FAULTS.has(code)) {

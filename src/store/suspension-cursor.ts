@@ -12,6 +12,11 @@ export interface SuspensionCursor {
   seq: number;
 }
 
+/** 9999-12-31T23:59:59.999999Z in microseconds since the epoch. */
+const MAX_MICROS = 253_402_300_799_999_999n;
+/** Journal seqs are PostgreSQL integers. */
+const MAX_SEQ = 2_147_483_647;
+
 export function encodeSuspensionCursor(cursor: SuspensionCursor): string {
   return Buffer.from(JSON.stringify([cursor.createdAtMicros.toString(), cursor.runId, cursor.seq]), 'utf8').toString('base64url');
 }
@@ -20,8 +25,11 @@ export function encodeSuspensionCursor(cursor: SuspensionCursor): string {
 export function decodeSuspensionCursor(text: string): SuspensionCursor {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (Array.isArray(parsed) && parsed.length === 3 && typeof parsed[0] === 'string' && /^\d{1,20}$/.test(parsed[0]) &&
-      typeof parsed[1] === 'string' && isRunId(parsed[1]) && Number.isSafeInteger(parsed[2]) && (parsed[2] as number) >= 0) {
+    // Bounded to what a journal entry can hold (a timestamp before year 10000, an int4 seq), so an
+    // edited token is refused here instead of failing in SQL (issue 16, finding 4).
+    if (Array.isArray(parsed) && parsed.length === 3 && typeof parsed[0] === 'string' && /^\d{1,18}$/.test(parsed[0]) &&
+      BigInt(parsed[0]) <= MAX_MICROS && typeof parsed[1] === 'string' && isRunId(parsed[1]) &&
+      Number.isInteger(parsed[2]) && (parsed[2] as number) >= 0 && (parsed[2] as number) <= MAX_SEQ) {
       return { createdAtMicros: BigInt(parsed[0]), runId: parsed[1], seq: parsed[2] as number };
     }
   } catch {

@@ -44,7 +44,8 @@ const CURSOR_CHECKS: Record<Listing, (cursor: string) => void> = {
   runs: decodeRunCursor,
   approvals: decodeSuspensionCursor,
   journal: (text) => {
-    if (!/^\d{1,10}$/.test(text)) throw new TypeError('not a seq');
+    // A seq is a PostgreSQL integer: bounded, so an edited token never fails in SQL.
+    if (!/^\d{1,10}$/.test(text) || Number(text) > 2_147_483_647) throw new TypeError('not a seq');
   },
 };
 
