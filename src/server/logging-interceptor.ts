@@ -1,10 +1,7 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
-<<<<<<< HEAD
 import { grpcCodeName } from './framework-errors.js';
-=======
 import { decodeErrorStatus } from './error-mapping.js';
->>>>>>> 1b7757c (Page tokens validated and bounded (times before year 10000, int4 seqs): edited tokens are INVALID_ARGUMENT, never a PostgreSQL error; a server stream's undecodable request is INVALID_ARGUMENT (logging interceptor))
 
 /**
  * Codes that mean "the server is broken", not "the caller asked for something it cannot have".
