@@ -177,49 +177,33 @@ function decodeErrorField(text: string, method: DescMethod): { field: string; de
 }
 
 /**
- * The status for an error Connect raised around a handler (framework-errors.ts sends every one of
- * them here). A request that does not decode is the client's fault: INVALID_ARGUMENT,
- * INVALID_REQUEST, with the field the decoder names (an unknown enum name or field over Connect
- * JSON, a wrong type) - never INTERNAL, which Connect answers for a binary body that does not
- * decode (a bad varint, invalid UTF-8, nesting past the decoder's limit). A framework INTERNAL is
- * logged with its cause (never the request) and answered without internals. Statuses our handlers
- * raised already carry an ErrorInfo and pass unchanged.
- */
-export function frameworkStatus(err: ConnectError, method: DescMethod, logger: Logger): ConnectError {
-  if (err.findDetails(ErrorInfoSchema).length > 0) return err;
-  const decoded = decodeErrorStatus(err, method);
-  if (decoded) return decoded;
-  if (err.code === Code.Internal) {
-    logger.error({ err, cause: err.cause, method: `${method.parent.typeName}/${method.name}` }, 'unexpected error around an RPC handler');
-    return status('internal error; the server logged the details', Code.Internal, []);
-  }
-  return err;
-}
-
-/**
- * The INVALID_ARGUMENT for a request that does not decode (see frameworkStatus), or undefined for
- * any other error. Also used by the logging interceptor, which sees a server stream's request
- * decoded inside the interceptor chain, before it would hide an INTERNAL's text.
+ * The INVALID_ARGUMENT for a request body that does not decode, or undefined for any other error:
+ * reason MALFORMED_REQUEST (docs/api.md "Errors"), with a BadRequest naming the field when the
+ * decoder names one (an unknown enum name or field over Connect JSON, a wrong type). Connect
+ * answers INTERNAL for a binary body that does not decode (a bad varint, invalid UTF-8, nesting
+ * past the decoder's limit); that is the client's mistake too. framework-errors.ts (withErrorInfo)
+ * sends every error Connect raises around a handler here; the logging interceptor too, which sees
+ * a server stream's request decoded inside the interceptor chain, before it would hide an INTERNAL.
  */
 export function decodeErrorStatus(err: ConnectError, method: DescMethod): ConnectError | undefined {
   const text = err.rawMessage;
   if (err.code === Code.Internal && text.startsWith('parse binary: ')) {
     const why = text.slice('parse binary: '.length);
     return status(`the request is not a valid ${method.input.typeName} (protobuf binary): ${why}; fix the client's encoding`, Code.InvalidArgument, [
-      info('INVALID_REQUEST', { message_type: method.input.typeName }),
+      info('MALFORMED_REQUEST', { message_type: method.input.typeName }),
     ]);
   }
   if (err.code === Code.Internal && text.startsWith('received compressed envelope')) {
     // A gRPC frame flagged compressed in a request without a grpc-encoding we accept: the client's framing.
     return status('a message is flagged compressed but the request names no grpc-encoding this server accepts (gzip, br); clear the flag or set grpc-encoding', Code.InvalidArgument, [
-      info('INVALID_REQUEST', { message_type: method.input.typeName }),
+      info('MALFORMED_REQUEST', { message_type: method.input.typeName }),
     ]);
   }
   if (err.code === Code.InvalidArgument && (text.includes(' from JSON') || err.cause instanceof SyntaxError)) {
     const violation = decodeErrorField(text, method);
     const message = violation.field ? `the request is invalid: ${violation.field}: ${violation.description}` : `the request is not valid JSON for ${method.input.typeName}: ${text}`;
     // The text decoder turns bad UTF-8 bytes into U+FFFD, so in JSON only a lone surrogate escape is "invalid UTF8".
-    const reason = text.endsWith('invalid UTF8') ? unstorableReason('surrogate') : 'INVALID_REQUEST';
+    const reason = text.endsWith('invalid UTF8') ? unstorableReason('surrogate') : 'MALFORMED_REQUEST';
     return status(message, Code.InvalidArgument, [...(violation.field ? [badRequest([violation])] : []), info(reason, { message_type: method.input.typeName })]);
   }
   return undefined;

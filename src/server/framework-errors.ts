@@ -1,10 +1,11 @@
+import type { DescMethod } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { encodeEnvelope, type UniversalServerResponse } from '@connectrpc/connect/protocol';
-import { createEndStreamSerialization, endStreamFlag, errorFromJsonBytes, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
+import { codeToHttpStatus, createEndStreamSerialization, endStreamFlag, errorFromJsonBytes, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
 import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { ErrorInfoSchema, QuotaFailureSchema } from '../gen/google/rpc/error_details_pb.js';
-import { ERROR_DOMAIN } from './error-mapping.js';
+import { decodeErrorStatus, ERROR_DOMAIN } from './error-mapping.js';
 
 /*
  * Every error leaves the server with a google.rpc.ErrorInfo (docs/api.md "Errors"), also those
@@ -13,7 +14,9 @@ import { ERROR_DOMAIN } from './error-mapping.js';
  * compression, a bad deadline, a deadline that passed (issue 16, finding 7). Connect has no error
  * hook for those, so the response is amended on its way out, once per protocol: the gRPC trailers,
  * the gRPC-Web trailer frame, the Connect error body or end-of-stream message. An error that
- * already has an ErrorInfo (every domain error, error-mapping.ts) passes unchanged.
+ * already has an ErrorInfo (every domain error, error-mapping.ts) passes unchanged. This is the one
+ * hook for them: a request body that does not decode is MALFORMED_REQUEST here, with the field the
+ * decoder names when it names one (error-mapping.ts decodeErrorStatus).
  */
 
 type Detail = ConnectError['details'][number];
@@ -41,10 +44,14 @@ function hasErrorInfo(err: ConnectError): boolean {
 
 /**
  * The error to send for one Connect raised: with an ErrorInfo whose reason says what was wrong.
- * A request body the decoder rejects is the client's mistake, INVALID_ARGUMENT, not INTERNAL.
+ * A request body the decoder rejects is the client's mistake, INVALID_ARGUMENT, not INTERNAL:
+ * MALFORMED_REQUEST, with a BadRequest naming the field when `method` (the one called) is known
+ * and the decoder names one.
  */
-export function withErrorInfo(err: ConnectError): ConnectError {
+export function withErrorInfo(err: ConnectError, method?: DescMethod): ConnectError {
   if (hasErrorInfo(err)) return err;
+  const decoded = method && decodeErrorStatus(err, method);
+  if (decoded) return decoded;
   const m = err.rawMessage;
   const again = (message: string, code: Code, details: Detail[]): ConnectError => errorWith(message, code, [...err.details, ...details]);
   if (/^(parse binary|protocol error: (incomplete envelope|promised|missing input|received extra))|^cannot decode|JSON/i.test(m) && err.code !== Code.ResourceExhausted) {
@@ -84,50 +91,54 @@ export function unroutedResponse(
   return { status, header: new Headers({ 'content-type': 'application/json', 'content-length': String(body.byteLength) }), body: once(body) };
 }
 
-/** `uRes` with an ErrorInfo added to whatever error it carries, in its protocol's format. */
-export function ensureErrorInfo(uRes: UniversalServerResponse): UniversalServerResponse {
+/** `uRes`, the answer of `method`, with an ErrorInfo added to whatever error it carries, in its protocol's format. */
+export function ensureErrorInfo(uRes: UniversalServerResponse, method?: DescMethod): UniversalServerResponse {
   if (uRes.status === 404 || uRes.status === 405 || uRes.status === 415) return uRes; // handled by unroutedResponse
   const type = uRes.header?.get('content-type') ?? '';
   const body = uRes.body as AsyncIterable<Uint8Array> | undefined;
   if (!body || uRes.header?.has('content-encoding')) return uRes;
-  if (/^application\/grpc-web/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x81) === trailerFlag ? grpcWebTrailer(c) : c) };
+  if (/^application\/grpc-web/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x81) === trailerFlag ? grpcWebTrailer(c, method) : c) };
   if (/^application\/grpc/.test(type)) {
     const trailer = uRes.trailer;
-    return { ...uRes, body: afterLast(body, () => trailer && amendTrailer(trailer)) };
+    return { ...uRes, body: afterLast(body, () => trailer && amendTrailer(trailer, method)) };
   }
-  if (/^application\/connect\+/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x03) === endStreamFlag ? connectEndStream(c) : c) };
+  if (/^application\/connect\+/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x03) === endStreamFlag ? connectEndStream(c, method) : c) };
   if (uRes.status !== 200 && /^application\/json/.test(type)) {
-    return { ...uRes, body: mapChunks(body, (c) => connectErrorBody(c, uRes.header!)) };
+    // The status line goes out after the first chunk (http2-handler.ts), so the amended code can still set it.
+    const out: UniversalServerResponse = { ...uRes, body: mapChunks(body, (c) => connectErrorBody(c, out, method)) };
+    return out;
   }
   return uRes;
 }
 
-function amendTrailer(trailer: Headers): Headers {
+function amendTrailer(trailer: Headers, method: DescMethod | undefined): Headers {
   const err = findTrailerError(trailer);
   if (!err || hasErrorInfo(err)) return trailer;
-  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details));
+  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details), method);
   return setTrailerStatus(trailer, amended);
 }
 
-function grpcWebTrailer(chunk: Uint8Array): Uint8Array {
+function grpcWebTrailer(chunk: Uint8Array, method: DescMethod | undefined): Uint8Array {
   const trailer = trailerParse(chunk.subarray(5));
-  return encodeEnvelope(trailerFlag, trailerSerialize(amendTrailer(trailer)));
+  return encodeEnvelope(trailerFlag, trailerSerialize(amendTrailer(trailer, method)));
 }
 
 const endStream = createEndStreamSerialization({});
 
-function connectEndStream(chunk: Uint8Array): Uint8Array {
+function connectEndStream(chunk: Uint8Array, method: DescMethod | undefined): Uint8Array {
   const end = endStream.parse(chunk.subarray(5));
   if (!end.error || hasErrorInfo(end.error)) return chunk;
-  const error = withErrorInfo(errorWith(end.error.rawMessage, end.error.code, end.error.details));
+  const error = withErrorInfo(errorWith(end.error.rawMessage, end.error.code, end.error.details), method);
   return encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: end.metadata, error }));
 }
 
-function connectErrorBody(chunk: Uint8Array, header: Headers): Uint8Array {
+function connectErrorBody(chunk: Uint8Array, res: UniversalServerResponse, method: DescMethod | undefined): Uint8Array {
   const err = errorFromJsonBytes(chunk, undefined, new ConnectError('', Code.Unknown));
   if (hasErrorInfo(err)) return chunk;
-  const bytes = errorToJsonBytes(withErrorInfo(errorWith(err.rawMessage, err.code, err.details)), {});
-  header.set('content-length', String(bytes.byteLength));
+  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details), method);
+  const bytes = errorToJsonBytes(amended, {});
+  res.header!.set('content-length', String(bytes.byteLength));
+  res.status = codeToHttpStatus(amended.code);
   return bytes;
 }
 

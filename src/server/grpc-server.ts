@@ -6,8 +6,6 @@ import type { Logger } from 'pino';
 import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
 import { createHttp2Handler } from './http2-handler.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
-import { frameworkStatus } from './error-mapping.js';
-import { mapFrameworkErrors } from './framework-decode-errors.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
 
@@ -65,11 +63,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   setMaxListeners(0, draining.signal, stopping.signal);
 
   const handler = createHttp2Handler({
-    routes: (router) => {
-      options.routes(router);
-      // Errors Connect raises around the handlers take the same mapping as the handlers' own.
-      mapFrameworkErrors(router, (err, method) => frameworkStatus(err, method, logger));
-    },
+    routes: options.routes,
     logger,
     grpc: true,
     grpcWeb: true,

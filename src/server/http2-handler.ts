@@ -45,7 +45,7 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
     clampTimeoutHeaders(req.headers);
     const uReq = universalRequestFromNodeRequest(req, undefined, options.contextValues(req));
     handler(uReq)
-      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes), res))
+      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes, handler.method), res))
       .catch((err: unknown) => {
         // The client went away (its stream closed or reset): nothing to answer, nobody to tell.
         const code = ConnectError.from(err).code;

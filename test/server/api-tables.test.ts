@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { errorFromJson } from '@connectrpc/connect/protocol-connect';
+import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
+import { create, toBinary } from '@bufbuild/protobuf';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { domainStatus } from '../../src/server/error-mapping.js';
@@ -9,12 +11,12 @@ import { JournalCorruptError, NonDeterminismError } from '../../src/engine/autho
 import {
   BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
 } from '../../src/gen/google/rpc/error_details_pb.js';
-import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { GetRunRequestSchema, RunService, StreamRunEventsRequestSchema } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH } from '../../src/journal/limits.js';
 import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/request-validation.js';
-import { connectJson, startApiServer, type ApiServer } from '../support/api-server.js';
+import { connectJson, grpcFrame, grpcRaw, rawRequest, startApiServer, type ApiServer, type RawResponse } from '../support/api-server.js';
 import { json } from './api-harness.js';
 
 /*
@@ -23,7 +25,9 @@ import { json } from './api-harness.js';
  * server does: the documented defaults are the ones in force, and each error row's code, reason
  * and details are what a client gets. A row nobody provokes fails the test, as does a reason the
  * server answers that the table lacks. Three rows need a worker race or a corrupted journal that no
- * request can produce; they are checked through the mapping the handlers use (domainStatus).
+ * request can produce; they are checked through the mapping the handlers use (domainStatus). The
+ * framework's own refusals (a body, deadline, compression, content type or path it does not take)
+ * are provoked with raw HTTP/2 requests, as only a hand-made client sends them.
  */
 
 const TIMEOUT = 120_000;
@@ -80,6 +84,9 @@ let runs: Client<typeof RunService>;
 let signals: Client<typeof SignalService>;
 let smallRuns: Client<typeof RunService>;
 let smallSignals: Client<typeof SignalService>;
+/** A server whose clients may hold one stream each and make few requests (its bucket never refills in a test). */
+let limited: ApiServer;
+let limitedRuns: Client<typeof RunService>;
 
 beforeAll(async () => {
   await proxy.open();
@@ -98,9 +105,12 @@ beforeAll(async () => {
   signals = createClient(SignalService, transport(api.address));
   smallRuns = createClient(RunService, transport(small.address));
   smallSignals = createClient(SignalService, transport(small.address));
+  limited = await startApiServer({ prefix: 'waymark_tables_limited', clientLimits: { ratePerSecond: 0.001, burst: 20, streams: 1 } });
+  limitedRuns = createClient(RunService, transport(limited.address));
 }, TIMEOUT);
 
 afterAll(async () => {
+  await limited?.close();
   await small?.close();
   await api?.close();
   await proxy.cut();
@@ -115,6 +125,21 @@ async function failure(call: Promise<unknown> | AsyncIterable<unknown>): Promise
   }
   throw new Error('the call succeeded; the row promises an error');
 }
+
+/** The error a raw gRPC answer carries (trailers, or headers for a trailers-only answer). */
+function grpcError(res: RawResponse): ConnectError {
+  const fields = res.trailers['grpc-status'] !== undefined ? res.trailers : res.headers;
+  const err = findTrailerError(new Headers(Object.entries(fields).filter(([k]) => !k.startsWith(':')).map(([k, v]) => [k, String(v)])));
+  if (!err) throw new Error(`no gRPC error in the answer: ${JSON.stringify(fields)}`);
+  return err;
+}
+
+/** The error a Connect unary answer carries in its JSON body. */
+function jsonError(res: { json: Record<string, unknown> }): ConnectError {
+  return errorFromJson(res.json as never, undefined, new ConnectError('not an error'));
+}
+
+const getRunFrame = (runId: string) => grpcFrame(toBinary(GetRunRequestSchema, create(GetRunRequestSchema, { runId })));
 
 const DETAILS = { BadRequest: BadRequestSchema, ResourceInfo: ResourceInfoSchema, PreconditionFailure: PreconditionFailureSchema, QuotaFailure: QuotaFailureSchema, RetryInfo: RetryInfoSchema };
 
@@ -205,6 +230,15 @@ describe('docs/api.md "Errors"', () => {
 
   /** Each row's provocation: the error a client gets. Keys are `CODE reason` as the table writes them. */
   const provoke: Record<string, () => Promise<ConnectError>> = {
+    'INVALID_ARGUMENT MALFORMED_REQUEST': async () => {
+      // A binary body that does not decode (a varint that never ends), and an unknown enum name over Connect JSON (names the field).
+      const binary = grpcError(await grpcRaw(api.address, RunService.method.getRun, grpcFrame(Buffer.from([0x0a, 0xff]))));
+      expect([Code[binary.code], binary.findDetails(ErrorInfoSchema)[0]?.reason]).toEqual(['InvalidArgument', 'MALFORMED_REQUEST']);
+      const err = jsonError(await connectJson(api.address, RunService.method.listRuns, '{"statuses":["RUN_STATUS_NOPE"]}'));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['statuses']);
+      return err;
+    },
+    'INVALID_ARGUMENT INVALID_DEADLINE': async () => grpcError(await grpcRaw(api.address, RunService.method.getRun, getRunFrame(UNKNOWN_RUN), { 'grpc-timeout': 'soon' })),
     'INVALID_ARGUMENT INVALID_REQUEST': () => failure(runs.getRun({ runId: 'not-a-run' })),
     'INVALID_ARGUMENT INVALID_INPUT': () => failure(runs.startRun({ workflow: 'refund', input: json({ order: 'o', amount: 'lots' }) })),
     'INVALID_ARGUMENT INVALID_RESOLUTION': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 'not a number' }) })),
@@ -253,7 +287,25 @@ describe('docs/api.md "Errors"', () => {
       await held.next().catch(() => undefined);
       return err;
     },
-    'RESOURCE_EXHAUSTED —': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(DEFAULT_LIMITS.requestBytes) }) })),
+    'RESOURCE_EXHAUSTED RATE_LIMITED': async () => {
+      // Runs after CLIENT_STREAM_LIMIT (see the order below): the limited server's bucket does not refill.
+      for (let i = 0; i < 30; i++) {
+        const err = await failure(limitedRuns.getRun({ runId: UNKNOWN_RUN }));
+        if (err.code === Code.ResourceExhausted) return err;
+      }
+      throw new Error('30 requests over a burst of 20 were all served');
+    },
+    'RESOURCE_EXHAUSTED CLIENT_STREAM_LIMIT': async () => {
+      const { run } = await limitedRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
+      const abort = new AbortController();
+      const held = limitedRuns.streamRunEvents({ runId: run!.id, followSuspended: true }, { signal: abort.signal })[Symbol.asyncIterator]();
+      await held.next();
+      const err = await failure(limitedRuns.streamRunEvents({ runId: run!.id, followSuspended: true }));
+      abort.abort();
+      await held.next().catch(() => undefined);
+      return err;
+    },
+    'RESOURCE_EXHAUSTED REQUEST_TOO_LARGE': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(DEFAULT_LIMITS.requestBytes) }) })),
     'UNAVAILABLE STORE_UNAVAILABLE': async () => {
       // PostgreSQL goes away under the small server: its connections drop and new ones are refused.
       const { run } = await smallRuns.startRun({ workflow: 'echo-flow', input: json({}), wait: true });
@@ -264,7 +316,7 @@ describe('docs/api.md "Errors"', () => {
         await proxy.open();
       }
     },
-    'UNAVAILABLE —': async () => {
+    'UNAVAILABLE SHUTTING_DOWN': async () => {
       // Shutting down: an open stream ends with UNAVAILABLE (the small server is closed here, last).
       const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });
       const stream = smallRuns.streamRunEvents({ runId: run!.id, followSuspended: true })[Symbol.asyncIterator]();
@@ -274,7 +326,27 @@ describe('docs/api.md "Errors"', () => {
       await closing;
       return err;
     },
-    'INTERNAL —': async () => {
+    'DEADLINE_EXCEEDED DEADLINE_EXCEEDED': async () => {
+      // A stream that follows a parked run outlives its 300 ms deadline.
+      const follow = grpcFrame(toBinary(StreamRunEventsRequestSchema, create(StreamRunEventsRequestSchema, { runId: parked, followSuspended: true })));
+      return grpcError(await grpcRaw(api.address, RunService.method.streamRunEvents, follow, { 'grpc-timeout': '300m' }));
+    },
+    'UNIMPLEMENTED UNKNOWN_METHOD': async () => {
+      const res = await rawRequest(api.address, '/waymark.v1.RunService/NoSuchMethod', { 'content-type': 'application/json' }, Buffer.from('{}'));
+      expect(res.status).toBe(404);
+      return jsonError({ json: JSON.parse(res.body.toString()) as Record<string, unknown> });
+    },
+    'UNIMPLEMENTED UNSUPPORTED_MEDIA_TYPE, METHOD_NOT_ALLOWED': async () => {
+      const put = await rawRequest(api.address, `/waymark.v1.RunService/StartRun`, { ':method': 'PUT', 'content-type': 'application/json' }, Buffer.from('{}'));
+      expect(put.status).toBe(405);
+      const notAllowed = jsonError({ json: JSON.parse(put.body.toString()) as Record<string, unknown> });
+      expect([Code[notAllowed.code], notAllowed.findDetails(ErrorInfoSchema)[0]?.reason]).toEqual(['Unimplemented', 'METHOD_NOT_ALLOWED']);
+      const plain = await connectJson(api.address, RunService.method.getRun, '{}', { 'content-type': 'text/plain' });
+      expect(plain.status).toBe(415);
+      return jsonError(plain);
+    },
+    'UNIMPLEMENTED UNSUPPORTED_COMPRESSION': async () => grpcError(await grpcRaw(api.address, RunService.method.getRun, getRunFrame(UNKNOWN_RUN), { 'grpc-encoding': 'snappy' })),
+    'INTERNAL INTERNAL': async () => {
       // A bug: a store call that throws what no mapping knows.
       const runGet = api.store.runGet.bind(api.store);
       api.store.runGet = () => Promise.reject(new TypeError('a bug in the store'));
@@ -292,8 +364,9 @@ describe('docs/api.md "Errors"', () => {
     expect(approvalId).toContain(':');
     const keys = rows.map(([code, reason]) => `${ticked(code!)[0]} ${ticked(reason!).join(', ') || reason}`);
     expect(keys).toEqual(Object.keys(provoke));
-    // The stream row closes the small server, so it runs last.
-    const order = [...rows.keys()].sort((a, b) => Number(keys[a] === 'UNAVAILABLE —') - Number(keys[b] === 'UNAVAILABLE —'));
+    // The stream row closes the small server, so it runs last; the rate limit row empties the limited server's bucket, so it runs just before.
+    const late = (i: number) => ['RESOURCE_EXHAUSTED RATE_LIMITED', 'UNAVAILABLE SHUTTING_DOWN'].indexOf(keys[i]!);
+    const order = [...rows.keys()].sort((a, b) => late(a) - late(b));
     for (const i of order) {
       const [codeCell, reasonCell, , detailsCell] = rows[i]!;
       const err = await provoke[keys[i]!]!();

@@ -113,7 +113,7 @@ describe('finding 4: JSON PostgreSQL cannot store, and malformed protobuf', () =
       const res = await grpcRaw(api.address, RunService.method.startRun, grpcFrame(body));
       expect(res.grpcStatus).toBe(grpc.status.INVALID_ARGUMENT);
       const err = findTrailerError(new Headers(Object.entries(res.trailers).filter(([k]) => !k.startsWith(':')) as [string, string][]));
-      expect(err?.findDetails(ErrorInfoSchema)[0]).toMatchObject({ reason: 'INVALID_REQUEST', domain: 'waymark' });
+      expect(err?.findDetails(ErrorInfoSchema)[0]).toMatchObject({ reason: 'MALFORMED_REQUEST', domain: 'waymark' });
     }
     expect(await api.rowCounts()).toEqual(before);
     expect(api.logs.filter((l) => l.level >= 50)).toEqual([]);
@@ -123,16 +123,16 @@ describe('finding 4: JSON PostgreSQL cannot store, and malformed protobuf', () =
 describe('finding 6: unknown enum values are refused', () => {
   it('an unknown status name over Connect JSON: INVALID_ARGUMENT naming statuses (it listed every run)', async () => {
     const res = await connectJson(api.address, RunService.method.listRuns, '{"statuses":["RUN_STATUS_NOPE"]}');
-    expect(jsonShape(res.json)).toEqual({ code: 'invalid_argument', reason: 'INVALID_REQUEST', fields: ['statuses'] });
+    expect(jsonShape(res.json)).toEqual({ code: 'invalid_argument', reason: 'MALFORMED_REQUEST', fields: ['statuses'] });
     const states = await connectJson(api.address, SignalService.method.listApprovals, '{"states":["APPROVAL_STATE_NOPE"]}');
-    expect(jsonShape(states.json)).toEqual({ code: 'invalid_argument', reason: 'INVALID_REQUEST', fields: ['states'] });
+    expect(jsonShape(states.json)).toEqual({ code: 'invalid_argument', reason: 'MALFORMED_REQUEST', fields: ['states'] });
   });
 
   it('an unknown drift_recovery name or number does not resume the run, and writes nothing', async () => {
     const parked = await unaryCall(client, RunService.method.startRun, { workflow: 'wait-signal', input: json({}), wait: true }, 30_000);
     const before = await api.rowCounts();
     const res = await connectJson(api.address, RunService.method.resumeRun, JSON.stringify({ runId: parked.run!.id, driftRecovery: 'DRIFT_RECOVERY_NOPE' }));
-    expect(jsonShape(res.json)).toEqual({ code: 'invalid_argument', reason: 'INVALID_REQUEST', fields: ['drift_recovery'] });
+    expect(jsonShape(res.json)).toEqual({ code: 'invalid_argument', reason: 'MALFORMED_REQUEST', fields: ['drift_recovery'] });
     const binary = await grpcRaw(api.address, RunService.method.resumeRun, grpcFrame(toBinary(ResumeRunRequestSchema, create(ResumeRunRequestSchema, { runId: parked.run!.id, driftRecovery: 7 as DriftRecovery }))));
     expect(binary.grpcStatus).toBe(grpc.status.INVALID_ARGUMENT);
     const statuses = await grpcRaw(api.address, RunService.method.listRuns, grpcFrame(toBinary(ListRunsRequestSchema, create(ListRunsRequestSchema, { statuses: [RunStatus.SUSPENDED, 42 as RunStatus] }))));

@@ -8,6 +8,7 @@ import type { Workflow } from '../../src/engine/author/workflow.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
 import { registerApi, type ApiDeps } from '../../src/server/api.js';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
+import type { ClientLimits } from '../../src/server/client-limits.js';
 import { StreamGate } from '../../src/server/stream-limit.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { FIXTURE_ITEMS, type LogLine } from '../server/api-harness.js';
@@ -38,6 +39,8 @@ export async function startApiServer(options: {
   limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; prefix?: string;
   /** The URL the store connects with, given the database's (e.g. through a proxy the test controls). */
   storeUrl?: (url: string) => string;
+  /** Per-client limits of the server (defaults: the server's). */
+  clientLimits?: Partial<ClientLimits>;
 } = {}): Promise<ApiServer> {
   const db = await createMigratedDatabase(options.prefix ?? 'waymark_api');
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -52,6 +55,7 @@ export async function startApiServer(options: {
   };
   const server = await startGrpcServer({
     host: '127.0.0.1', port: 0, logger, maxRequestBytes: limits.requestBytes, routes: (router) => registerApi(router, deps),
+    ...(options.clientLimits ? { clientLimits: options.clientLimits } : {}),
   });
   return {
     db, store, engine, deps, server, address: server.address, logs,
