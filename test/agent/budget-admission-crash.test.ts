@@ -4,6 +4,7 @@ import { runSpend } from '../../src/engine/read/spend.js';
 import type { RunStatus } from '../../src/journal/run.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
+import { until } from '../support/until.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
@@ -51,15 +52,6 @@ function waymark(command: 'server' | 'dev'): WaymarkProcess {
   return p;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const requestsFor = (text: string) => server.chats.filter((c) => JSON.stringify(c.body.messages).includes(text));
 

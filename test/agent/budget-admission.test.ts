@@ -7,6 +7,7 @@ import { loadUserModule } from '../../src/engine/user-module.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock } from '../engine/harness.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
+import { until } from '../support/until.js';
 import { BUDGET_WORKFLOWS, fakeModelEnv, NS, TTL } from './agent-harness.js';
 
 /*
@@ -36,13 +37,6 @@ async function budgetEngine() {
 
 const requestsFor = (question: string) => server.chats.filter((c) => JSON.stringify(c.body.messages).includes(question));
 
-async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('budget admission', () => {
   it('two parallel agents under a $0.15 budget: one call is admitted, the other refused while the first is in flight', async () => {
@@ -57,8 +51,8 @@ describe('budget admission', () => {
       .find((r) => r.workflowName === 'budget-pair' && (r.input as { question?: string }).question === q);
     await until('the refusal', async () => {
       const run = await refused();
-      return run !== undefined && (await store.journalList({ runId: run.id })).some((e) => e.name === 'budget_exceeded');
-    });
+      return run && (await store.journalList({ runId: run.id })).some((e) => e.name === 'budget_exceeded') ? true : undefined;
+    }, 20_000, 10);
     expect(requestsFor(q)).toEqual([first]);
     held.release();
     const { run } = await started;
@@ -79,7 +73,7 @@ describe('budget admission', () => {
     const held = server.hold(1);
     const started = engine.runStart({ namespace: NS, workflowName: 'budget-tree', input: { question: q }, budgetUsd: 0.25, execute: true });
     // Both branch calls are in flight, unanswered: $0.2002 reserved of $0.25.
-    await until('two calls in flight', () => requestsFor(q).length === 2);
+    await until('two calls in flight', () => (requestsFor(q).length === 2 ? true : undefined), 20_000, 10);
     const [child] = await engine.runExecutePending();
     expect(child!.run!.workflowName).toBe('budget-leaf');
     expect(child!.run!.status).toBe('FAILED');

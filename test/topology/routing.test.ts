@@ -7,6 +7,7 @@ import { fromJson, type JsonValue } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
+import { until } from '../support/until.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
 import { grpcJsClient, unaryCall } from '../server/grpc-js-client.js';
 
@@ -47,15 +48,6 @@ function start(args: string[], replica: string): WaymarkProcess {
 }
 const server = (module: string, replica: string) => start(['server', '--workflows', path.join(FIXTURES, module)], replica);
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const struct = (value: JsonValue) => fromJson(ValueSchema, value);
 
