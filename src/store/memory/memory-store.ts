@@ -170,11 +170,12 @@ export class MemoryStore implements JournalStore {
   async runClaim(params: RunClaimParams): Promise<Lease[]> {
     const now = this.now();
     const { serves } = params;
+    const live = serves ? this.liveReplicas(now) : [];
     const claimable = [...this.runs.values()]
       .map((r) => r.run)
       .filter((r) => r.status === 'PENDING' && leaseFreeAt(r, now) &&
         (params.namespace === undefined || r.namespace === params.namespace) &&
-        (!serves || serves.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || !this.digestServed(r, now)))))
+        (!serves || serves.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || !digestServed(live, r)))))
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compare(a.id, b.id))
       .slice(0, Math.max(0, params.limit));
     return claimable.map((run) => {
@@ -481,10 +482,6 @@ export class MemoryStore implements JournalStore {
       .sort((a, b) => b.startedAt.getTime() - a.startedAt.getTime() || compare(a.replicaId, b.replicaId));
   }
 
-  /** Whether a live replica serves the run's exact digest (then only such replicas claim it). */
-  private digestServed(run: Run, now: Date): boolean {
-    return this.liveReplicas(now).some((rep) => rep.workflows.some((w) => w.name === run.workflowName && w.digest === run.workflowDigest));
-  }
 
   private readonly budgetLocks = new KeyedMutex();
 
@@ -585,4 +582,9 @@ function compare(a: string, b: string): number {
 
 function clone<T>(value: T): T {
   return structuredClone(value);
+}
+
+/** Whether one of the `live` replicas serves the run's exact digest (then only such replicas claim it). */
+function digestServed(live: readonly ReplicaInfo[], run: Run): boolean {
+  return live.some((rep) => rep.workflows.some((w) => w.name === run.workflowName && w.digest === run.workflowDigest));
 }
