@@ -6,8 +6,8 @@ import type { RunStatus } from '../../src/journal/run.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
-import { WaymarkProcess } from '../support/waymark-process.js';
-import { AGENT_WORKFLOWS, agentEngine, fakeModelEnv, NS, shape } from './agent-harness.js';
+import type { WaymarkProcess } from '../support/waymark-process.js';
+import { AGENT_WORKFLOWS, agentEngine, agentProcess, fakeModelEnv, NS, shape } from './agent-harness.js';
 
 /*
  * A crash mid-agent costs at most the model call in flight. A real `waymark server --workflows`
@@ -44,13 +44,7 @@ afterAll(async () => {
 }, 120_000);
 
 function waymark(command: 'server' | 'dev'): WaymarkProcess {
-  const p = WaymarkProcess.start([command, '--workflows', AGENT_WORKFLOWS], {
-    env: {
-      ...fakeModelEnv(server), DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0',
-      WAYMARK_LEASE_TTL_MS: '3000', WAYMARK_SWEEP_INTERVAL_MS: '250', FAKE_EFFECTS_URL: `${server.baseURL}/effects`,
-      OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', WAYMARK_DEFAULT_MODEL: '',
-    },
-  });
+  const p = agentProcess(command, { module: AGENT_WORKFLOWS, server, databaseUrl: db.url, env: { FAKE_EFFECTS_URL: `${server.baseURL}/effects` } });
   processes.push(p);
   return p;
 }

@@ -9,6 +9,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalStore } from '../../src/store/store.js';
 import { FakeClock } from '../engine/harness.js';
 import type { FakeOpenAIServer } from '../support/fake-openai-server.js';
+import { WaymarkProcess } from '../support/waymark-process.js';
 
 export const NS = 'test';
 export const TTL = 30_000;
@@ -39,4 +40,21 @@ export async function agentEngine(options: { runtime: AgentRuntimeOptions; store
 /** Non-status entries as `status kind name` strings: easy to read in a failure. */
 export function shape(entries: JournalEntry[]): string[] {
   return entries.filter((e) => e.kind !== 'status').map((e) => `${e.status} ${e.kind} ${e.name}`);
+}
+
+/**
+ * A real `waymark server` or `waymark dev` process loading `module`, on `databaseUrl`, with its
+ * models pointed at the fake provider, short leases and a fast sweep (what the crash tests need),
+ * and no real provider keys.
+ */
+export function agentProcess(command: 'server' | 'dev', options: {
+  module: string; server: FakeOpenAIServer; databaseUrl: string; price?: { input: number; output: number }; env?: Record<string, string>;
+}): WaymarkProcess {
+  return WaymarkProcess.start([command, '--workflows', options.module], {
+    env: {
+      ...fakeModelEnv(options.server, options.price), DATABASE_URL: options.databaseUrl, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0',
+      WAYMARK_LEASE_TTL_MS: '3000', WAYMARK_SWEEP_INTERVAL_MS: '250',
+      OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', WAYMARK_DEFAULT_MODEL: '', ...options.env,
+    },
+  });
 }

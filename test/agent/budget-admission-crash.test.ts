@@ -6,12 +6,12 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { until } from '../support/until.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
-import { WaymarkProcess } from '../support/waymark-process.js';
+import type { WaymarkProcess } from '../support/waymark-process.js';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { Engine } from '../../src/engine/engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';
-import { BUDGET_WORKFLOWS, fakeModelEnv, NS } from './agent-harness.js';
+import { agentProcess, BUDGET_WORKFLOWS, fakeModelEnv, NS } from './agent-harness.js';
 
 /*
  * Budget admission across a SIGKILL. A real `waymark server` runs `budget-tree` under a $0.25
@@ -41,13 +41,7 @@ afterAll(async () => {
 }, 120_000);
 
 function waymark(command: 'server' | 'dev'): WaymarkProcess {
-  const p = WaymarkProcess.start([command, '--workflows', BUDGET_WORKFLOWS], {
-    env: {
-      ...fakeModelEnv(server, PRICE), DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0',
-      WAYMARK_LEASE_TTL_MS: '3000', WAYMARK_SWEEP_INTERVAL_MS: '250',
-      OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', WAYMARK_DEFAULT_MODEL: '',
-    },
-  });
+  const p = agentProcess(command, { module: BUDGET_WORKFLOWS, server, databaseUrl: db.url, price: PRICE });
   processes.push(p);
   return p;
 }
