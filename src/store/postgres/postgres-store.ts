@@ -185,7 +185,7 @@ export class PostgresStore implements JournalStore {
 
   async runClaim(params: RunClaimParams): Promise<Lease[]> {
     if (params.limit <= 0) return [];
-    const serves = params.serves ? JSON.stringify(params.serves.map((w) => ({ name: w.name, digest: w.digest }))) : null;
+    const serves = params.serves ? servesJson(params.serves) : null;
     const { rows } = await this.query<rq.LeaseRow & { created_at: Date }>(rq.runClaim({
       holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null, serves,
     }));
@@ -532,4 +532,15 @@ export class PostgresStore implements JournalStore {
 
 function toSweeperLease(row: slq.SweeperLeaseRow): SweeperLease {
   return { holder: row.holder, epoch: Number(row.epoch), expiresAt: new Date(row.expires_at) };
+}
+
+/** A claimer's `serves` as the claim statement's jsonb parameter, built once per list (an executor passes the same one on every claim). */
+const servesParams = new WeakMap<object, string>();
+function servesJson(serves: NonNullable<RunClaimParams['serves']>): string {
+  let json = servesParams.get(serves);
+  if (json === undefined) {
+    json = JSON.stringify(serves.map((w) => ({ name: w.name, digest: w.digest })));
+    servesParams.set(serves, json);
+  }
+  return json;
 }
