@@ -6,6 +6,7 @@ import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sess
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
 import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/client-limits.js';
+import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../server/tls.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -56,6 +57,12 @@ const schema = z.object({
   WAYMARK_CLIENT_RATE_LIMIT: nonNegativeInt('a whole number of requests per second >= 0 (0: no limit)').default(DEFAULT_CLIENT_LIMITS.ratePerSecond),
   WAYMARK_CLIENT_RATE_BURST: positiveInt('a whole number of requests > 0').default(DEFAULT_CLIENT_LIMITS.burst),
   WAYMARK_CLIENT_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_CLIENT_LIMITS.streams),
+  WAYMARK_TLS_CERT_FILE: z.string().min(1, 'must be a path to a PEM certificate (chain)').optional(),
+  WAYMARK_TLS_KEY_FILE: z.string().min(1, 'must be a path to a PEM private key').optional(),
+  WAYMARK_TLS_CLIENT_CA_FILE: z.string().min(1, 'must be a path to a PEM CA bundle').optional(),
+  WAYMARK_TLS_CLIENT_AUTH: z.enum(['require', 'optional'], { error: 'must be require or optional' }).default(TLS_DEFAULTS.clientAuth),
+  WAYMARK_TLS_RELOAD_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(TLS_DEFAULTS.reloadIntervalMs),
+  WAYMARK_HEALTH_ADDR: hostPort('0.0.0.0:50052').optional(),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -86,6 +93,10 @@ export interface Config {
   http2: SessionLimits;
   /** Request rate and open streams per client (the peer address). */
   clients: ClientLimits;
+  /** TLS on WAYMARK_ADDR (files checked to load at start); undefined: h2c. */
+  tls: TlsFiles | undefined;
+  /** A second, plaintext listener serving only grpc.health.v1 (Kubernetes probes cannot speak TLS). */
+  healthAddr: { host: string; port: number } | undefined;
 }
 
 /** A setting that failed validation; `message` is the one line printed before exiting. */
@@ -107,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(variable, issue.message, env[variable]);
   }
   const e = parsed.data;
+  const tls = tlsFiles(e);
   return {
     databaseUrl: e.DATABASE_URL,
     addr: splitHostPort(e.WAYMARK_ADDR),
@@ -139,7 +151,30 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       burst: e.WAYMARK_CLIENT_RATE_BURST,
       streams: e.WAYMARK_CLIENT_MAX_STREAMS,
     },
+    tls,
+    healthAddr: e.WAYMARK_HEALTH_ADDR === undefined ? undefined : splitHostPort(e.WAYMARK_HEALTH_ADDR),
   };
+}
+
+/** The TLS settings, which go together; each file is read once here so a bad one stops the start (exit 78). */
+function tlsFiles(e: Env): TlsFiles | undefined {
+  const cert = e.WAYMARK_TLS_CERT_FILE;
+  const key = e.WAYMARK_TLS_KEY_FILE;
+  if (cert === undefined && key === undefined) {
+    if (e.WAYMARK_TLS_CLIENT_CA_FILE !== undefined) throw new ConfigError('WAYMARK_TLS_CLIENT_CA_FILE', 'needs WAYMARK_TLS_CERT_FILE and WAYMARK_TLS_KEY_FILE (mTLS is TLS with client certificates)', e.WAYMARK_TLS_CLIENT_CA_FILE);
+    return undefined;
+  }
+  if (cert === undefined) throw new ConfigError('WAYMARK_TLS_CERT_FILE', 'must be set with WAYMARK_TLS_KEY_FILE', undefined);
+  if (key === undefined) throw new ConfigError('WAYMARK_TLS_KEY_FILE', 'must be set with WAYMARK_TLS_CERT_FILE', undefined);
+  const files: TlsFiles = { certFile: cert, keyFile: key, clientCaFile: e.WAYMARK_TLS_CLIENT_CA_FILE, clientAuth: e.WAYMARK_TLS_CLIENT_AUTH, reloadIntervalMs: e.WAYMARK_TLS_RELOAD_INTERVAL_MS };
+  try {
+    loadTlsFiles(files);
+  } catch (err) {
+    if (!(err instanceof TlsFileError)) throw err;
+    const variable = err.file === key ? 'WAYMARK_TLS_KEY_FILE' : err.file === e.WAYMARK_TLS_CLIENT_CA_FILE ? 'WAYMARK_TLS_CLIENT_CA_FILE' : 'WAYMARK_TLS_CERT_FILE';
+    throw new ConfigError(variable, err.message, err.file);
+  }
+  return files;
 }
 
 function splitHostPort(v: string): { host: string; port: number } {

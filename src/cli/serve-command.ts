@@ -76,6 +76,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       maxRequestBytes: config.limits.requestBytes,
       sessionLimits: config.http2,
       clientLimits: config.clients,
+      tls: config.tls,
       routes: (router) => {
         registerApi(router, api);
         registerHealthService(router, health);
@@ -83,10 +84,19 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       },
     });
     cleanup.push(() => server.close(remaining()));
+    if (config.healthAddr) {
+      // Plaintext and health only: Kubernetes' gRPC probes cannot speak TLS to the API port.
+      const probes = await startGrpcServer({
+        host: config.healthAddr.host, port: config.healthAddr.port, logger: logger.child({ listener: 'health' }),
+        maxRequestBytes: 64 * 1024, sessionLimits: config.http2, routes: (router) => registerHealthService(router, health),
+      });
+      cleanup.push(() => probes.close(remaining()));
+      logger.info({ address: probes.address }, `health listening on ${probes.address}`);
+    }
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight },
+      { address: server.address, tls: config.tls !== undefined, database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     await workers.start();

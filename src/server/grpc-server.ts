@@ -3,11 +3,13 @@ import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+import { clientCertificateKey, clientCertificateOf } from './client-certificate.js';
 import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
 import { createHttp2Handler } from './http2-handler.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
+import { loadTlsFiles, TLS_DEFAULTS, watchTlsFiles, type TlsFiles } from './tls.js';
 
 export interface GrpcServerOptions {
   /** Interface to bind, e.g. `127.0.0.1`, `0.0.0.0` or `::`. */
@@ -25,13 +27,15 @@ export interface GrpcServerOptions {
   sessionLimits?: Partial<SessionLimits>;
   /** Request rate and open streams per client (client-limits.ts); defaults DEFAULT_CLIENT_LIMITS. */
   clientLimits?: Partial<ClientLimits>;
+  /** Serve TLS (ALPN h2) with these files, reloaded when they change (tls.ts); absent: h2c. Throws TlsFileError when they do not load. */
+  tls?: TlsFiles | undefined;
 }
 
 export interface GrpcServer {
   port: number;
   /** `host:port` as bound, IPv6 hosts in brackets. */
   address: string;
-  /** `http://host:port`, the base URL for Connect and gRPC clients (h2c). */
+  /** `http://host:port` (h2c) or `https://host:port` (TLS), the base URL for Connect and gRPC clients. */
   url: string;
   /**
    * Drains and stops the server; idempotent. Long-lived streams end at once with UNAVAILABLE
@@ -46,9 +50,11 @@ export interface GrpcServer {
 const ABORT_FLUSH_MS = 200;
 
 /**
- * Serves gRPC, gRPC-Web and Connect on one h2c (HTTP/2 without TLS) port. TLS terminates in front
- * of the server (ingress, mesh), as Kubernetes gRPC probes and in-cluster clients expect.
- * HTTP/1.1 clients are not served: the Node http2 server without TLS speaks HTTP/2 only.
+ * Serves gRPC, gRPC-Web and Connect on one port: h2c (HTTP/2 without TLS), or TLS with ALPN `h2`
+ * when `tls` is given (certificate reloaded on change; client certificates verified against a CA
+ * for mTLS and put on each request's context as `clientCertificateKey`). HTTP/1.1 clients are not
+ * served either way: the response writer works on HTTP/2 streams (http2-handler.ts), so a TLS
+ * client must offer `h2` in ALPN (browsers, grpc-js, grpc-go, Python grpcio and Node's http2 do).
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const { logger } = options;
@@ -79,9 +85,29 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       loggingInterceptor(logger), clientLimitsInterceptor({ ...DEFAULT_CLIENT_LIMITS, ...options.clientLimits }), ...(options.interceptors ?? []),
     ],
     // The client is the peer address until authentication exists (issue 19: the API key).
-    contextValues: (req) => createContextValues().set(shutdownSignalKey, draining.signal).set(clientKey, req.socket.remoteAddress ?? 'unknown'),
+    contextValues: (req) => createContextValues()
+      .set(shutdownSignalKey, draining.signal)
+      .set(clientKey, req.socket.remoteAddress ?? 'unknown')
+      .set(clientCertificateKey, clientCertificateOf(req.socket)),
   });
-  const server = http2.createServer({}, handler);
+  let stopWatching = (): void => undefined;
+  let server: http2.Http2Server | http2.Http2SecureServer;
+  if (options.tls) {
+    const tls = options.tls;
+    const mtls = tls.clientCaFile !== undefined;
+    const secure = http2.createSecureServer({
+      ...loadTlsFiles(tls),
+      allowHTTP1: false,
+      requestCert: mtls,
+      // `optional`: the handshake succeeds without a valid certificate; clientCertificateOf then
+      // records none, since it reads only verified certificates (socket.authorized).
+      rejectUnauthorized: mtls && (tls.clientAuth ?? TLS_DEFAULTS.clientAuth) === 'require',
+    }, handler);
+    stopWatching = watchTlsFiles(tls, logger, (context) => secure.setSecureContext(context));
+    server = secure;
+  } else {
+    server = http2.createServer({}, handler);
+  }
 
   const sessionLimits: SessionLimits = { ...DEFAULT_SESSION_LIMITS, ...options.sessionLimits };
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -104,14 +130,16 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   server.on('error', (err) => logger.error({ err }, 'grpc server error'));
 
   const bound = server.address() as AddressInfo;
+  const scheme = options.tls ? 'https' : 'http';
   const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
   const address = `${host}:${bound.port}`;
-  logger.info({ address }, 'grpc server listening');
+  logger.info({ address, tls: options.tls !== undefined, mtls: options.tls?.clientCaFile !== undefined }, 'grpc server listening');
 
   let closing: Promise<void> | undefined;
   const close = (graceMs: number): Promise<void> =>
     (closing ??= (async () => {
       logger.info({ graceMs, connections: sessions.size }, 'grpc server draining');
+      stopWatching();
       draining.abort(serverShutdownError());
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // GOAWAY: clients open no new streams here and reconnect elsewhere; open streams carry on.
@@ -127,7 +155,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       logger.info('grpc server stopped');
     })());
 
-  return { port: bound.port, address, url: `http://${address}`, close };
+  return { port: bound.port, address, url: `${scheme}://${address}`, close };
 }
 
 async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {

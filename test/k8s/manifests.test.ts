@@ -58,6 +58,16 @@ describe.skipIf(!kubectl)('k8s manifests', () => {
     ]);
   });
 
+  it('prod: the servers serve TLS from the mounted Secret waymark-tls, which the overlay does not contain', () => {
+    const pod = podSpecOf(find('prod', 'Deployment', 'waymark-server')!);
+    const server = pod.containers.find((c: any) => c.name === 'server');
+    expect(pod.volumes.find((v: any) => v.name === 'tls').secret.secretName).toBe('waymark-tls');
+    expect(server.volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/waymark/tls', readOnly: true });
+    expect(server.env).toContainEqual({ name: 'WAYMARK_TLS_CERT_FILE', value: '/etc/waymark/tls/tls.crt' });
+    const sweeper = podSpecOf(find('prod', 'Deployment', 'waymark-sweeper')!).containers[0];
+    expect((sweeper.env ?? []).some((e: any) => String(e.name).startsWith('WAYMARK_TLS_'))).toBe(false);
+  });
+
   it('prod: the HPA owns the server count, the database is external, the image comes from a registry', () => {
     const hpa = find('prod', 'HorizontalPodAutoscaler', 'waymark-server')!;
     expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(2);
@@ -94,6 +104,8 @@ describe.skipIf(!kubectl)('k8s manifests', () => {
       edit('base/server-deployment.yaml', 'service: readiness', 'service: ready');
       edit('base/server-deployment.yaml', 'terminationGracePeriodSeconds: 30', 'terminationGracePeriodSeconds: 12');
       edit('overlays/prod/kustomization.yaml', 'newTag: 0.1.0', 'newTag: latest');
+      edit('overlays/prod/server-tls.yaml', 'readinessProbe:\n            grpc:\n              port: 50052', 'readinessProbe:\n            grpc:\n              port: 50051');
+      edit('overlays/prod/server-tls.yaml', 'mountPath: /etc/waymark/tls', 'mountPath: /etc/waymark/certs');
       broken = renderKustomization(path.join(dir, 'overlays/prod'));
     });
     afterAll(() => {
@@ -109,6 +121,8 @@ describe.skipIf(!kubectl)('k8s manifests', () => {
         'deployment/waymark-server: container server: readinessProbe must ask for service "readiness"',
         'deployment/waymark-server: terminationGracePeriodSeconds (12) must cover preStop (5 s) + WAYMARK_SHUTDOWN_GRACE_MS (10000 ms) + 5 s',
         'deployment/waymark-sweeper: container sweeper: image "registry.example.com/waymark:latest" must be pinned',
+        'deployment/waymark-server: container server: readinessProbe must probe the plaintext health port 50052, not 50051',
+        'deployment/waymark-server: container server: WAYMARK_TLS_CERT_FILE must be a file of a mounted Secret volume',
       ];
       for (const e of expected) expect(violations.some((v) => v.startsWith(e)), `expected a violation starting "${e}" in:\n${violations.join('\n')}`).toBe(true);
     });

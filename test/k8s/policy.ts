@@ -117,12 +117,28 @@ function checkServer(objects: K8sObject[], o: K8sObject, pod: any, c: any, fail:
   if (addr && grpcPort !== portOf(addr)) fail(o, `${where}: the grpc containerPort ${grpcPort} is not WAYMARK_ADDR's port`);
   if (metricsAddr && metricsPort !== portOf(metricsAddr)) fail(o, `${where}: the metrics containerPort ${metricsPort} is not WAYMARK_METRICS_ADDR's port`);
 
+  // With TLS on the API port the kubelet (which cannot speak TLS to a gRPC probe) asks the
+  // plaintext health listener instead: WAYMARK_HEALTH_ADDR, container port `health`.
+  const tls = typeof env.WAYMARK_TLS_CERT_FILE === 'string';
+  const healthAddr = typeof env.WAYMARK_HEALTH_ADDR === 'string' ? env.WAYMARK_HEALTH_ADDR : undefined;
+  const healthPort = c.ports?.find((p: any) => p.name === 'health')?.containerPort;
+  if (healthAddr && healthPort !== portOf(healthAddr)) fail(o, `${where}: the health containerPort ${healthPort} is not WAYMARK_HEALTH_ADDR's port`);
+  if (tls) {
+    if (!healthAddr) fail(o, `${where}: with WAYMARK_TLS_CERT_FILE set, WAYMARK_HEALTH_ADDR must give the probes a plaintext health port`);
+    for (const variable of ['WAYMARK_TLS_CERT_FILE', 'WAYMARK_TLS_KEY_FILE']) {
+      const file = env[variable];
+      const mount = (c.volumeMounts ?? []).find((m: any) => typeof file === 'string' && file.startsWith(`${m.mountPath}/`));
+      const volume = mount && (pod.volumes ?? []).find((v: any) => v.name === mount.name);
+      if (!volume?.secret?.secretName) fail(o, `${where}: ${variable} must be a file of a mounted Secret volume, got ${String(file)}`);
+    }
+  }
+  const probePort = tls ? healthPort : grpcPort;
   const probes: [string, string][] = [['livenessProbe', LIVENESS], ['readinessProbe', READINESS], ['startupProbe', LIVENESS]];
   for (const [probe, service] of probes) {
     const grpc = c[probe]?.grpc;
     if (!grpc) fail(o, `${where}: ${probe} must be a native gRPC probe (grpc.health.v1)`);
     else {
-      if (grpc.port !== grpcPort) fail(o, `${where}: ${probe} must probe the grpc port ${grpcPort}, not ${grpc.port}`);
+      if (grpc.port !== probePort) fail(o, `${where}: ${probe} must probe the ${tls ? 'plaintext health' : 'grpc'} port ${probePort}, not ${grpc.port}`);
       if (grpc.service !== service) fail(o, `${where}: ${probe} must ask for service "${service}" (src/cli/readiness.ts), not "${grpc.service}"`);
     }
   }

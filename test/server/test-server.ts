@@ -3,6 +3,8 @@ import { pino } from 'pino';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
 import type { ClientLimits } from '../../src/server/client-limits.js';
+import type { TlsFiles } from '../../src/server/tls.js';
+import type { Interceptor } from '@connectrpc/connect';
 import type { SessionLimits } from '../../src/server/http2-sessions.js';
 import { registerReflectionService } from '../../src/server/reflection-service.js';
 import { registerRunService } from '../../src/server/run-service.js';
@@ -27,7 +29,9 @@ export function allServices(router: ConnectRouter, health: HealthStatus): void {
 
 /** A real HTTP/2 server on 127.0.0.1 and a free port. Close it with `server.close(graceMs)`. */
 export async function startTestServer(
-  options: { routes?: (router: ConnectRouter, health: HealthStatus) => void; maxRequestBytes?: number; sessionLimits?: Partial<SessionLimits>; clientLimits?: Partial<ClientLimits> } = {},
+  options: { routes?: (router: ConnectRouter, health: HealthStatus) => void; maxRequestBytes?: number; sessionLimits?: Partial<SessionLimits>; clientLimits?: Partial<ClientLimits>;
+    tls?: TlsFiles; interceptors?: Interceptor[];
+  } = {},
 ): Promise<TestServer> {
   const logs: LogLine[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
@@ -40,6 +44,8 @@ export async function startTestServer(
     maxRequestBytes: options.maxRequestBytes ?? 4 * 1024 * 1024,
     ...(options.sessionLimits ? { sessionLimits: options.sessionLimits } : {}),
     ...(options.clientLimits ? { clientLimits: options.clientLimits } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.interceptors ? { interceptors: options.interceptors } : {}),
     routes: (router) => routes(router, health),
   });
   return { server, health, logs };
