@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink, startRestartControl, unservedRpc } from '../support/restartable-server.js';
+import { opensslAvailable, TestCertificates, type Issued } from '../support/test-certificates.js';
 
 /*
  * The Go and Python clients' own test suites, run against a real `waymark server` this file
@@ -11,7 +12,9 @@ import { RestartableServer, startChargeSink, startRestartControl, unservedRpc } 
  * WAYMARK_ADDRESS set (their live tests skip without it) and WAYMARK_RESTART_URL, through which a
  * test asks this harness to restart the server mid-run (startRestartControl), and a second
  * replica on the same database (WAYMARK_REPLICA_ADDRESS) with WAYMARK_ROLLING_RESTART_URL, through
- * which a test restarts both one after the other as a rollout does. The TypeScript
+ * which a test restarts both one after the other as a rollout does. A third server on the same
+ * database serves TLS and requires a client certificate (WAYMARK_TEST_TLS_ADDRESS, with the CA
+ * and a client certificate in WAYMARK_TEST_TLS_*_FILE; throwaway files from openssl). The TypeScript
  * client's tests are ordinary vitest files (clients/ts/test). A missing toolchain skips its
  * language with a warning naming the setup step (scripts/setup-clients.sh); it never fails
  * silently as a pass.
@@ -28,6 +31,10 @@ let server: RestartableServer;
 let replica: RestartableServer;
 let control: Awaited<ReturnType<typeof startRestartControl>>;
 let sink: Awaited<ReturnType<typeof startChargeSink>>;
+/** The TLS server (mTLS required) and its files; absent without openssl. */
+let tlsServer: RestartableServer | undefined;
+let certs: TestCertificates | undefined;
+let clientCert: Issued | undefined;
 /** An RPC the server does not serve yet; the live tests cannot run without the whole API. */
 let unserved: string | undefined;
 
@@ -36,7 +43,18 @@ beforeAll(async () => {
   sink = await startChargeSink();
   server = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url });
   replica = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url });
-  await Promise.all([server.start(), replica.start()]);
+  if (opensslAvailable) {
+    certs = new TestCertificates();
+    const serverCert = certs.server();
+    clientCert = certs.client('client-tests');
+    tlsServer = new RestartableServer({
+      DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url,
+      WAYMARK_TLS_CERT_FILE: serverCert.certFile, WAYMARK_TLS_KEY_FILE: serverCert.keyFile, WAYMARK_TLS_CLIENT_CA_FILE: certs.caFile,
+    });
+  } else {
+    console.warn('clients.test.ts: openssl is missing, so the clients\' TLS tests skip');
+  }
+  await Promise.all([server.start(), replica.start(), tlsServer?.start()]);
   unserved = await unservedRpc(server.address);
   control = await startRestartControl(server, replica);
 });
@@ -45,6 +63,8 @@ afterAll(async () => {
   await control?.close();
   await server?.stop();
   await replica?.stop();
+  await tlsServer?.stop();
+  certs?.remove();
   await sink?.close();
   await db?.drop();
 });
@@ -64,6 +84,10 @@ function run(command: string, args: string[], cwd: string): Promise<Finished> {
       env: {
         ...process.env, WAYMARK_ADDRESS: server.address, WAYMARK_REPLICA_ADDRESS: replica.address,
         WAYMARK_RESTART_URL: control.url, WAYMARK_ROLLING_RESTART_URL: control.url.replace(/\/restart$/, '/rolling-restart'),
+        ...(tlsServer && certs && clientCert ? {
+          WAYMARK_TEST_TLS_ADDRESS: tlsServer.address, WAYMARK_TEST_TLS_CA_FILE: certs.caFile,
+          WAYMARK_TEST_TLS_CLIENT_CERT_FILE: clientCert.certFile, WAYMARK_TEST_TLS_CLIENT_KEY_FILE: clientCert.keyFile,
+        } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

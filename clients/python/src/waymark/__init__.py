@@ -15,6 +15,7 @@ from waymark._calls import DEFAULT_ADDRESS, Backoff, Reconnect, RetryPolicy  # n
 from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
+from waymark.tls import tls_credentials  # noqa: E402
 from waymark.enums import ApprovalState, DriftRecovery, EntryStatus, RunStatus  # noqa: E402
 from waymark.errors import (  # noqa: E402
     AlreadyResolved,
@@ -61,5 +62,6 @@ __all__ = [
     "WorkflowNotFound",
     "WrongState",
     "from_value",
+    "tls_credentials",
     "to_value",
 ]

@@ -179,6 +179,10 @@ def credentials(tls: bool | grpc.ChannelCredentials) -> grpc.ChannelCredentials 
     return None
 
 
+def server_name_options(server_name: str | None) -> list[tuple[str, str]]:
+    return [("grpc.ssl_target_name_override", server_name)] if server_name else []
+
+
 def metadata(token: str | None) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),) if token else ()
 

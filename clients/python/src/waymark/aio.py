@@ -37,6 +37,7 @@ class AsyncClient:
         address: str = _calls.DEFAULT_ADDRESS,
         *,
         tls: bool | grpc.ChannelCredentials = False,
+        server_name: str | None = None,
         token: str | None = None,
         namespace: str = "",
         timeout: float | None = 30.0,
@@ -46,7 +47,7 @@ class AsyncClient:
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
-        channel_options = [*_calls.CHANNEL_OPTIONS, *options]
+        channel_options = [*_calls.CHANNEL_OPTIONS, *_calls.server_name_options(server_name), *options]
         creds = _calls.credentials(tls)
         self._channel = (
             aio.secure_channel(address, creds, options=channel_options)

@@ -29,7 +29,10 @@ class Client:
     """A blocking client for one Waymark server (or a load-balanced address of several).
 
     ``tls`` is ``False`` for plaintext HTTP/2 (``waymark dev``, in-cluster servers), ``True``
-    for TLS with the system roots, or a :class:`grpc.ChannelCredentials`. ``token`` is sent as
+    for TLS with the system roots, or a :class:`grpc.ChannelCredentials` (such as
+    :func:`waymark.tls_credentials` with a CA file and a client certificate); ``server_name`` is
+    the name to verify the server's certificate against when it differs from the address's host.
+    ``token`` is sent as
     ``authorization: Bearer <token>``. ``timeout`` (seconds) is the deadline of each attempt of a
     unary call that has no ``timeout=`` of its own; a method's ``timeout=`` bounds that call as a
     whole, retries included. ``retry`` paces the retries of unary calls (docs/clients.md),
@@ -46,6 +49,7 @@ class Client:
         address: str = _calls.DEFAULT_ADDRESS,
         *,
         tls: bool | grpc.ChannelCredentials = False,
+        server_name: str | None = None,
         token: str | None = None,
         namespace: str = "",
         timeout: float | None = 30.0,
@@ -55,7 +59,7 @@ class Client:
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
-        channel_options = [*_calls.CHANNEL_OPTIONS, *options]
+        channel_options = [*_calls.CHANNEL_OPTIONS, *_calls.server_name_options(server_name), *options]
         creds = _calls.credentials(tls)
         self._channel = (
             grpc.secure_channel(address, creds, options=channel_options)
