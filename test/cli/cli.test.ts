@@ -22,7 +22,7 @@ describe('waymark command', () => {
     ['WAYMARK_EXECUTOR_CONCURRENCY', '0', 'whole number > 0'],
     ['WAYMARK_APPENDS_IN_FLIGHT', '-1', 'whole number >= 0'],
     ['DATABASE_URL', 'mysql://root:secret@db/x', 'postgres:// URL'],
-    ['WAYMARK_TLS_KEY_FILE', '/nonexistent/tls.key', 'must be set with WAYMARK_TLS_CERT_FILE'],
+    ['WAYMARK_TLS_KEY_FILE', '/nonexistent/tls.key', 'invalid setting WAYMARK_TLS_CERT_FILE="": must be set with WAYMARK_TLS_KEY_FILE'],
     ['WAYMARK_TLS_CLIENT_CA_FILE', '/nonexistent/ca.pem', 'needs WAYMARK_TLS_CERT_FILE'],
     ['WAYMARK_TLS_CLIENT_AUTH', 'maybe', 'must be require or optional'],
     ['WAYMARK_HEALTH_ADDR', 'nowhere', 'must be host:port'],
