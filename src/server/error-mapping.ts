@@ -56,8 +56,56 @@ const quota = (subject: string, description: string): Detail => ({
 });
 const retryAfter = (ms: number): Detail => ({ desc: RetryInfoSchema, value: { retryDelay: durationFromMs(ms) } });
 
-function status(message: string, code: Code, details: Detail[]): ConnectError {
-  return new ConnectError(message, code, undefined, details);
+/*
+ * What an error may echo of the request is bounded: a status travels in HTTP/2 trailers, whose
+ * header block Node refuses past 64 KiB (the stream is then reset with FRAME_SIZE_ERROR and the
+ * client gets no status at all; found by the full fuzz run: 64 labels with keys of a few KiB each,
+ * every one named in the message and in a field violation). So a message is at most
+ * MAX_MESSAGE_CHARS characters, a BadRequest lists at most MAX_VIOLATIONS violations, each field
+ * path and description and each metadata value is cut to its bound, and a lone surrogate (which
+ * the grpc-message percent-encoding cannot carry) becomes U+FFFD. Worst case, four UTF-8 bytes a
+ * character, about 40 KiB on the wire. Pinned by test/server/hostile-input.test.ts.
+ */
+export const MAX_MESSAGE_CHARS = 1_024;
+const MAX_VIOLATIONS = 16;
+const MAX_FIELD_CHARS = 160;
+const MAX_DESCRIPTION_CHARS = 320;
+const MAX_METADATA_CHARS = 256;
+
+/** `text` cut to `max` code points, saying how much was left out; lone surrogates replaced. */
+export function boundedText(text: string, max: number): string {
+  const wellFormed = text.replace(/\p{Cs}/gu, '\uFFFD');
+  if (wellFormed.length <= max) return wellFormed;
+  const points = Array.from(wellFormed);
+  if (points.length <= max) return wellFormed;
+  return `${points.slice(0, max).join('')}… (${points.length - max} more characters)`;
+}
+
+/** `details` with every client-sized part cut to its bound (see above). */
+export function boundedDetails(details: Detail[]): Detail[] {
+  return details.map((d) => {
+    if (!('desc' in d)) return d;
+    if (d.desc === BadRequestSchema) {
+      const value = d.value as { fieldViolations?: FieldViolation[] };
+      const all = value.fieldViolations ?? [];
+      const kept = all.slice(0, MAX_VIOLATIONS).map((v) => ({
+        field: boundedText(v.field ?? '', MAX_FIELD_CHARS), description: boundedText(v.description ?? '', MAX_DESCRIPTION_CHARS),
+      }));
+      if (all.length > MAX_VIOLATIONS) kept.push({ field: '', description: `and ${all.length - MAX_VIOLATIONS} more violations` });
+      return { desc: BadRequestSchema, value: { fieldViolations: kept } };
+    }
+    if (d.desc === ErrorInfoSchema) {
+      const value = d.value as { reason?: string; domain?: string; metadata?: Record<string, string> };
+      const metadata = Object.fromEntries(Object.entries(value.metadata ?? {}).map(([k, v]) => [k, boundedText(v, MAX_METADATA_CHARS)]));
+      return { desc: ErrorInfoSchema, value: { ...value, metadata } };
+    }
+    return d;
+  }) as Detail[];
+}
+
+/** A status whose message and details are within the bounds above, whatever the request echoed. */
+export function status(message: string, code: Code, details: Detail[]): ConnectError {
+  return new ConnectError(boundedText(message, MAX_MESSAGE_CHARS), code, undefined, boundedDetails(details));
 }
 
 /** The gRPC status of a domain error; undefined for an error this file does not know. */

@@ -5,7 +5,7 @@ import { codeToHttpStatus, createEndStreamSerialization, endStreamFlag, errorFro
 import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { ErrorInfoSchema, QuotaFailureSchema } from '../gen/google/rpc/error_details_pb.js';
-import { decodeErrorStatus, ERROR_DOMAIN } from './error-mapping.js';
+import { boundedDetails, boundedText, decodeErrorStatus, ERROR_DOMAIN, MAX_MESSAGE_CHARS } from './error-mapping.js';
 
 /*
  * Every error leaves the server with a google.rpc.ErrorInfo (docs/api.md "Errors"), also those
@@ -21,10 +21,13 @@ import { decodeErrorStatus, ERROR_DOMAIN } from './error-mapping.js';
 
 type Detail = ConnectError['details'][number];
 
-/** A ConnectError carrying `details` as they are: built here, or decoded from the wire. */
+/**
+ * A ConnectError carrying `details` (built here, or decoded from the wire), within the bounds every
+ * status keeps (error-mapping.ts `status`): Connect's messages can echo a path, a content type or a key.
+ */
 function errorWith(message: string, code: Code, details: Detail[]): ConnectError {
-  const err = new ConnectError(message, code);
-  err.details.push(...details);
+  const err = new ConnectError(boundedText(message, MAX_MESSAGE_CHARS), code);
+  err.details.push(...(boundedDetails(details as never) as Detail[]));
   return err;
 }
 

@@ -166,6 +166,25 @@ describe('finding 7: keys, lengths and NUL in labels', () => {
   });
 });
 
+describe('what an error echoes of the request is bounded (found by the full fuzz run)', () => {
+  it('64 labels with 3,000-character keys: an INVALID_ARGUMENT status within bounds, not a reset stream', async () => {
+    // Each key was named in the message and in a field violation: trailers over Node's 64 KiB
+    // header block limit, so the stream was reset (FRAME_SIZE_ERROR) and the client got no status.
+    const labels = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`${i}-${'é'.repeat(3_000)}`, 'v']));
+    for (const method of [RunService.method.listRuns, SignalService.method.listApprovals]) {
+      const res = await grpcRaw(api.address, method, grpcFrame(toBinary(method.input, create(method.input, { labels } as never))));
+      expect(res.grpcStatus).toBe(grpc.status.INVALID_ARGUMENT);
+      const err = findTrailerError(new Headers(Object.entries(res.trailers).filter(([k]) => !k.startsWith(':')) as [string, string][]))!;
+      expect(err.findDetails(ErrorInfoSchema)[0]?.reason).toBe('INVALID_REQUEST');
+      const violations = err.findDetails(BadRequestSchema)[0]!.fieldViolations;
+      expect(violations).toHaveLength(17); // 16 named, then how many more
+      expect(violations[16]!.description).toBe('and 48 more violations');
+      expect(violations[0]!.field).toMatch(/^labels\[0-é+… \(\d+ more characters\)$/);
+      expect(Array.from(err.rawMessage).length).toBeLessThan(1_100);
+    }
+  });
+});
+
 /** A JSON value `levels` containers deep: [[…[1]…]]. */
 export function nest(levels: number): unknown {
   let v: unknown = 1;
