@@ -15,6 +15,7 @@ import {
 } from '../engine/author/errors.js';
 import { InvalidPageTokenError } from '../engine/read/page-token.js';
 import { InvalidRequestError } from './request-validation.js';
+import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';
 import { StreamLimitError } from './stream-limit.js';
 
 /*
@@ -23,7 +24,7 @@ import { StreamLimitError } from './stream-limit.js';
  * the detail a client acts on: BadRequest field violations for INVALID_ARGUMENT, ResourceInfo for
  * NOT_FOUND, PreconditionFailure for FAILED_PRECONDITION, QuotaFailure for limits, RetryInfo where
  * a retry can succeed. Messages are the domain errors' own, written to say what to do. Anything
- * else is a bug: it is logged here with its stack and answered INTERNAL without internals.
+ * else is a bug: answered INTERNAL without internals, and logged once with its cause (server-faults.ts).
  */
 
 export const ERROR_DOMAIN = 'waymark';
@@ -185,7 +186,18 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
   return undefined;
 }
 
-/** The ConnectError a handler throws for `err`: ConnectErrors pass, domain errors map, the rest is INTERNAL. */
+/**
+ * What the client gets for a server fault (server-faults.ts): `code` with reason INTERNAL and a
+ * message without internals. `cause` rides along for the one log line the logging interceptor writes.
+ */
+export function internalError(cause: unknown, code: Code = Code.Internal): ConnectError {
+  return markAnswered(new ConnectError(INTERNAL_MESSAGE, code, undefined, [info('INTERNAL')], cause));
+}
+
+/**
+ * The ConnectError a handler throws for `err`: ConnectErrors pass, domain errors map, the rest is a
+ * bug: INTERNAL, carrying `err` as its cause, which the logging interceptor logs with the call.
+ */
 export function toConnectError(err: unknown, logger: Logger): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof WaymarkError) {
@@ -195,8 +207,7 @@ export function toConnectError(err: unknown, logger: Logger): ConnectError {
       return mapped;
     }
   }
-  logger.error({ err }, 'unexpected error in an RPC handler');
-  return new ConnectError('internal error; the server logged the details', Code.Internal);
+  return internalError(err);
 }
 
 /** The text protobuf-es' JSON decoder uses, and what it names: a field, an enum type, or an unknown key. */

@@ -6,6 +6,7 @@ import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { ErrorInfoSchema, QuotaFailureSchema } from '../gen/google/rpc/error_details_pb.js';
 import { boundedDetails, boundedText, decodeErrorStatus, ERROR_DOMAIN, MAX_MESSAGE_CHARS } from './error-mapping.js';
+import { INTERNAL_MESSAGE, isServerFault } from './server-faults.js';
 
 /*
  * Every error leaves the server with a google.rpc.ErrorInfo (docs/api.md "Errors"), also those
@@ -45,16 +46,25 @@ function hasErrorInfo(err: ConnectError): boolean {
   return err.details.some((d) => ('desc' in d ? d.desc.typeName : d.type) === ErrorInfoSchema.typeName);
 }
 
+/** Told of a server fault on its way out that no interceptor saw (http2-handler.ts logs it). */
+export type OnFault = (err: ConnectError) => void;
+
 /**
  * The error to send for one Connect raised: with an ErrorInfo whose reason says what was wrong.
  * A request body the decoder rejects is the client's mistake, INVALID_ARGUMENT, not INTERNAL:
  * MALFORMED_REQUEST, with a BadRequest naming the field when `method` (the one called) is known
- * and the decoder names one.
+ * and the decoder names one. A server fault (INTERNAL, UNKNOWN, DATA_LOSS) is answered with reason
+ * INTERNAL and no internals, and reported to `onFault`.
  */
-export function withErrorInfo(err: ConnectError, method?: DescMethod): ConnectError {
+export function withErrorInfo(err: ConnectError, method?: DescMethod, onFault?: OnFault): ConnectError {
   if (hasErrorInfo(err)) return err;
   const decoded = method && decodeErrorStatus(err, method);
   if (decoded) return decoded;
+  if (isServerFault(err.code)) {
+    // Connect's own text (an encoder's, a stack's) stays in the log (server-faults.ts).
+    onFault?.(err);
+    return errorWith(INTERNAL_MESSAGE, err.code, [info('INTERNAL')]);
+  }
   const m = err.rawMessage;
   const again = (message: string, code: Code, details: Detail[]): ConnectError => errorWith(message, code, [...err.details, ...details]);
   if (/^(parse binary|protocol error: (incomplete envelope|promised|missing input|received extra))|^cannot decode|JSON/i.test(m) && err.code !== Code.ResourceExhausted) {
@@ -95,50 +105,50 @@ export function unroutedResponse(
 }
 
 /** `uRes`, the answer of `method`, with an ErrorInfo added to whatever error it carries, in its protocol's format. */
-export function ensureErrorInfo(uRes: UniversalServerResponse, method?: DescMethod): UniversalServerResponse {
+export function ensureErrorInfo(uRes: UniversalServerResponse, method?: DescMethod, onFault?: OnFault): UniversalServerResponse {
   if (uRes.status === 404 || uRes.status === 405 || uRes.status === 415) return uRes; // handled by unroutedResponse
   const type = uRes.header?.get('content-type') ?? '';
   const body = uRes.body as AsyncIterable<Uint8Array> | undefined;
   if (!body || uRes.header?.has('content-encoding')) return uRes;
-  if (/^application\/grpc-web/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x81) === trailerFlag ? grpcWebTrailer(c, method) : c) };
+  if (/^application\/grpc-web/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x81) === trailerFlag ? grpcWebTrailer(c, method, onFault) : c) };
   if (/^application\/grpc/.test(type)) {
     const trailer = uRes.trailer;
-    return { ...uRes, body: afterLast(body, () => trailer && amendTrailer(trailer, method)) };
+    return { ...uRes, body: afterLast(body, () => trailer && amendTrailer(trailer, method, onFault)) };
   }
-  if (/^application\/connect\+/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x03) === endStreamFlag ? connectEndStream(c, method) : c) };
+  if (/^application\/connect\+/.test(type)) return { ...uRes, body: mapChunks(body, (c) => (c[0]! & 0x03) === endStreamFlag ? connectEndStream(c, method, onFault) : c) };
   if (uRes.status !== 200 && /^application\/json/.test(type)) {
     // The status line goes out after the first chunk (http2-handler.ts), so the amended code can still set it.
-    const out: UniversalServerResponse = { ...uRes, body: mapChunks(body, (c) => connectErrorBody(c, out, method)) };
+    const out: UniversalServerResponse = { ...uRes, body: mapChunks(body, (c) => connectErrorBody(c, out, method, onFault)) };
     return out;
   }
   return uRes;
 }
 
-function amendTrailer(trailer: Headers, method: DescMethod | undefined): Headers {
+function amendTrailer(trailer: Headers, method: DescMethod | undefined, onFault: OnFault | undefined): Headers {
   const err = findTrailerError(trailer);
   if (!err || hasErrorInfo(err)) return trailer;
-  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details), method);
+  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details), method, onFault);
   return setTrailerStatus(trailer, amended);
 }
 
-function grpcWebTrailer(chunk: Uint8Array, method: DescMethod | undefined): Uint8Array {
+function grpcWebTrailer(chunk: Uint8Array, method: DescMethod | undefined, onFault: OnFault | undefined): Uint8Array {
   const trailer = trailerParse(chunk.subarray(5));
-  return encodeEnvelope(trailerFlag, trailerSerialize(amendTrailer(trailer, method)));
+  return encodeEnvelope(trailerFlag, trailerSerialize(amendTrailer(trailer, method, onFault)));
 }
 
 const endStream = createEndStreamSerialization({});
 
-function connectEndStream(chunk: Uint8Array, method: DescMethod | undefined): Uint8Array {
+function connectEndStream(chunk: Uint8Array, method: DescMethod | undefined, onFault: OnFault | undefined): Uint8Array {
   const end = endStream.parse(chunk.subarray(5));
   if (!end.error || hasErrorInfo(end.error)) return chunk;
-  const error = withErrorInfo(errorWith(end.error.rawMessage, end.error.code, end.error.details), method);
+  const error = withErrorInfo(errorWith(end.error.rawMessage, end.error.code, end.error.details), method, onFault);
   return encodeEnvelope(endStreamFlag, endStream.serialize({ metadata: end.metadata, error }));
 }
 
-function connectErrorBody(chunk: Uint8Array, res: UniversalServerResponse, method: DescMethod | undefined): Uint8Array {
+function connectErrorBody(chunk: Uint8Array, res: UniversalServerResponse, method: DescMethod | undefined, onFault: OnFault | undefined): Uint8Array {
   const err = errorFromJsonBytes(chunk, undefined, new ConnectError('', Code.Unknown));
   if (hasErrorInfo(err)) return chunk;
-  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details), method);
+  const amended = withErrorInfo(errorWith(err.rawMessage, err.code, err.details), method, onFault);
   const bytes = errorToJsonBytes(amended, {});
   res.header!.set('content-length', String(bytes.byteLength));
   res.status = codeToHttpStatus(amended.code);

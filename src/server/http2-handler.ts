@@ -3,7 +3,8 @@ import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Conne
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } from '@connectrpc/connect-node';
 import type { Logger } from 'pino';
-import { ensureErrorInfo, unroutedResponse } from './framework-errors.js';
+import { ensureErrorInfo, grpcCodeName, unroutedResponse } from './framework-errors.js';
+import { faultRecordKey, logFault } from './server-faults.js';
 import { clampTimeoutHeaders } from './request-timeout.js';
 
 /*
@@ -43,9 +44,12 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
       return;
     }
     clampTimeoutHeaders(req.headers);
-    const uReq = universalRequestFromNodeRequest(req, undefined, options.contextValues(req));
+    // A fault the logging interceptor logged is not logged again on its way out (server-faults.ts).
+    const faults = { logged: false };
+    const onFault = (err: ConnectError): void => logFault(logger, { rpc: handler.requestPath, code: grpcCodeName(err.code) }, err, faults);
+    const uReq = universalRequestFromNodeRequest(req, undefined, options.contextValues(req).set(faultRecordKey, faults));
     handler(uReq)
-      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes, handler.method), res))
+      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes, handler.method, onFault), res))
       .catch((err: unknown) => {
         // The client went away (its stream closed or reset): nothing to answer, nobody to tell.
         const code = ConnectError.from(err).code;

@@ -14,6 +14,7 @@ import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
 import { registerApi, type ApiDeps } from '../../src/server/api.js';
+import { loggingInterceptor } from '../../src/server/logging-interceptor.js';
 import { StreamGate } from '../../src/server/stream-limit.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalStore } from '../../src/store/store.js';
@@ -39,7 +40,8 @@ export interface ApiHarness {
 
 /**
  * The API served in process (createRouterTransport) over a MemoryStore, as the composition root
- * wires it: engine, the engine's API (with its inline executions), stream gate, error mapping. No
+ * wires it: engine, the engine's API (with its inline executions), stream gate, error mapping, the
+ * logging interceptor. No
  * executor runs: a run only executes where the API executes it (StartRun with wait, after a signal
  * or a decision).
  */
@@ -58,7 +60,7 @@ export function apiHarness(options: {
     api: new EngineApi({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
   };
   const transport = createRouterTransport((router) => registerApi(router, deps), {
-    router: options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {},
+    router: { interceptors: [loggingInterceptor(logger)], ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}) },
   });
   return {
     store, engine, deps, logs,

@@ -83,7 +83,8 @@ describe('error mapping', () => {
     expect(err.code).toBe(Code.Internal);
     expect(err.rawMessage).toBe('internal error; the server logged the details');
     expect(err.rawMessage).not.toContain('secret_column');
-    const line = t.logs.find((l) => l.msg === 'unexpected error in an RPC handler');
+    const line = t.logs.find((l) => l.msg === 'rpc failed' && l.level === 50);
+    expect(line).toMatchObject({ rpc: '/waymark.v1.RunService/GetRun', run_id: RUN, fault: { type: 'TypeError' } });
     expect(JSON.stringify(line)).toContain('secret_column');
   });
 
