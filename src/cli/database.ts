@@ -61,6 +61,12 @@ async function resolveUrl(config: Config, logger: Logger): Promise<ResolvedUrl> 
     onLog: (line) => logger.debug({ postgres: line }),
   });
   if (!pg.owned) logger.info({ dataDir }, 'reusing the embedded PostgreSQL another waymark process started');
-  await ensureDatabase(pg.url, EMBEDDED_DATABASE);
+  try {
+    await ensureDatabase(pg.url, EMBEDDED_DATABASE);
+  } catch (err) {
+    // Started (or adopted) for nothing: stop it, or it outlives this process for good.
+    await pg.stop().catch((stopErr: unknown) => logger.warn({ err: stopErr }, 'stopping the embedded PostgreSQL failed'));
+    throw err;
+  }
   return { url: pg.urlFor(EMBEDDED_DATABASE), source: 'embedded', close: () => pg.stop() };
 }

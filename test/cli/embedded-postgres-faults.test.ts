@@ -4,6 +4,8 @@ import { createHash } from 'node:crypto';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../../src/cli/embedded-postgres.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
 
 /*
@@ -12,6 +14,7 @@ import { WaymarkProcess } from '../support/waymark-process.js';
  *    directory adopts it, and its clean stop stops it: no PostgreSQL process is left behind.
  * 9: as root, from a checkout under a folder the `postgres` user cannot enter, `waymark dev` starts
  *    (the binaries are copied where postgres can run them, the data kept in /var/lib/waymark).
+ * And a start that fails right after PostgreSQL started (its database cannot be created) stops it.
  */
 
 const TIMEOUT = 180_000;
@@ -101,6 +104,32 @@ describe.skipIf(process.platform !== 'linux')('embedded PostgreSQL faults', () =
     await third.listening();
     expect(postmasterPid(pgDir)).not.toBe(postmaster);
     expect((await third.stop('SIGTERM')).code).toBe(0);
+    expect(processesOn(pgDir)).toEqual([]);
+  });
+
+  it('a start whose database cannot be created stops the PostgreSQL it started: none is left behind', { timeout: TIMEOUT }, async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'waymark-nodb-'));
+    chmodSync(dir, 0o755);
+    cleanups.push(() => {
+      killAll(dir);
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const pgDir = path.join(dir, 'pg');
+    // A data directory whose `postgres` database refuses connections: creating `waymark` fails
+    // right after PostgreSQL started (SQLSTATE 55000).
+    const pg0 = await startEmbeddedPostgres({ dataDir: pgDir, port: 0, persistent: true });
+    const admin = new pg.Client({ connectionString: pg0.urlFor('template1') });
+    await admin.connect();
+    await admin.query('ALTER DATABASE postgres ALLOW_CONNECTIONS false');
+    await admin.end();
+    await pg0.stop();
+    expect(processesOn(pgDir)).toEqual([]);
+
+    const dev = WaymarkProcess.start(['dev'], { env: devEnv(dir) });
+    processes.push(dev);
+    const exit = await dev.exited;
+    expect(exit.code).not.toBe(0);
+    expect(`${dev.stderr}${JSON.stringify(dev.logs)}`).toContain('not currently accepting connections');
     expect(processesOn(pgDir)).toEqual([]);
   });
 

@@ -1,5 +1,6 @@
 import { createServer } from 'node:net';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { LeaseLostError, RunNotFoundError, StoreUnavailableError } from '../../src/journal/errors.js';
 import { translatePgError } from '../../src/store/postgres/pg-errors.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
@@ -31,6 +32,26 @@ it('a database that refuses connections is StoreUnavailableError (retryable)', a
   const connecting = PostgresStore.connect({ url: url.toString(), connectionTimeoutMs: 1_000 });
   await expect(connecting).rejects.toBeInstanceOf(StoreUnavailableError);
   await expect(connecting).rejects.toMatchObject({ retryable: true });
+});
+
+it('a database that does not accept connections (SQLSTATE 55000) is StoreUnavailableError; a 55000 in a session stays a bug', async () => {
+  // As for maintenance: the database refuses new sessions (the current one cannot say so of itself).
+  const name = new URL(db.url).pathname.slice(1);
+  const maintenance = new pg.Client({ connectionString: inject('databaseUrl') });
+  await maintenance.connect();
+  await maintenance.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+  try {
+    const connecting = PostgresStore.connect({ url: db.url, connectionTimeoutMs: 2_000 });
+    await expect(connecting).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(connecting).rejects.toMatchObject({ retryable: true, message: expect.stringContaining('SQLSTATE 55000') });
+  } finally {
+    await maintenance.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
+    await maintenance.end();
+  }
+  // currval before nextval is 55000 too, from a statement: a bug, rethrown as it is.
+  const bug = await db.admin.query("CREATE TEMP SEQUENCE s; SELECT currval('s')").catch((e: unknown) => e);
+  expect((bug as { code?: string }).code).toBe('55000');
+  expect(translatePgError(bug)).toBe(bug);
 });
 
 it('an exhausted pool fails after connectionTimeoutMs instead of waiting forever', async () => {

@@ -16,9 +16,14 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
  * 08xxx connection exceptions, 53xxx insufficient resources (too many connections, out of memory),
  * 57P01-57P05 shutdown / cannot connect now / idle-session timeouts, 57014 statement_timeout,
  * 55P03 lock_timeout (the sweeper skips and retries next tick), 40001/40P01 serialization failure
- * and deadlock (retry the whole call), 25P03 idle-in-transaction timeout.
+ * and deadlock (retry the whole call), 25P03 idle-in-transaction timeout. And 55000
+ * (object_not_in_prerequisite_state) when a new session is refused because the database does not
+ * accept connections (ALTER DATABASE … ALLOW_CONNECTIONS false, as for maintenance): PostgreSQL
+ * raises it while starting the session (routine InitPostgres). Elsewhere 55000 is a bug (currval
+ * before nextval, say) and stays one.
  */
-function retryableSqlState(code: string): boolean {
+function retryableSqlState(code: string, err: Error): boolean {
+  if (code === '55000') return (err as { routine?: unknown }).routine === 'InitPostgres' || /not currently accepting connections/.test(err.message);
   return code.startsWith('08') || code.startsWith('53') || /^57P0[1-5]$/.test(code) ||
     ['57014', '55P03', '40001', '40P01', '25P03'].includes(code);
 }
@@ -50,7 +55,7 @@ export function isUnavailable(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
   const state = sqlState(err);
-  if (state !== undefined) return retryableSqlState(state);
+  if (state !== undefined) return retryableSqlState(state, err);
   return CONNECTION_MESSAGES.some((m) => err.message.includes(m));
 }
 
