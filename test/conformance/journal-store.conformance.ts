@@ -12,6 +12,7 @@ import { signalsSection } from './signals.conformance.js';
 import { sweeperSection } from './sweeper.conformance.js';
 import { sweeperLeaderSection } from './sweeper-leader.conformance.js';
 import { wakeupsSection } from './wakeups.conformance.js';
+import { webhooksSection } from './webhooks.conformance.js';
 
 export type { ConformanceHarness, HarnessFactory } from './harness.js';
 
@@ -55,5 +56,6 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('wake-ups and following', () => wakeupsSection(ctx));
     describe('budget locks', () => budgetLockSection(ctx));
     describe('routing', () => routingSection(ctx));
+    describe('webhooks and their outbox', () => webhooksSection(ctx));
   });
 }

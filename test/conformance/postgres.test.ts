@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, webhook_endpoints, webhook_deliveries');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {
@@ -31,6 +31,13 @@ runConformanceSuite('postgres', async (options) => {
       await admin.query(`UPDATE sweeper_leader SET expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE replicas SET started_at = started_at - $1 * interval '1 millisecond',
         heartbeat_at = heartbeat_at - $1 * interval '1 millisecond', expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
+      await admin.query(`UPDATE webhook_deliveries SET created_at = created_at - $1 * interval '1 millisecond',
+        next_attempt_at = next_attempt_at - $1 * interval '1 millisecond', claimed_until = claimed_until - $1 * interval '1 millisecond'`, [ms]);
+      // Secret expiries live in a JSON array (ISO strings).
+      await admin.query(`UPDATE webhook_endpoints SET created_at = created_at - $1 * interval '1 millisecond', secrets = (
+        SELECT jsonb_agg(CASE WHEN s->>'expiresAt' IS NULL THEN s ELSE jsonb_set(s, '{expiresAt}', to_jsonb(to_char(
+          ((s->>'expiresAt')::timestamptz - $1 * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))) END)
+        FROM jsonb_array_elements(secrets) s)`, [ms]);
     },
     close: () => store.close(),
   };

@@ -38,7 +38,7 @@ it('4 migrators starting at once apply each migration exactly once, and readines
   expect(await migrate({ pool: admin })).toEqual({ applied: [] });
 });
 
-it('a failing migration rolls the whole run back, and files must be numbered in sequence', async () => {
+it('a failing migration rolls the whole run back, numbers may have gaps but never repeat', async () => {
   const other = await createTestDatabase('waymark_migrate');
   const pool = new pg.Pool({ connectionString: other.url, max: 1 });
   const dir = await mkdtemp(path.join(tmpdir(), 'waymark-migrations-'));
@@ -50,8 +50,14 @@ it('a failing migration rolls the whole run back, and files must be numbered in 
     expect(tables.rows[0]).toEqual({ good: null, log: null });
 
     await writeFile(path.join(dir, '0002_bad.sql'), 'SELECT 1;');
-    await writeFile(path.join(dir, '0004_gap.sql'), 'SELECT 1;');
-    await expect(migrate({ pool, dir })).rejects.toThrow(/0004_gap.sql is out of sequence/);
+    await writeFile(path.join(dir, '0004_after_a_gap.sql'), 'SELECT 1;');
+    await writeFile(path.join(dir, '0004_twin.sql'), 'SELECT 1;');
+    await expect(migrate({ pool, dir })).rejects.toThrow(/0004_after_a_gap.sql and 0004_twin.sql share the number 0004/);
+    await rm(path.join(dir, '0004_twin.sql'));
+    expect((await migrate({ pool, dir })).applied).toEqual(['0001_good.sql', '0002_bad.sql', '0004_after_a_gap.sql']);
+    // The number handed out earlier lands later: applied on the next migrate, after the higher one.
+    await writeFile(path.join(dir, '0003_late.sql'), 'SELECT 1;');
+    expect((await migrate({ pool, dir })).applied).toEqual(['0003_late.sql']);
   } finally {
     await pool.end();
     await other.drop();

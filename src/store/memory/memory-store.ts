@@ -25,6 +25,12 @@ import {
 } from '../write-checks.js';
 import { oldestOpenSuspension, openSignalWait, suspensionPage } from './memory-signals.js';
 import { MemoryWakeups } from './memory-wakeups.js';
+import { MemoryWebhooks } from './memory-webhooks.js';
+import type {
+  WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams,
+  WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
+  WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams,
+} from '../webhook-params.js';
 
 export interface MemoryStoreOptions {
   limits?: Partial<Limits>;
@@ -483,6 +489,41 @@ export class MemoryStore implements JournalStore {
   }
 
 
+  /** Endpoints and the outbox; changeStatus writes the deliveries of a run that ended. */
+  private readonly webhooks = new MemoryWebhooks(() => this.now());
+
+  webhookEndpointCreate(params: WebhookEndpointCreateParams): Promise<WebhookEndpoint> {
+    return this.webhooks.webhookEndpointCreate(params);
+  }
+
+  webhookEndpointList(params: WebhookEndpointListParams): Promise<WebhookEndpoint[]> {
+    return this.webhooks.webhookEndpointList(params);
+  }
+
+  webhookEndpointDelete(params: WebhookEndpointDeleteParams): Promise<void> {
+    return this.webhooks.webhookEndpointDelete(params);
+  }
+
+  webhookEndpointRotate(params: WebhookEndpointRotateParams): Promise<WebhookEndpoint> {
+    return this.webhooks.webhookEndpointRotate(params);
+  }
+
+  webhookDeliveryClaim(params: WebhookDeliveryClaimParams): Promise<WebhookClaim[]> {
+    return this.webhooks.webhookDeliveryClaim(params);
+  }
+
+  webhookDeliveryComplete(params: WebhookDeliveryCompleteParams): Promise<boolean> {
+    return this.webhooks.webhookDeliveryComplete(params);
+  }
+
+  webhookDeliveryList(params: WebhookDeliveryListParams): Promise<WebhookDeliveryListResult> {
+    return this.webhooks.webhookDeliveryList(params);
+  }
+
+  webhookDeliveryRedeliver(params: WebhookDeliveryRedeliverParams): Promise<WebhookDelivery> {
+    return this.webhooks.webhookDeliveryRedeliver(params);
+  }
+
   private readonly budgetLocks = new KeyedMutex();
 
   async budgetLock(params: BudgetLockParams): Promise<BudgetLock> {
@@ -543,6 +584,7 @@ export class MemoryStore implements JournalStore {
     rec.run.error = terminal && fields.error !== undefined ? clone(fields.error) : null;
     rec.run.updatedAt = this.now();
     const [entry] = this.write(rec, [statusEntry(status, rec.run.output, rec.run.error)]);
+    if (terminal) this.webhooks.runFinished(rec.run, entry!);
     this.wakeups.notify(rec.run.id, status === 'PENDING');
     return { run: clone(rec.run), entry: clone(entry!) };
   }

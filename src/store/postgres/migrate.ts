@@ -9,12 +9,18 @@ const FILE_NAME = /^(\d{4})_[a-z0-9_]+\.sql$/;
 /** Key of the transaction-scoped advisory lock that serialises migrators ('waymark' in ASCII). */
 const MIGRATION_LOCK_KEY = '0x7761796d61726b';
 
-/** The migration files shipped with this build, in the order they apply. */
+/**
+ * The migration files shipped with this build, in the order they apply. Numbers are unique; gaps
+ * are allowed, because numbers are handed to branches developed in parallel ahead of time (0010
+ * may land before 0008): migrate() applies every file not yet recorded, in order, whenever it
+ * arrives. Two files with one number are the merge accident this refuses.
+ */
 export async function migrationNames(dir = MIGRATIONS_DIR): Promise<string[]> {
   const names = (await readdir(dir)).filter((f) => FILE_NAME.test(f)).sort();
   names.forEach((name, i) => {
-    if (Number(FILE_NAME.exec(name)![1]) !== i + 1) {
-      throw new Error(`migration ${name} is out of sequence: expected number ${String(i + 1).padStart(4, '0')}`);
+    const previous = names[i - 1];
+    if (previous !== undefined && FILE_NAME.exec(previous)![1] === FILE_NAME.exec(name)![1]) {
+      throw new Error(`migrations ${previous} and ${name} share the number ${FILE_NAME.exec(name)![1]}: renumber the later one`);
     }
   });
   return names;

@@ -19,6 +19,11 @@ import type {
   SweeperLeaseRenewParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { notASuspension } from '../store-errors.js';
+import type {
+  WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams,
+  WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
+  WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams,
+} from '../webhook-params.js';
 import { STORE_DEFAULTS, type StoreLogger } from '../store-kind.js';
 import { assertEntriesFit, assertForcedStatusFits, assertRunCreateFits, assertStatusFits, suspensionDeadline } from '../write-checks.js';
 import { suspensionListDue } from './deadlines-queries.js';
@@ -27,6 +32,7 @@ import { AppendBatcher, type AppendRequest } from './append-batcher.js';
 import { BUDGET_LOCK_POOL_SIZE, BUDGET_LOCK_WAIT_MS, BudgetLocks } from './budget-lock.js';
 import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './pg-errors.js';
 import * as signals from './signals-ops.js';
+import * as webhooks from './webhooks-ops.js';
 import * as repq from './replicas-queries.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
@@ -424,6 +430,38 @@ export class PostgresStore implements JournalStore {
       findRun: (runId, namespace) => this.findRun(runId, namespace),
       fenceFailure: (lease) => this.fenceFailure(lease, 0),
     };
+  }
+
+  async webhookEndpointCreate(params: WebhookEndpointCreateParams): Promise<WebhookEndpoint> {
+    return webhooks.webhookEndpointCreate((q) => this.query(q), params);
+  }
+
+  async webhookEndpointList(params: WebhookEndpointListParams): Promise<WebhookEndpoint[]> {
+    return webhooks.webhookEndpointList((q) => this.query(q), params);
+  }
+
+  async webhookEndpointDelete(params: WebhookEndpointDeleteParams): Promise<void> {
+    return webhooks.webhookEndpointDelete((q) => this.query(q), params);
+  }
+
+  async webhookEndpointRotate(params: WebhookEndpointRotateParams): Promise<WebhookEndpoint> {
+    return webhooks.webhookEndpointRotate((q) => this.query(q), params);
+  }
+
+  async webhookDeliveryClaim(params: WebhookDeliveryClaimParams): Promise<WebhookClaim[]> {
+    return webhooks.webhookDeliveryClaim((q) => this.query(q), params);
+  }
+
+  async webhookDeliveryComplete(params: WebhookDeliveryCompleteParams): Promise<boolean> {
+    return webhooks.webhookDeliveryComplete((q) => this.query(q), params);
+  }
+
+  async webhookDeliveryList(params: WebhookDeliveryListParams): Promise<WebhookDeliveryListResult> {
+    return webhooks.webhookDeliveryList((q) => this.query(q), params);
+  }
+
+  async webhookDeliveryRedeliver(params: WebhookDeliveryRedeliverParams): Promise<WebhookDelivery> {
+    return webhooks.webhookDeliveryRedeliver((q) => this.query(q), params);
   }
 
   async replicaHeartbeat(params: ReplicaHeartbeatParams): Promise<void> {

@@ -3,6 +3,7 @@ import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js
 import type { RunCreateParams } from '../store.js';
 import { statusEntryInsert } from './journal-queries.js';
 import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
+import { runFinishedOutboxInsert } from './webhooks-queries.js';
 
 /*
  * Named statements on `runs` (STYLE habit 8). Lease expiry is compared with now() in WHERE clauses
@@ -195,9 +196,11 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
           lease_epoch = r.lease_epoch + 1, lease_holder = NULL, lease_expires_at = NULL,
           resume_requested = false, updated_at = now()
         FROM candidates c WHERE r.id = c.id AND r.status = 'RUNNING' AND r.lease_expires_at < now()
-        RETURNING r.id, r.status, r.next_seq, r.output, r.error, r.lease_epoch
+        RETURNING r.id, r.namespace, r.workflow_name, r.workflow_version, r.status, r.next_seq, r.output, r.error, r.lease_epoch
       ), failed_entries AS (
         ${statusEntryInsert(`(SELECT * FROM swept WHERE status = 'FAILED')`)}
+      ), outbox AS (
+        ${runFinishedOutboxInsert('swept')}
       ), retired AS (
         DELETE FROM suspension_deadlines d USING swept s WHERE d.run_id = s.id AND s.status = 'FAILED'
       )
@@ -209,10 +212,13 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
 
 /**
  * What both status changes do after updating the run row ($1 = run id, $3 = status): journal the
- * `status` entry, retire the run's deadlines when it ended, and return the run and the entry.
+ * `status` entry, write the webhook outbox rows when it ended (same statement, same commit),
+ * retire the run's deadlines when it ended, and return the run and the entry.
  */
 const STATUS_CHANGE_TAIL = `, entry AS (
         ${statusEntryInsert('changed')} RETURNING *
+      ), outbox AS (
+        ${runFinishedOutboxInsert('changed')}
       ), retired AS (
         DELETE FROM suspension_deadlines WHERE run_id = $1 AND $3 IN ${TERMINAL} AND EXISTS (SELECT 1 FROM changed)
       )

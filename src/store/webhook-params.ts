@@ -1,0 +1,129 @@
+import type { Json } from '../journal/run.js';
+
+/*
+ * Webhook endpoints and the outbox of their deliveries (docs/security.md "Webhooks"). A store
+ * writes the deliveries of a run's `run.finished` in the same atomic step as the run's terminal
+ * status (runStatusSet, runStatusForce, runRecoverExpired), one per endpoint of the run's
+ * namespace that subscribes to it; dispatchers claim and complete them.
+ */
+
+export const WEBHOOK_EVENT_TYPES = ['run.finished'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export type WebhookDeliveryState = 'pending' | 'delivered' | 'dead';
+
+export interface WebhookSecret {
+  /** `whsec_` + base64 of the key bytes (Standard Webhooks). */
+  secret: string;
+  /** After this the secret no longer signs; null while it is the current one. */
+  expiresAt: Date | null;
+}
+
+export interface WebhookEndpoint {
+  id: string;
+  namespace: string;
+  url: string;
+  events: WebhookEventType[];
+  /** Newest first; the unexpired ones sign every delivery. */
+  secrets: WebhookSecret[];
+  description: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  /** The `webhook-id` header: the same on every attempt and every endpoint; receivers dedupe on it. */
+  messageId: string;
+  endpointId: string;
+  namespace: string;
+  eventType: WebhookEventType;
+  runId: string;
+  /** The body sent, `{ type, timestamp, data }`. */
+  payload: Json;
+  state: WebhookDeliveryState;
+  /** Attempts claimed so far (an attempt cut short by a crash counts). */
+  attempts: number;
+  nextAttemptAt: Date;
+  lastError: string | null;
+  /** HTTP status of the last answer; null when there was none (refused, timed out, crashed). */
+  lastStatus: number | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+}
+
+export interface WebhookEndpointCreateParams {
+  id: string;
+  namespace: string;
+  url: string;
+  events: WebhookEventType[];
+  secret: string;
+  description: string;
+}
+
+export interface WebhookEndpointListParams {
+  namespace: string;
+}
+
+export interface WebhookEndpointDeleteParams {
+  namespace: string;
+  endpointId: string;
+}
+
+export interface WebhookEndpointRotateParams {
+  namespace: string;
+  endpointId: string;
+  /** The new current secret. */
+  secret: string;
+  /** How long the secrets signing so far go on signing (store clock); 0 retires them at once. */
+  overlapMs: number;
+}
+
+/** A delivery claimed for one attempt, with what the attempt needs. */
+export interface WebhookClaim {
+  delivery: WebhookDelivery;
+  /** Fences the completion: only the holder of this claim completes it. */
+  claimToken: string;
+  url: string;
+  /** The endpoint's secrets that sign now (unexpired on the store clock), newest first. */
+  secrets: string[];
+}
+
+export interface WebhookDeliveryClaimParams {
+  limit: number;
+  /** The claim lapses this long after it is taken (store clock); another dispatcher may then retry. */
+  claimTtlMs: number;
+  claimToken: string;
+}
+
+export type WebhookDeliveryOutcome =
+  | { state: 'delivered'; status: number }
+  | { state: 'pending'; retryInMs: number; error: string; status: number | null }
+  | { state: 'dead'; error: string; status: number | null };
+
+export interface WebhookDeliveryCompleteParams {
+  deliveryId: string;
+  claimToken: string;
+  outcome: WebhookDeliveryOutcome;
+}
+
+export interface WebhookDeliveryListParams {
+  namespace: string;
+  endpointId?: string | undefined;
+  state?: WebhookDeliveryState | undefined;
+  runId?: string | undefined;
+  limit: number;
+  /** Deliveries created before this one (createdAt, then id, descending); absent from the newest. */
+  after?: { createdAt: Date; id: string } | undefined;
+}
+
+export interface WebhookDeliveryListResult {
+  deliveries: WebhookDelivery[];
+  /** The last delivery of a full page, to pass as `after`; null on the last page. */
+  next: { createdAt: Date; id: string } | null;
+}
+
+export interface WebhookDeliveryRedeliverParams {
+  namespace: string;
+  deliveryId: string;
+}
