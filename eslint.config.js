@@ -28,7 +28,8 @@ export default tseslint.config(
         {
           zones: [
             zone('journal', ['store', 'engine', 'agent', 'server', 'sweeper', 'cli', 'gen'], 'journal/ is the domain: it imports nothing of ours.'),
-            zone('store', ['engine', 'agent', 'server', 'sweeper', 'cli', 'gen'], 'store/ sits below the engine.'),
+            zone('store', ['engine', 'agent', 'server', 'sweeper', 'cli', 'gen', 'webhooks'], 'store/ sits below the engine.'),
+            zone('webhooks', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen', 'agent'], 'webhooks/ (the dispatcher and the WebhookService use cases) depends on the store interface only; server/ calls it, cli/ starts it.'),
             zone('engine', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'engine/ depends on the JournalStore interface only.'),
             zone('engine', ['agent'], 'engine/ must not import agent/: ctx.agent reaches it through the AgentRuntime on the Registry (engine/runtime/agent-runtime.ts).'),
             zone('agent', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'agent/ depends on the engine and the store interface only.'),
@@ -49,7 +50,7 @@ export default tseslint.config(
             // Every store kind, present or future (a folder under store/), is reached only through store/open-store.ts
             // (the package root may still export MemoryStore, for users testing their workflows).
             {
-              target: ['engine', 'agent', 'sweeper', 'server', 'cli'].map(src),
+              target: ['engine', 'agent', 'sweeper', 'server', 'cli', 'webhooks'].map(src),
               from: [src('store/*/**')],
               message: 'store implementations (the folders under store/) are opened only by store/open-store.ts (openStore); everything else depends on the JournalStore interface.',
             },

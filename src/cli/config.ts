@@ -6,6 +6,7 @@ import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sess
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
 import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/client-limits.js';
+import { DISPATCHER_DEFAULTS, type DispatcherConfig } from '../webhooks/dispatcher.js';
 import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../server/tls.js';
 
 /**
@@ -63,6 +64,13 @@ const schema = z.object({
   WAYMARK_TLS_CLIENT_AUTH: z.enum(['require', 'optional'], { error: 'must be require or optional' }).default(TLS_DEFAULTS.clientAuth),
   WAYMARK_TLS_RELOAD_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(TLS_DEFAULTS.reloadIntervalMs),
   WAYMARK_HEALTH_ADDR: hostPort('0.0.0.0:50052').optional(),
+  WAYMARK_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
+  WAYMARK_WEBHOOK_MAX_ATTEMPTS: positiveInt('a whole number > 0').default(DISPATCHER_DEFAULTS.maxAttempts),
+  WAYMARK_WEBHOOK_BACKOFF_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.backoffMs),
+  WAYMARK_WEBHOOK_MAX_BACKOFF_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.maxBackoffMs),
+  WAYMARK_WEBHOOK_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.timeoutMs),
+  WAYMARK_WEBHOOK_CLAIM_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.claimTtlMs),
+  WAYMARK_WEBHOOK_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.intervalMs),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -97,6 +105,8 @@ export interface Config {
   tls: TlsFiles | undefined;
   /** A second, plaintext listener serving only grpc.health.v1 (Kubernetes probes cannot speak TLS). */
   healthAddr: { host: string; port: number } | undefined;
+  /** The webhook dispatcher every server runs (webhooks/dispatcher.ts). */
+  webhooks: DispatcherConfig;
 }
 
 /** A setting that failed validation; `message` is the one line printed before exiting. */
@@ -153,6 +163,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     tls,
     healthAddr: e.WAYMARK_HEALTH_ADDR === undefined ? undefined : splitHostPort(e.WAYMARK_HEALTH_ADDR),
+    webhooks: webhookSettings(e),
+  };
+}
+
+function webhookSettings(e: Env): DispatcherConfig {
+  if (e.WAYMARK_WEBHOOK_CLAIM_TTL_MS <= e.WAYMARK_WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError('WAYMARK_WEBHOOK_CLAIM_TTL_MS', `must exceed WAYMARK_WEBHOOK_TIMEOUT_MS (${e.WAYMARK_WEBHOOK_TIMEOUT_MS}), or a slow attempt would be repeated while it runs`, String(e.WAYMARK_WEBHOOK_CLAIM_TTL_MS));
+  }
+  return {
+    ...DISPATCHER_DEFAULTS,
+    allowPrivate: e.WAYMARK_WEBHOOK_ALLOW_PRIVATE === 'true',
+    maxAttempts: e.WAYMARK_WEBHOOK_MAX_ATTEMPTS,
+    backoffMs: e.WAYMARK_WEBHOOK_BACKOFF_MS,
+    maxBackoffMs: e.WAYMARK_WEBHOOK_MAX_BACKOFF_MS,
+    timeoutMs: e.WAYMARK_WEBHOOK_TIMEOUT_MS,
+    claimTtlMs: e.WAYMARK_WEBHOOK_CLAIM_TTL_MS,
+    intervalMs: e.WAYMARK_WEBHOOK_INTERVAL_MS,
   };
 }
 

@@ -6,6 +6,8 @@ import { registerApi } from '../server/api.js';
 import { startGrpcServer } from '../server/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
 import { registerReflectionService } from '../server/reflection-service.js';
+import { registerWebhookService, webhookService } from '../server/webhook-service.js';
+import { WebhookApi } from '../webhooks/webhook-api.js';
 import { StreamGate } from '../server/stream-limit.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './database.js';
@@ -42,7 +44,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
   try {
     const { applied } = await admin.migrate();
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING' });
+    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING', 'waymark.v1.WebhookService': 'SERVING' });
     // Readiness (and the overall status) follow the store and its schema; liveness never does.
     // The admin side answers on a connection of its own, so a busy store pool cannot make it flap.
     const readiness = startReadiness({ health, admin, logger });
@@ -79,6 +81,9 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       tls: config.tls,
       routes: (router) => {
         registerApi(router, api);
+        registerWebhookService(router, webhookService({
+          api: new WebhookApi(store, logger), logger, defaultNamespace: config.namespace, allowPrivate: config.webhooks.allowPrivate,
+        }));
         registerHealthService(router, health);
         registerReflectionService(router);
       },

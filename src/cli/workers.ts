@@ -13,6 +13,7 @@ import type { Config } from './config.js';
 import { Metrics } from './metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 import { createSweeper } from './sweeper-command.js';
+import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 
 export interface Workers {
   registry: Registry;
@@ -23,6 +24,8 @@ export interface Workers {
   sweeper: Sweeper | null;
   metrics: Metrics;
   metricsServer: MetricsServer | null;
+  /** Delivers the outbox's webhooks (every server runs one; claims are shared through the store). */
+  webhooks: WebhookDispatcher;
   /**
    * Starts claiming runs: the executor loop and, in dev, the sweeper. Called once the API listens,
    * so a process that crashes while executing has always logged its address first.
@@ -67,19 +70,22 @@ export async function startWorkers(params: {
   const presence = new ReplicaPresence({ store, replicaId: holder, workflows: engine.serves(), ttlMs: config.replicaTtlMs, logger });
   metrics.watchExecutor(executor);
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
+  const webhooks = new WebhookDispatcher(store, logger.child({ component: 'webhooks' }), config.webhooks);
   let started = false;
 
   return {
-    registry, engine, executor, sweeper, metrics, metricsServer,
+    registry, engine, executor, sweeper, metrics, metricsServer, webhooks,
     async start() {
       if (started) return;
       started = true;
       await presence.start();
       await executor.start();
       sweeper?.start();
+      webhooks.start();
     },
     async stop(graceMs) {
       await sweeper?.stop();
+      await webhooks.stop();
       if (started) {
         await presence.stop();
         await executor.stop({ graceMs });

@@ -17,6 +17,7 @@ import { InvalidPageTokenError } from '../engine/read/page-token.js';
 import { InvalidRequestError } from './request-validation.js';
 import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';
 import { StreamLimitError } from './stream-limit.js';
+import { WebhookDeliveryNotFoundError, WebhookDeliveryPendingError, WebhookEndpointNotFoundError } from '../journal/webhook-errors.js';
 
 /*
  * The one place domain errors become gRPC statuses (STYLE habit 4; docs/api.md "Errors" is the
@@ -135,6 +136,18 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
   }
   if (err instanceof ApprovalNotFoundError) {
     return status(m, Code.NotFound, [info(err.reason, { approval_id: err.approvalId }), resource('waymark.v1.Approval', err.approvalId, 'no such approval in this namespace')]);
+  }
+  if (err instanceof WebhookEndpointNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { endpoint_id: err.endpointId }), resource('waymark.v1.WebhookEndpoint', err.endpointId, 'no such endpoint in this namespace')]);
+  }
+  if (err instanceof WebhookDeliveryNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { delivery_id: err.deliveryId }), resource('waymark.v1.WebhookDelivery', err.deliveryId, 'no such delivery in this namespace')]);
+  }
+  if (err instanceof WebhookDeliveryPendingError) {
+    return status(m, Code.FailedPrecondition, [
+      info(err.reason, { delivery_id: err.deliveryId }),
+      precondition('WRONG_STATE', `webhookDeliveries/${err.deliveryId}`, 'the delivery is pending; redeliver a delivered or dead-lettered one'),
+    ]);
   }
   if (err instanceof ToolNotFoundError) return status(m, Code.NotFound, [info(err.reason, { tool: err.toolName })]);
   if (err instanceof FlowDriftError) {

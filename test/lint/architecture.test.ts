@@ -19,6 +19,17 @@ describe('architecture rules', () => {
     expect(ids).toContain('import-x/no-restricted-paths');
   });
 
+  it('webhooks/ depends on the store interface only, and the store does not import webhooks/', async () => {
+    const impl = "import { PostgresStore } from '../store/postgres/postgres-store.js';\nexport const p = PostgresStore;\n";
+    expect(await ruleIds('src/webhooks/probe.ts', impl)).toContain('import-x/no-restricted-paths');
+    const upward = "import { registerWebhookService } from '../server/webhook-service.js';\nexport const p = registerWebhookService;\n";
+    expect(await ruleIds('src/webhooks/probe.ts', upward)).toContain('import-x/no-restricted-paths');
+    const down = "import { newWebhookSecret } from '../webhooks/signing.js';\nexport const p = newWebhookSecret;\n";
+    expect(await ruleIds('src/store/probe.ts', down)).toContain('import-x/no-restricted-paths');
+    const iface = "import type { JournalStore } from '../store/store.js';\nexport type P = JournalStore;\n";
+    expect(await ruleIds('src/webhooks/probe.ts', iface)).not.toContain('import-x/no-restricted-paths');
+  });
+
   it('journal/ performs no I/O', async () => {
     const ids = await ruleIds('src/journal/probe.ts', "import { readFileSync } from 'node:fs';\nexport const p = readFileSync;\n");
     expect(ids).toContain('no-restricted-imports');
