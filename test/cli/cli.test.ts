@@ -26,6 +26,8 @@ describe('waymark command', () => {
     ['WAYMARK_TLS_CLIENT_CA_FILE', '/nonexistent/ca.pem', 'needs WAYMARK_TLS_CERT_FILE'],
     ['WAYMARK_TLS_CLIENT_AUTH', 'maybe', 'must be require or optional'],
     ['WAYMARK_HEALTH_ADDR', 'nowhere', 'must be host:port'],
+    ['WAYMARK_WEBHOOK_ALLOW_PRIVATE', 'yes', 'must be true or false'],
+    ['WAYMARK_WEBHOOK_CLAIM_TTL_MS', '5000', 'must exceed WAYMARK_WEBHOOK_TIMEOUT_MS (10000)'],
   ])('refuses %s=%s with one line naming the variable, exit 78', async (variable, value, expected) => {
     const p = WaymarkProcess.start(['server'], { env: { [variable]: value } });
     const { code } = await p.exited;

@@ -10,7 +10,7 @@ describe('Standard Webhooks signatures', () => {
     expect(isWebhookSecret(oldSecret)).toBe(true);
     const body = JSON.stringify({ type: 'run.finished', timestamp: new Date().toISOString(), data: { runId: 'r1' } });
     const headers = webhookHeaders({ id: 'msg_r1_3', timestampSeconds: Math.floor(Date.now() / 1000), body, secrets: [newSecret, oldSecret] });
-    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+    expect(headers['webhook-signature']!.split(' ')).toHaveLength(2);
     for (const secret of [oldSecret, newSecret]) expect(new Webhook(secret).verify(body, headers)).toMatchObject({ data: { runId: 'r1' } });
     expect(() => new Webhook(stranger).verify(body, headers)).toThrow();
     expect(() => new Webhook(newSecret).verify(`${body} `, headers)).toThrow(); // a changed body
