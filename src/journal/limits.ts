@@ -43,3 +43,17 @@ export const MAX_JSON_DEPTH = 32;
  * value a request was allowed to send is always stored, and nothing deeper ever is.
  */
 export const MAX_STORED_JSON_DEPTH = MAX_JSON_DEPTH + 4;
+
+/**
+ * The longest run timeout (StartRun `timeout`, defineWorkflow `timeout`): ten years, in
+ * milliseconds. Longer is refused as a mistake (a unit slip, a sentinel like "forever"): a run that
+ * should never time out has no timeout. docs/workflows.md "Timeouts".
+ */
+export const MAX_RUN_TIMEOUT_MS = 3650 * 86_400_000;
+
+/** Why `timeoutMs` is not a run timeout (a whole number of milliseconds, 1 to MAX_RUN_TIMEOUT_MS), or null when it is. */
+export function runTimeoutProblem(timeoutMs: number): string | null {
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) return 'must be a positive whole number of milliseconds (at least 1 ms)';
+  if (timeoutMs > MAX_RUN_TIMEOUT_MS) return `must be at most ${MAX_RUN_TIMEOUT_MS / 86_400_000} days; omit it for a run with no timeout`;
+  return null;
+}

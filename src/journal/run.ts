@@ -46,6 +46,8 @@ export interface Run {
   nextSeq: number;
   /** How many times in a row the sweeper made this run claimable again with no journal append in between. */
   recoveryCount: number;
+  /** The run timeout's deadline (database clock, set at creation); null: none. The sweeper fails the run once it passes. */
+  deadlineAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }

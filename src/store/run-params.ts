@@ -21,6 +21,11 @@ export interface RunCreateParams {
   budgetUsd?: number | null;
   dryRun?: boolean;
   /**
+   * The run timeout (docs/workflows.md "Timeouts"): the run's `deadlineAt` is its creation time on
+   * the store's clock plus this many milliseconds, fixed for its life. Absent or null: no deadline.
+   */
+  timeoutMs?: number | null;
+  /**
    * Take the lease at creation (status RUNNING) so the receiving replica executes it with no queue
    * hop (StartRun with wait). Absent: the run is PENDING for the first executor to claim.
    */

@@ -15,7 +15,7 @@ import type {
   SignalInboxListParams, SuspensionListParams, SuspensionListResult, SuspensionOpenOldestParams,
 } from './suspension-params.js';
 import type {
-  OrphanedRun, RunListEndedChildrenParams, RunListOrphansParams, RunRecoverExpiredParams, RunRecoverExpiredResult,
+  OrphanedRun, RunListEndedChildrenParams, RunListOrphansParams, RunListTimedOutParams, RunRecoverExpiredParams, RunRecoverExpiredResult,
   SuspensionListDueParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams,
 } from './sweeper-params.js';
 import type {
@@ -162,6 +162,12 @@ export interface JournalStore {
    * status (a cancelled parent cancels the child; any other end fails it).
    */
   runListOrphans(params: RunListOrphansParams): Promise<OrphanedRun[]>;
+  /**
+   * Sweeper: unfinished (PENDING, RUNNING, SUSPENDED) runs whose `deadlineAt` passed on the store's
+   * clock, earliest deadline first (then id), at most `limit`. Reads only: the sweeper fails each
+   * with runStatusForce (docs/recovery.md "Run timeouts").
+   */
+  runListTimedOut(params: RunListTimedOutParams): Promise<Run[]>;
   /** How many runs are in each status (all namespaces), for the runs-by-status gauge. */
   runCountByStatus(): Promise<RunCountByStatusResult>;
 

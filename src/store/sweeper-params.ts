@@ -53,6 +53,10 @@ export interface OrphanedRun {
   parentStatus: RunStatus;
 }
 
+export interface RunListTimedOutParams {
+  limit: number;
+}
+
 export interface SweeperLeaseAcquireParams {
   holder: string;
   ttlMs: number;

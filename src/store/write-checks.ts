@@ -1,6 +1,6 @@
 import { PayloadTooLargeError, UnstorableValueError, type UnstorableProblem } from '../journal/errors.js';
 import { newEntry, type NewJournalEntry, type StatusPayload } from '../journal/journal-entry.js';
-import { MAX_STORED_JSON_DEPTH, type Limits } from '../journal/limits.js';
+import { MAX_STORED_JSON_DEPTH, runTimeoutProblem, type Limits } from '../journal/limits.js';
 import type { Json, RunError, RunStatus } from '../journal/run.js';
 import type { RunCreateParams } from './store.js';
 
@@ -12,6 +12,10 @@ import type { RunCreateParams } from './store.js';
 export function assertRunCreateFits(params: RunCreateParams, limits: Limits): void {
   assertJsonStorable('input', params.input, limits.payloadBytes);
   assertJsonStorable('labels', params.labels ?? null, limits.payloadBytes);
+  if (params.timeoutMs !== undefined && params.timeoutMs !== null) {
+    const problem = runTimeoutProblem(params.timeoutMs);
+    if (problem) throw new RangeError(`timeoutMs ${problem}, got ${params.timeoutMs}`);
+  }
 }
 
 /**

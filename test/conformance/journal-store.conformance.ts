@@ -8,6 +8,7 @@ import { leasesSection } from './leases.conformance.js';
 import { limitsSection } from './limits.conformance.js';
 import { resolutionsSection } from './resolutions.conformance.js';
 import { runsSection } from './runs.conformance.js';
+import { runTimeoutsSection } from './run-timeouts.conformance.js';
 import { signalsSection } from './signals.conformance.js';
 import { sweeperSection } from './sweeper.conformance.js';
 import { sweeperLeaderSection } from './sweeper-leader.conformance.js';
@@ -57,5 +58,6 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('budget locks', () => budgetLockSection(ctx));
     describe('routing', () => routingSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
+    describe('run timeouts', () => runTimeoutsSection(ctx));
   });
 }

@@ -15,7 +15,7 @@ export function runsSection({ h }: SuiteContext): void {
       namespace: 'default', workflowName: 'refund', workflowVersion: '1', workflowDigest: 'sha256:abc',
       status: 'PENDING', input: params.input, output: null, error: null, labels: { team: 'billing' },
       idempotencyKey: 'k1', parentRunId: null, parentSeq: null, budgetUsd: 2.5, dryRun: true,
-      leaseHolder: null, leaseExpiresAt: null, leaseEpoch: 0, nextSeq: 0, recoveryCount: 0,
+      leaseHolder: null, leaseExpiresAt: null, leaseEpoch: 0, nextSeq: 0, recoveryCount: 0, deadlineAt: null,
     });
     expect(await store.runGet({ runId: run.id, namespace: 'default' })).toEqual(run);
     expect(await store.journalList({ runId: run.id })).toEqual([]);

@@ -30,7 +30,8 @@ engineSuite('PostgresStore', {
   async advance(_clock, ms) {
     await admin.query(`UPDATE runs SET created_at = created_at - $1 * interval '1 millisecond',
       updated_at = updated_at - $1 * interval '1 millisecond',
-      lease_expires_at = lease_expires_at - $1 * interval '1 millisecond'`, [ms]);
+      lease_expires_at = lease_expires_at - $1 * interval '1 millisecond',
+      deadline_at = deadline_at - $1 * interval '1 millisecond'`, [ms]);
     await admin.query(`UPDATE suspension_deadlines SET deadline_at = deadline_at - $1 * interval '1 millisecond'`, [ms]);
   },
   async teardown() {

@@ -11,7 +11,7 @@ import type {
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
-  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
+  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListTimedOutParams, RunListResult, RunRecoverExpiredParams,
   RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
   SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
   SignalInboxListParams, SuspensionListDueParams, SuspensionListParams, SuspensionListResult,
@@ -109,6 +109,7 @@ export class MemoryStore implements JournalStore {
       leaseEpoch: lease ? 1 : 0,
       nextSeq: 0,
       recoveryCount: 0,
+      deadlineAt: params.timeoutMs === undefined || params.timeoutMs === null ? null : new Date(now.getTime() + params.timeoutMs),
       createdAt: now,
       updatedAt: now,
     };
@@ -352,6 +353,18 @@ export class MemoryStore implements JournalStore {
       .sort((a, b) => a.parent.updatedAt.getTime() - b.parent.updatedAt.getTime() || compare(a.run.id, b.run.id))
       .slice(0, Math.max(0, params.limit))
       .map(({ run, parent }) => ({ run: clone(run), parentStatus: parent.status }));
+  }
+
+  async runListTimedOut(params: RunListTimedOutParams): Promise<Run[]> {
+    const now = this.now().getTime();
+    const due: { run: Run; deadline: number }[] = [];
+    for (const { run } of this.runs.values()) {
+      if (run.deadlineAt !== null && !isTerminalStatus(run.status) && run.deadlineAt.getTime() <= now) due.push({ run, deadline: run.deadlineAt.getTime() });
+    }
+    return due
+      .sort((a, b) => a.deadline - b.deadline || compare(a.run.id, b.run.id))
+      .slice(0, Math.max(0, params.limit))
+      .map(({ run }) => clone(run));
   }
 
   async runCountByStatus(): Promise<RunCountByStatusResult> {

@@ -11,7 +11,7 @@ import type {
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
-  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunRecoverExpiredParams,
+  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunListTimedOutParams, RunRecoverExpiredParams,
   RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
   SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
   SignalInboxListParams, SuspensionListDueParams, SuspensionListParams, SuspensionListResult,
@@ -372,6 +372,12 @@ export class PostgresStore implements JournalStore {
     if (params.limit <= 0) return [];
     const { rows } = await this.query<rq.RunRow & { parent_status: RunStatus }>(sq.runListOrphans(params));
     return rows.map((row) => ({ run: rq.toRun(row), parentStatus: row.parent_status }));
+  }
+
+  async runListTimedOut(params: RunListTimedOutParams): Promise<Run[]> {
+    if (params.limit <= 0) return [];
+    const { rows } = await this.query<rq.RunRow>(sq.runListTimedOut(params));
+    return rows.map(rq.toRun);
   }
 
   async runCountByStatus(): Promise<RunCountByStatusResult> {

@@ -13,7 +13,7 @@ import { runFinishedOutboxInsert } from './webhooks-queries.js';
 
 export const RUN_COLUMNS = `id, namespace, workflow_name, workflow_version, workflow_digest, status, input, output, error,
   labels, idempotency_key, parent_run_id, parent_seq, budget_usd, dry_run, lease_holder, lease_expires_at,
-  lease_epoch, next_seq, recovery_count, created_at, updated_at`;
+  lease_epoch, next_seq, recovery_count, deadline_at, created_at, updated_at`;
 
 const TERMINAL = `('SUCCEEDED', 'FAILED', 'CANCELLED')`;
 const MS = `* interval '1 millisecond'`;
@@ -25,7 +25,7 @@ export interface RunRow {
   idempotency_key: string | null; parent_run_id: string | null; parent_seq: number | null;
   budget_usd: string | number | null; dry_run: boolean; lease_holder: string | null;
   lease_expires_at: Date | string | null; lease_epoch: string | number; next_seq: number; recovery_count: number;
-  created_at: Date | string; updated_at: Date | string;
+  deadline_at: Date | string | null; created_at: Date | string; updated_at: Date | string;
 }
 
 export function toRun(row: RunRow): Run {
@@ -37,6 +37,7 @@ export function toRun(row: RunRow): Run {
     budgetUsd: row.budget_usd === null ? null : Number(row.budget_usd), dryRun: row.dry_run,
     leaseHolder: row.lease_holder, leaseExpiresAt: row.lease_expires_at === null ? null : new Date(row.lease_expires_at),
     leaseEpoch: Number(row.lease_epoch), nextSeq: row.next_seq, recoveryCount: row.recovery_count,
+    deadlineAt: row.deadline_at === null || row.deadline_at === undefined ? null : new Date(row.deadline_at),
     createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at),
   };
 }
@@ -57,10 +58,12 @@ export function runInsert(p: RunCreateParams & { id: string }): pg.QueryConfig {
     name: 'runs_insert',
     text: `WITH inserted AS (
         INSERT INTO runs (id, namespace, workflow_name, workflow_version, workflow_digest, status, input, labels,
-          idempotency_key, parent_run_id, parent_seq, budget_usd, dry_run, lease_holder, lease_expires_at, lease_epoch, next_seq)
+          idempotency_key, parent_run_id, parent_seq, budget_usd, dry_run, lease_holder, lease_expires_at, lease_epoch, next_seq,
+          deadline_at)
         VALUES ($1, $2, $3, $4, $5, CASE WHEN $14::text IS NULL THEN 'PENDING' ELSE 'RUNNING' END, $6::jsonb, $7::jsonb,
           $8, $9, $10, $11, $12, $14, CASE WHEN $14::text IS NULL THEN NULL ELSE clock_timestamp() + $13::integer ${MS} END,
-          CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, CASE WHEN $15 THEN 1 ELSE 0 END)
+          CASE WHEN $14::text IS NULL THEN 0 ELSE 1 END, CASE WHEN $15 THEN 1 ELSE 0 END,
+          now() + $16::bigint ${MS})
         ON CONFLICT (namespace, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING ${RUN_COLUMNS}
       ), running AS (
@@ -70,7 +73,7 @@ export function runInsert(p: RunCreateParams & { id: string }): pg.QueryConfig {
     values: [p.id, p.namespace, p.workflowName, p.workflowVersion, p.workflowDigest, JSON.stringify(p.input),
       JSON.stringify(p.labels ?? {}), p.idempotencyKey ?? null, p.parentRunId ?? null, p.parentSeq ?? null,
       p.budgetUsd ?? null, p.dryRun ?? false, p.leaseFor?.ttlMs ?? null, p.leaseFor?.holder ?? null,
-      p.leaseFor?.recordRunning === true],
+      p.leaseFor?.recordRunning === true, p.timeoutMs ?? null],
   };
 }
 

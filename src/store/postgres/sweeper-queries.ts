@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { RUN_COLUMNS } from './runs-queries.js';
 
 /*
- * The sweeper's scans over `runs` and `journal` (sweeper duty 4) and the status count behind the
+ * The sweeper's scans over `runs` and `journal` (sweeper duties 4 and the run timeouts) and the status count behind the
  * runs-by-status gauge: read-only statements, kept apart from runs-queries.ts because only the
  * sweeper and metrics run them. The partial indexes of migration 0003 keep both scans proportional
  * to unfinished runs, not to history.
@@ -37,6 +37,20 @@ export function runListOrphans(p: { limit: number; graceMs: number }): pg.QueryC
         AND p.status IN ${TERMINAL} AND p.updated_at <= now() - $2::integer ${MS}
       ORDER BY p.updated_at, c.id LIMIT $1`,
     values: [p.limit, p.graceMs],
+  };
+}
+
+/**
+ * Unfinished runs whose deadline passed (database clock), earliest first: the run-timeout duty.
+ * The partial index runs_deadline (migration 0008) holds only unfinished runs with a deadline.
+ */
+export function runListTimedOut(p: { limit: number }): pg.QueryConfig {
+  return {
+    name: 'sweeper_timed_out',
+    text: `SELECT ${RUN_COLUMNS} FROM runs
+      WHERE deadline_at IS NOT NULL AND deadline_at <= now() AND status IN ${UNFINISHED}
+      ORDER BY deadline_at, id LIMIT $1`,
+    values: [p.limit],
   };
 }
 
