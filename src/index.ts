@@ -25,7 +25,7 @@ export {
   ApprovalNotFoundError, ChildRunFailedError, DefinitionError, EffectFailedError, FlowDriftError, InvalidateTargetError,
   InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
-  EffectTimeoutError, NonRetryableError, RetriesExhaustedError,
+  EffectTimeoutError, NonRetryableError, RetriesExhaustedError, RunTimedOutError,
 } from './engine/author/errors.js';
 export type { RetryOptions } from './engine/author/retry.js';
 export type { FieldViolation } from './engine/author/errors.js';

@@ -24,6 +24,7 @@ export class Metrics {
   private readonly sweepDuration: Histogram;
   private readonly sweeperLeader: Gauge;
   private readonly unroutable: Gauge;
+  private readonly timedOut: Counter<'by'>;
   private readonly appendDuration: Histogram<'method' | 'outcome'>;
   private readonly timers: NodeJS.Timeout[] = [];
 
@@ -45,6 +46,10 @@ export class Metrics {
       name: 'waymark_runs_unroutable', registers,
       help: 'PENDING runs (past WAYMARK_UNROUTABLE_AFTER_MS) that no live replica can execute: none serves their workflow or pinned digest (leader sweeper only)',
     });
+    this.timedOut = new Counter({
+      name: 'waymark_runs_timed_out_total', labelNames: ['by'], registers,
+      help: 'Runs failed with RunTimedOutError (their run timeout passed): by the leader sweeper (by="sweeper") or by the replica executing the run at its deadline (by="replica")',
+    });
     this.appendDuration = new Histogram({
       name: 'waymark_journal_append_duration_seconds', help: 'Latency of journal writes (appends, status entries, resolutions)',
       labelNames: ['method', 'outcome'], registers,
@@ -61,6 +66,7 @@ export class Metrics {
     engine.events.on('execution-ended', (result) => {
       this.executions.inc({ outcome: result.outcome });
       if (result.outcome === 'lease_lost') this.leaseLosses.inc();
+      if (result.outcome === 'failed' && (result.error as { reason?: unknown } | null)?.reason === 'run_timed_out') this.timedOut.inc({ by: 'replica' });
     });
   }
 
@@ -79,7 +85,8 @@ export class Metrics {
       this.unroutable.set(r.unroutable.length);
       this.recoveries.inc({ result: 'recovered' }, r.recovered.length);
       this.recoveries.inc({ result: 'failed' }, r.failed.length);
-      const duties = { timeout: r.timeouts, sleep: r.sleeps, parent_woken: r.parentsWoken, child_cancelled: r.childrenCancelled, child_failed: r.childrenFailed };
+      this.timedOut.inc({ by: 'sweeper' }, r.timedOut.length);
+      const duties = { run_timeout: r.timedOut.length, run_timeout_child_cancelled: r.timedOutChildrenCancelled, timeout: r.timeouts, sleep: r.sleeps, parent_woken: r.parentsWoken, child_cancelled: r.childrenCancelled, child_failed: r.childrenFailed };
       for (const [duty, n] of Object.entries(duties)) if (n > 0) this.sweeperActions.inc({ duty }, n);
     });
   }

@@ -2,18 +2,19 @@
 // Must not know the transport or a store implementation: server/ and cli/ call it, never the reverse.
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
-import { LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
+import { LeaseLostError, PayloadTooLargeError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { JournalStore, ServedWorkflow } from '../store/store.js';
 import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './runtime/approvals.js';
 import { schemaHash, toJson } from './replay/content-key.js';
 import { errorRecord } from './replay/error-codec.js';
-import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from './author/errors.js';
+import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError, RunTimedOutError } from './author/errors.js';
 import { Execution, type ExecutionEnd } from './runtime/execution.js';
 import { validatePinned, zodViolations } from './replay/payload-schema.js';
 import type { Registry } from './registry.js';
 import { invalidationEntries, JournalIndex, openSuspensions } from './replay/replay.js';
+import { PARENT_TIMED_OUT_ENDING, runChildrenCancel, runEnd, runTimedOutRecord, type RunEnder, type RunEnding } from './runtime/run-ending.js';
 import * as resolutions from './runtime/resolutions.js';
 import { signalSend, type SignalSendParams, type SignalSendResult } from './runtime/signal-inbox.js';
 import { replayHistory, type ReplayPreview } from './runtime/resume-preview.js';
@@ -44,6 +45,11 @@ export interface RunStartParams {
   dryRun?: boolean;
   parentRunId?: string | null;
   parentSeq?: number | null;
+  /**
+   * The run timeout in milliseconds (StartRun `timeout`): replaces the definition's `timeout` for
+   * this run. Absent or null: the definition's, if any (docs/workflows.md "Timeouts").
+   */
+  timeoutMs?: number | null;
   /** Execute it here until it ends or parks (StartRun with wait). Default false: PENDING for an executor. */
   execute?: boolean;
 }
@@ -117,7 +123,7 @@ export class Engine {
     const local = this.registry.has(params.workflowName) ? this.registry.workflow(params.workflowName) : null;
     // Routing (docs/recovery.md "Routing"): a workflow this replica lacks is started for a live
     // replica that serves it (its newest definition), validated against that replica's input schema.
-    const workflow: Pick<Workflow, 'name' | 'version' | 'digest'> = local ?? (await this.servedElsewhere(params.workflowName));
+    const workflow: Pick<Workflow, 'name' | 'version' | 'digest'> & { timeoutMs?: number | null } = local ?? (await this.servedElsewhere(params.workflowName));
     if (local) {
       const parsed = local.input.safeParse(params.input);
       if (!parsed.success) throw new InvalidInputError(`the input of workflow "${local.name}"`, zodViolations(parsed.error));
@@ -139,6 +145,8 @@ export class Engine {
       parentSeq: params.parentSeq ?? null,
       budgetUsd: params.budgetUsd ?? null,
       dryRun: params.dryRun ?? false,
+      // StartRun's timeout replaces the definition's (as a Temporal start option sets the run's timeout).
+      timeoutMs: params.timeoutMs ?? workflow.timeoutMs ?? null,
       ...(execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, recordRunning: true } } : {}),
     });
     if (!lease) return { run, created, execution: null, waitingOn: await this.runWaits({ runId: run.id, namespace: run.namespace }) };
@@ -154,6 +162,7 @@ export class Engine {
   serves(): ServedWorkflow[] {
     this.served ??= this.registry.workflows().map((w) => ({
       name: w.name, version: w.version, digest: w.digest, drift: w.drift, description: w.description, inputSchema: w.inputSchema,
+      timeoutMs: w.timeoutMs,
     }));
     return this.served;
   }
@@ -303,59 +312,25 @@ export class Engine {
   }
 
   /**
-   * CancelRun: journals a `cancelled` entry for each open suspension of a run nobody executes
-   * (closeOpenWaits), fences the holder (runStatusForce bumps the epoch), closes the parent's wait,
-   * and does the same for the run's unfinished children, recursively. Returns the ids it cancelled.
+   * CancelRun: journals a `cancelled` entry for each open suspension of a run nobody executes, fences
+   * the holder (runStatusForce bumps the epoch), closes the parent's wait, and does the same for the
+   * run's unfinished children, recursively (runtime/run-ending.ts). Returns the ids it cancelled.
    */
   async runCancel(params: { runId: string; namespace: string; reason?: string }): Promise<{ run: Run; cancelled: string[] }> {
-    const error: RunError = { name: 'RunCancelledError', message: params.reason ?? 'the run was cancelled', reason: 'cancelled' };
-    const cancelled: string[] = [];
-    const cancelTree = async (runId: string, namespace: string): Promise<void> => {
-      await this.closeOpenWaits(runId, namespace, params.reason ?? null);
-      const forced = await this.store.runStatusForce({ runId, namespace, status: 'CANCELLED', error });
-      if (forced) {
-        cancelled.push(runId);
-        await this.childResolveParent({ child: forced.run });
-      }
-      let cursor: string | null = null;
-      do {
-        const page = await this.store.runList({ namespace, parentRunId: runId, statuses: ['PENDING', 'RUNNING', 'SUSPENDED'], pageSize: 100, cursor });
-        for (const child of page.runs) await cancelTree(child.id, namespace);
-        cursor = page.nextCursor;
-      } while (cursor);
+    const ending: RunEnding = {
+      status: 'CANCELLED', error: { name: 'RunCancelledError', message: params.reason ?? 'the run was cancelled', reason: 'cancelled' },
+      waitsReason: 'run_cancelled', message: params.reason ?? null,
     };
-    await cancelTree(params.runId, params.namespace);
-    return { run: await this.store.runGet({ runId: params.runId, namespace: params.namespace }), cancelled };
+    const target = { runId: params.runId, namespace: params.namespace };
+    const cancelled: string[] = [];
+    if (await runEnd(this.ender, target, ending)) cancelled.push(params.runId);
+    cancelled.push(...(await runChildrenCancel(this.ender, target, ending)));
+    return { run: await this.store.runGet(target), cancelled };
   }
 
-  /**
-   * Before a cancel: takes the lease of a PENDING or SUSPENDED run and appends one `cancelled`
-   * entry per open suspension (the journal must say the wait ended; a terminal run takes no more
-   * writes, so this comes first). The forced CANCELLED that follows releases the lease. A run
-   * another worker executes right now is not taken: it is fenced by the cancel, and its waits stay
-   * as they are. Best effort: a failure here is logged and the cancel goes on.
-   */
-  private async closeOpenWaits(runId: string, namespace: string, reason: string | null): Promise<void> {
-    let lease: Lease | null;
-    try {
-      lease = await this.store.runLeaseAcquire({ runId, namespace, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING', 'SUSPENDED'] });
-    } catch (err) {
-      if (err instanceof RunNotFoundError) throw err;
-      this.logger.warn({ runId, err }, 'could not take the run to close its open waits; cancelling it anyway');
-      return;
-    }
-    if (!lease) return;
-    try {
-      const entries = await this.store.journalList({ runId });
-      const index = JournalIndex.build(runId, entries);
-      const open = openSuspensions(index, resolutionIsValid);
-      if (open.length === 0) return;
-      const closing = invalidationEntries(index, entries, open.map((e) => e.seq))
-        .map((e) => ({ ...e, payload: { reason: 'run_cancelled', seq: e.refSeq, ...(reason ? { message: reason } : {}) } }));
-      await this.store.journalAppend({ lease, entries: closing });
-    } catch (err) {
-      this.logger.warn({ runId, err }, 'could not journal the cancellation of open waits; cancelling the run anyway');
-    }
+  /** How this engine ends runs from outside their execution (cancel, run timeout): as its own holder, closing open waits. */
+  private get ender(): RunEnder {
+    return { store: this.store, holder: this.holder, leaseTtlMs: this.leaseTtlMs, logger: this.logger, closeWaits: true };
   }
 
   private async recoverDrift(run: Run, choice: 'restart' | 'abandon'): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null }> {
@@ -437,6 +412,16 @@ export class Engine {
       }
       log.warn('executing against a changed definition (drift policy warn); the journal decides replay per content key');
     }
+    let deadlineIn: number | null = null;
+    if (run.deadlineAt !== null) {
+      try {
+        deadlineIn = run.deadlineAt.getTime() - (await this.clock()).getTime();
+      } catch (error) {
+        return this.stopped(runId, error);
+      }
+      // Claimed (or resumed) past its deadline before the sweeper failed it: it fails here, unexecuted.
+      if (deadlineIn <= 0) return this.timeOut(lease, run, log);
+    }
     let entries: JournalEntry[] = [];
     try {
       // A run created here holds only its RUNNING entry, which replay skips: no read needed.
@@ -454,6 +439,10 @@ export class Engine {
       if (this.executing.get(runId) === execution) this.executing.delete(runId);
     };
     const ctx = new WorkflowContextImpl(execution, this.registry, this.childStarter(run));
+    // The in-process fast path of the run timeout: at the deadline this replica stops the execution
+    // (in-flight effects see their AbortSignal fire with RunTimedOutError) and fails the run itself.
+    // The sweeper is the guarantee: the deadline is in the run row, this timer only saves the wait.
+    if (deadlineIn !== null) this.watchDeadline(execution, run, deadlineIn);
     const parsed = workflow.input.safeParse(run.input);
     const end = await execution.start(async () => {
       if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
@@ -469,6 +458,7 @@ export class Engine {
     const run = execution.run;
     switch (end.kind) {
       case 'stopped':
+        if (end.reason === 'timed_out') return this.timeOut(lease, run, log);
         return this.stopped(run.id, end.error);
       case 'blocked':
         return this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf));
@@ -532,6 +522,49 @@ export class Engine {
     return { runId: run.id, outcome, run: after, waitingOn: after.status === 'SUSPENDED' ? waitingOn : [], error: status.error ?? null };
   }
 
+  /**
+   * Stops `execution` once the store's clock passes the run's deadline: checked again when the
+   * timer fires (a process timer is not the database clock), and given up when the execution ends.
+   */
+  private watchDeadline(execution: Execution, run: Run, inMs: number): void {
+    const deadline = run.deadlineAt!;
+    let timer: NodeJS.Timeout | null = null;
+    const arm = (ms: number): void => {
+      timer = setTimeout(() => void check(), Math.min(Math.max(ms, 1), 2_147_483_647));
+      timer.unref();
+    };
+    const check = async (): Promise<void> => {
+      if (execution.over) return;
+      let left: number;
+      try {
+        left = deadline.getTime() - (await this.clock()).getTime();
+      } catch {
+        left = 1_000; // the clock is unreachable: the store is too; look again shortly (the sweeper is the guarantee)
+      }
+      if (left > 0) return arm(Math.max(left, 50));
+      execution.stop('timed_out', new RunTimedOutError(run.id, deadline));
+    };
+    arm(inMs);
+    void execution.whenEnded().then(() => {
+      if (timer) clearTimeout(timer);
+    });
+  }
+
+  /**
+   * Fails a run that passed its deadline, under this engine's lease (the fast path; the sweeper does
+   * the same without one), then cancels its unfinished children. A lost lease means someone else
+   * (the sweeper) ended it first.
+   */
+  private async timeOut(lease: Lease, run: Run, log: Logger): Promise<ExecuteResult> {
+    log.info({ deadline: run.deadlineAt }, 'run timed out: its deadline passed while executing here');
+    const result = await this.end(lease, run, { status: 'FAILED', error: runTimedOutRecord(run) }, log);
+    if (result.outcome === 'failed') {
+      await runChildrenCancel(this.ender, { runId: run.id, namespace: run.namespace }, { ...PARENT_TIMED_OUT_ENDING })
+        .catch((err: unknown) => log.warn({ err }, 'could not cancel the children of a timed-out run; the sweeper will'));
+    }
+    return result;
+  }
+
   private stopped(runId: string, error: unknown): ExecuteResult {
     const outcome: ExecuteOutcome = error instanceof LeaseLostError ? 'lease_lost' : 'aborted';
     if (error instanceof ExecutionAbortedError) this.logger.info({ runId, why: error.why }, 'execution stopped on this worker');
@@ -552,6 +585,9 @@ export class Engine {
         parentRunId: parent.id,
         parentSeq: suspension.seq,
         dryRun: parent.dryRun,
+        // A child has its own deadline (its definition's timeout), not its parent's: when the parent
+        // times out, its unfinished children are cancelled (runtime/run-ending.ts runTimeOut).
+        timeoutMs: workflow.timeoutMs,
       });
       if (child.status !== 'SUCCEEDED' && child.status !== 'FAILED' && child.status !== 'CANCELLED') return null;
       const resolved = await this.childResolveParent({ child });

@@ -318,6 +318,8 @@ export interface ServedWorkflow {
   description: string;
   /** JSON Schema of the input; null when the workflow declares none. */
   inputSchema: Json | null;
+  /** The definition's run timeout in milliseconds; null or absent (a replica from before timeouts): none. */
+  timeoutMs?: number | null;
 }
 
 export interface ReplicaHeartbeatParams {

@@ -51,6 +51,8 @@ export interface RunListOrphansParams {
 export interface OrphanedRun {
   run: Run;
   parentStatus: RunStatus;
+  /** The parent's error (a FAILED parent's reason says whether it timed out); null when none. */
+  parentError: RunError | null;
 }
 
 export interface RunListTimedOutParams {

@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino';
 import { SweeperLeaseLostError } from '../journal/errors.js';
 import type { RunError } from '../journal/run.js';
 import { childResolveParent, suspensionsResolveDue } from '../engine/runtime/resolutions.js';
+import { PARENT_TIMED_OUT, runTimeOut, type RunEnder } from '../engine/runtime/run-ending.js';
 import type { JournalStore, SweeperLease, UnroutableRun } from '../store/store.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
@@ -56,6 +57,10 @@ export interface SweepReport {
   recovered: string[];
   /** Runs failed as Interrupted after maxRecoveries. */
   failed: string[];
+  /** Runs failed with RunTimedOutError: their deadline passed (duty 0, run timeouts). */
+  timedOut: string[];
+  /** Unfinished children of those runs, cancelled with them. */
+  timedOutChildrenCancelled: number;
   /** Approval and signal deadlines resolved with their defaults. */
   timeouts: number;
   sleeps: number;
@@ -88,6 +93,7 @@ export class Sweeper {
   readonly maxBatches: number;
   readonly maxRecoveries: number;
   readonly unroutableAfterMs: number;
+  readonly leaderTtlMs: number;
   readonly leader: LeaderLease;
   /** Unroutable runs already logged, so each is logged once while it stays unroutable. */
   private readonly reportedUnroutable = new Set<string>();
@@ -113,6 +119,7 @@ export class Sweeper {
     this.maxBatches = o.maxBatches;
     this.maxRecoveries = o.maxRecoveries;
     this.unroutableAfterMs = o.unroutableAfterMs;
+    this.leaderTtlMs = o.leaderTtlMs;
     this.logger = (options.logger ?? pino({ enabled: false })).child({ component: 'sweeper' });
     this.leader = new LeaderLease({ store: this.store, holder: this.holder, ttlMs: o.leaderTtlMs, logger: this.logger });
     this.leader.events.on('acquired', (lease) => this.events.emit('elected', lease));
@@ -149,7 +156,7 @@ export class Sweeper {
   async sweepOnce(): Promise<SweepReport> {
     const started = performance.now();
     const report: SweepReport = {
-      leader: false, epoch: null, recovered: [], failed: [], timeouts: 0, sleeps: 0,
+      leader: false, epoch: null, recovered: [], failed: [], timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
       parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], durationMs: 0, fenced: false,
     };
     const lease = this.leader.current ?? await this.leader.tryAcquire();
@@ -171,11 +178,12 @@ export class Sweeper {
       }
     }
     report.durationMs = performance.now() - started;
-    const acted = report.recovered.length + report.failed.length + report.timeouts + report.sleeps +
+    const acted = report.recovered.length + report.failed.length + report.timedOut.length + report.timedOutChildrenCancelled + report.timeouts + report.sleeps +
       report.parentsWoken + report.childrenCancelled + report.childrenFailed;
     if (acted > 0 || report.fenced) {
       this.logger.info({
-        epoch: report.epoch, recovered: report.recovered, failed: report.failed, timeouts: report.timeouts, sleeps: report.sleeps,
+        epoch: report.epoch, recovered: report.recovered, failed: report.failed, timedOut: report.timedOut,
+        timedOutChildrenCancelled: report.timedOutChildrenCancelled, timeouts: report.timeouts, sleeps: report.sleeps,
         parentsWoken: report.parentsWoken, childrenCancelled: report.childrenCancelled, childrenFailed: report.childrenFailed,
         fenced: report.fenced, durationMs: Math.round(report.durationMs),
       }, 'sweep acted');
@@ -186,6 +194,22 @@ export class Sweeper {
 
   private async duties(store: JournalStore, report: SweepReport): Promise<void> {
     const { batchSize: limit, graceMs } = this;
+    // 0. Run timeouts: runs past their deadline (the run row, database clock) fail with
+    // RunTimedOutError and their unfinished children are cancelled. First, so a run both expired and
+    // past its deadline is failed rather than recovered. The forced status fences any holder.
+    const ender: RunEnder = { store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger, closeWaits: false };
+    await this.batches(async () => {
+      const due = await store.runListTimedOut({ limit });
+      for (const run of due) {
+        const { timedOut, cancelled } = await runTimeOut(ender, run);
+        if (timedOut) {
+          report.timedOut.push(run.id);
+          this.logger.info({ runId: run.id, namespace: run.namespace, workflow: run.workflowName, deadline: run.deadlineAt }, 'run timed out: failed with RunTimedOutError');
+        }
+        report.timedOutChildrenCancelled += cancelled.length;
+      }
+      return due.length;
+    });
     // 1. Expired leases: claimable again, or failed after maxRecoveries.
     await this.batches(async () => {
       const r = await store.runRecoverExpired({ limit, maxRecoveries: this.maxRecoveries, graceMs, failError: INTERRUPTED_RECOVERY });
@@ -212,14 +236,16 @@ export class Sweeper {
       }
       return children.length;
     });
-    // 4b. Children whose parent ended: cancelled with a cancelled parent, failed otherwise. Their
-    // own children become orphans in turn and are handled by the next batch or sweep.
+    // 4b. Children whose parent ended: cancelled with a cancelled or timed-out parent (the timeout
+    // duty cancels them at once; this catches a child it left behind), failed otherwise. Their own
+    // children become orphans in turn and are handled by the next batch or sweep.
     await this.batches(async () => {
       const orphans = await store.runListOrphans({ limit, graceMs });
-      for (const { run, parentStatus } of orphans) {
-        const cancel = parentStatus === 'CANCELLED';
+      for (const { run, parentStatus, parentError } of orphans) {
+        const timedOut = parentStatus === 'FAILED' && parentError?.reason === 'run_timed_out';
+        const cancel = parentStatus === 'CANCELLED' || timedOut;
         const forced = await store.runStatusForce({
-          runId: run.id, status: cancel ? 'CANCELLED' : 'FAILED', error: cancel ? PARENT_CANCELLED : INTERRUPTED_PARENT_ENDED,
+          runId: run.id, status: cancel ? 'CANCELLED' : 'FAILED', error: timedOut ? PARENT_TIMED_OUT : cancel ? PARENT_CANCELLED : INTERRUPTED_PARENT_ENDED,
         });
         if (forced && cancel) report.childrenCancelled++;
         else if (forced) report.childrenFailed++;

@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { LeaseLostError, SweeperLeaseLostError } from '../../src/journal/errors.js';
 import { MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
+import { newEntry } from '../../src/journal/journal-entry.js';
 import { runParams, startRun, suspension } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
@@ -92,5 +93,23 @@ export function runTimeoutsSection({ h }: SuiteContext): void {
     expect(next.epoch).toBe(leader.epoch + 1);
     await expect(store.runStatusForce({ runId: other.run.id, status: 'FAILED', error: TIMED_OUT, leader })).rejects.toBeInstanceOf(SweeperLeaseLostError);
     expect((await store.runListTimedOut({ limit: 10 })).map((r) => r.id)).toEqual([other.run.id]);
+  });
+
+  it('runListOrphans carries the parent\'s error, so the child of a timed-out parent can be told from one of a failed parent', async () => {
+    const { store, advance } = h();
+    const parent = await startRun(store, { workflowName: 'parent', timeoutMs: 1_000 });
+    const [wait] = await store.journalAppend({ lease: parent.lease, entries: [newEntry({ kind: 'child', name: 'kid', status: 'suspended', contentKey: 'ck:kid' })] });
+    const child = await startRun(store, { workflowName: 'kid', parentRunId: parent.run.id, parentSeq: wait!.seq });
+    const other = await startRun(store, { workflowName: 'parent' });
+    const [otherWait] = await store.journalAppend({ lease: other.lease, entries: [newEntry({ kind: 'child', name: 'kid', status: 'suspended', contentKey: 'ck:kid' })] });
+    const otherChild = await startRun(store, { workflowName: 'kid', parentRunId: other.run.id, parentSeq: otherWait!.seq });
+    await store.runStatusForce({ runId: parent.run.id, status: 'FAILED', error: TIMED_OUT });
+    await store.runStatusSet({ lease: other.lease, status: 'FAILED' });
+    await advance(2_000);
+    const orphans = await store.runListOrphans({ limit: 10, graceMs: 1_000 });
+    expect(orphans.map((o) => [o.run.id, o.parentStatus, o.parentError])).toEqual(expect.arrayContaining([
+      [child.run.id, 'FAILED', TIMED_OUT], [otherChild.run.id, 'FAILED', null],
+    ]));
+    expect(orphans).toHaveLength(2);
   });
 }

@@ -2,6 +2,7 @@ import { afterAll } from 'vitest';
 import { effectsSuite } from './suite/effects.js';
 import { recoverySuite } from './suite/recovery.js';
 import { retriesSuite } from './suite/retries.js';
+import { timeoutsSuite } from './suite/timeouts.js';
 import { makeSuite, type SuiteEnv } from './suite/support.js';
 import { waitsSuite } from './suite/waits.js';
 
@@ -15,4 +16,5 @@ export function engineSuite(label: string, env: SuiteEnv): void {
   waitsSuite(suite);
   recoverySuite(suite);
   retriesSuite(suite);
+  timeoutsSuite(suite);
 }

@@ -223,3 +223,16 @@ export class EffectTimeoutError extends WaymarkError {
     super(`${effectKind} "${effectName}" did not finish within its timeout of ${timeoutMs}ms; the attempt was aborted (its AbortSignal fired) and counts as failed`);
   }
 }
+
+/**
+ * The run did not finish before its deadline (its run `timeout`, docs/workflows.md "Timeouts"). The
+ * run ends FAILED with this error (reason `run_timed_out` in GetRun, its terminal journal entry and
+ * the event stream), its unfinished children are cancelled, and the AbortSignal handed to its
+ * in-flight tools and model calls carries it.
+ */
+export class RunTimedOutError extends WaymarkError {
+  readonly reason = 'RUN_TIMED_OUT';
+  constructor(readonly runId: string, readonly deadline: Date) {
+    super(`run ${runId} did not finish before its deadline ${deadline.toISOString()}; it was failed and its unfinished child runs were cancelled (give it a longer timeout in StartRun or defineWorkflow)`);
+  }
+}

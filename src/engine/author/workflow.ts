@@ -1,10 +1,11 @@
 // author/: defineWorkflow and the `ctx` interface (WorkflowContext) users program against, exported by src/index.ts.
 // Must not import runtime/ beyond types: runtime/workflow-context.ts implements ctx.
 import { z } from 'zod';
+import { runTimeoutProblem } from '../../journal/limits.js';
 import type { Json } from '../../journal/run.js';
 import type { AgentMessage, AgentOptions, AgentResult } from '../runtime/agent-runtime.js';
 import { canonicalJson, sha256Hex } from '../replay/content-key.js';
-import type { Duration } from './duration.js';
+import { durationMs, type Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
 import type { RetryOptions } from './retry.js';
 import type { Tool } from './tool.js';
@@ -109,6 +110,12 @@ export interface WorkflowDefinition<I extends z.ZodType, O> {
   output?: z.ZodType<O>;
   /** Default `warn`: the journal decides replay per content key. */
   drift?: DriftPolicy;
+  /**
+   * The run timeout of its runs (docs/workflows.md "Timeouts"): a run not finished this long after
+   * it was created fails with RunTimedOutError and its children are cancelled. A StartRun `timeout`
+   * replaces it for that run. Default none.
+   */
+  timeout?: Duration;
 }
 
 export interface Workflow<In = unknown, Out = unknown> {
@@ -119,6 +126,8 @@ export interface Workflow<In = unknown, Out = unknown> {
   readonly input: z.ZodType;
   readonly output: z.ZodType | null;
   readonly drift: DriftPolicy;
+  /** The default run timeout in milliseconds (`timeout`); null: none. */
+  readonly timeoutMs: number | null;
   /** JSON Schema of the input (what ListWorkflows shows and clients validate against). */
   readonly inputSchema: Json;
   /** sha256 of name, version, body source and input schema: what a run pins. */
@@ -143,6 +152,7 @@ export function defineWorkflow<I extends z.ZodType, O>(
   const drift = definition.drift ?? 'warn';
   if (drift !== 'warn' && drift !== 'strict') throw new DefinitionError(`workflow "${name}"`, `drift must be warn or strict, not "${drift}"`);
   const version = definition.version ?? '1';
+  const timeoutMs = definition.timeout === undefined ? null : definitionTimeout(name, definition.timeout);
   const inputSchema = JSON.parse(JSON.stringify(z.toJSONSchema(definition.input, { io: 'input', unrepresentable: 'any' }))) as Json;
   return Object.freeze({
     [WORKFLOW_BRAND]: true as const,
@@ -152,10 +162,23 @@ export function defineWorkflow<I extends z.ZodType, O>(
     input: definition.input,
     output: definition.output ?? null,
     drift,
+    timeoutMs,
     inputSchema,
     digest: workflowDigest({ name, version, source: body.toString(), inputSchema }),
     body: body as (ctx: WorkflowContext, input: never) => Promise<O>,
   });
+}
+
+function definitionTimeout(name: string, timeout: Duration): number {
+  let ms: number;
+  try {
+    ms = durationMs(timeout);
+  } catch (error) {
+    throw new DefinitionError(`workflow "${name}"`, `timeout: ${(error as Error).message}`);
+  }
+  const problem = runTimeoutProblem(ms);
+  if (problem) throw new DefinitionError(`workflow "${name}"`, `timeout ${problem}, got ${JSON.stringify(timeout)}`);
+  return ms;
 }
 
 /** The digest a run pins: sha256 over name, version, the body's source text and the input schema. */

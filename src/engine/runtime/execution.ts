@@ -30,10 +30,13 @@ export type ExecutionEnd =
   | { kind: 'threw'; error: unknown }
   /** Every branch waits on an open suspension and nothing is in flight. */
   | { kind: 'blocked'; parked: JournalEntry[] }
-  /** Lease lost, a store failure, (preview) a call that would run live, or shutdown (Engine.executionsAbort). No further writes. */
+  /**
+   * Lease lost, a store failure, (preview) a call that would run live, shutdown (Engine.executionsAbort),
+   * or the run's deadline passed (`timed_out`: the Engine then fails the run). No further writes.
+   */
   | { kind: 'stopped'; reason: StopReason; error: unknown };
 
-export type StopReason = 'lease_lost' | 'store_error' | 'live_call' | 'shutdown';
+export type StopReason = 'lease_lost' | 'store_error' | 'live_call' | 'shutdown' | 'timed_out';
 
 /** A reserved call: identity fixed synchronously when the code made it. */
 export interface Call {

@@ -352,7 +352,7 @@ export class MemoryStore implements JournalStore {
     return found
       .sort((a, b) => a.parent.updatedAt.getTime() - b.parent.updatedAt.getTime() || compare(a.run.id, b.run.id))
       .slice(0, Math.max(0, params.limit))
-      .map(({ run, parent }) => ({ run: clone(run), parentStatus: parent.status }));
+      .map(({ run, parent }) => ({ run: clone(run), parentStatus: parent.status, parentError: parent.error ? clone(parent.error) : null }));
   }
 
   async runListTimedOut(params: RunListTimedOutParams): Promise<Run[]> {

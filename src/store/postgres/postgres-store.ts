@@ -4,7 +4,7 @@ import {
 } from '../../journal/errors.js';
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
-import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../journal/run.js';
+import { isTerminalStatus, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
 import type {
@@ -370,8 +370,8 @@ export class PostgresStore implements JournalStore {
 
   async runListOrphans(params: RunListOrphansParams): Promise<OrphanedRun[]> {
     if (params.limit <= 0) return [];
-    const { rows } = await this.query<rq.RunRow & { parent_status: RunStatus }>(sq.runListOrphans(params));
-    return rows.map((row) => ({ run: rq.toRun(row), parentStatus: row.parent_status }));
+    const { rows } = await this.query<rq.RunRow & { parent_status: RunStatus; parent_error: RunError | null }>(sq.runListOrphans(params));
+    return rows.map((row) => ({ run: rq.toRun(row), parentStatus: row.parent_status, parentError: row.parent_error ?? null }));
   }
 
   async runListTimedOut(params: RunListTimedOutParams): Promise<Run[]> {

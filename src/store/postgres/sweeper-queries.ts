@@ -27,11 +27,11 @@ export function runListEndedChildren(p: { limit: number; graceMs: number }): pg.
   };
 }
 
-/** Unfinished children of parents that ended at least graceMs ago, with the parent's status. */
+/** Unfinished children of parents that ended at least graceMs ago, with the parent's status and error. */
 export function runListOrphans(p: { limit: number; graceMs: number }): pg.QueryConfig {
   return {
     name: 'sweeper_orphans',
-    text: `SELECT ${CHILD_COLUMNS}, p.status AS parent_status FROM runs c
+    text: `SELECT ${CHILD_COLUMNS}, p.status AS parent_status, p.error AS parent_error FROM runs c
       JOIN runs p ON p.id = c.parent_run_id
       WHERE c.parent_run_id IS NOT NULL AND c.status IN ${UNFINISHED}
         AND p.status IN ${TERMINAL} AND p.updated_at <= now() - $2::integer ${MS}
