@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Waiting } from '../engine/runtime/suspension.js';
 import type { Workflow as DomainWorkflow } from '../engine/author/workflow.js';
 import {
@@ -61,6 +61,7 @@ export function runToProto(run: DomainRun, spentUsd = 0): Run {
     createTime: timestampFromDate(run.createdAt),
     updateTime: timestampFromDate(run.updatedAt),
     nextSeq: BigInt(run.nextSeq),
+    deadlineTime: run.deadlineAt ? timestampFromDate(run.deadlineAt) : undefined,
   });
 }
 
@@ -74,7 +75,10 @@ export function waitingToProto(waiting: Waiting): WaitingOn {
   });
 }
 
-export function workflowToProto(workflow: Pick<DomainWorkflow, 'name' | 'version' | 'digest' | 'description' | 'drift'> & { inputSchema: DomainWorkflow['inputSchema'] | null }, replicas: string[] = []): Workflow {
+export function workflowToProto(
+  workflow: Pick<DomainWorkflow, 'name' | 'version' | 'digest' | 'description' | 'drift'> & { inputSchema: DomainWorkflow['inputSchema'] | null; timeoutMs?: number | null },
+  replicas: string[] = [],
+): Workflow {
   return create(WorkflowSchema, {
     replicas,
     name: workflow.name,
@@ -83,5 +87,6 @@ export function workflowToProto(workflow: Pick<DomainWorkflow, 'name' | 'version
     description: workflow.description,
     inputSchema: valueFromJson(workflow.inputSchema),
     driftPolicy: workflow.drift === 'strict' ? DriftPolicy.STRICT : DriftPolicy.WARN,
+    timeout: workflow.timeoutMs ? durationFromMs(workflow.timeoutMs) : undefined,
   });
 }

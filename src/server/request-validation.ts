@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Value } from '@bufbuild/protobuf/wkt';
+import type { Duration, Value } from '@bufbuild/protobuf/wkt';
 import { UnstorableValueError, unstorableReason, WaymarkError, type UnstorableProblem } from '../journal/errors.js';
-import { MAX_JSON_DEPTH } from '../journal/limits.js';
+import { MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS, runTimeoutProblem } from '../journal/limits.js';
 import type { Json } from '../journal/run.js';
 import type { FieldViolation } from '../engine/author/errors.js';
 import { isRunId } from '../store/run-id.js';
@@ -150,6 +150,35 @@ export class RequestCheck {
       return -1;
     }
     return Number(value);
+  }
+
+  /**
+   * A run timeout (google.protobuf.Duration) in whole milliseconds, a fraction rounded up; null when
+   * unset. Zero, negative, malformed (seconds and nanos of opposite signs, nanos out of range) and
+   * longer than MAX_RUN_TIMEOUT_MS are violations.
+   */
+  runTimeout(field: string, value: Duration | undefined): number | null {
+    if (value === undefined) return null;
+    const { seconds, nanos } = value;
+    if (!Number.isInteger(nanos) || nanos <= -1_000_000_000 || nanos >= 1_000_000_000 || (seconds > 0n && nanos < 0) || (seconds < 0n && nanos > 0)) {
+      this.fail(field, 'is not a valid duration (nanos must be within ±999,999,999 and have the sign of seconds)');
+      return null;
+    }
+    if (seconds < 0n || (seconds === 0n && nanos <= 0)) {
+      this.fail(field, 'must be a positive duration; leave it unset for the workflow\'s default');
+      return null;
+    }
+    if (seconds > BigInt(MAX_RUN_TIMEOUT_MS / 1000)) {
+      this.fail(field, `must be at most ${MAX_RUN_TIMEOUT_MS / 86_400_000} days; leave it unset for the workflow's default`);
+      return null;
+    }
+    const ms = Number(seconds) * 1000 + Math.ceil(nanos / 1_000_000);
+    const problem = runTimeoutProblem(ms);
+    if (problem) {
+      this.fail(field, problem);
+      return null;
+    }
+    return ms;
   }
 
   /** A google.protobuf.Value field as JSON (null when unset); a malformed one is a violation. */

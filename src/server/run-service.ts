@@ -29,12 +29,13 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const idempotencyKey = c.key('idempotency_key', req.idempotencyKey);
       const labels = c.labels('labels', req.labels);
       if (req.budgetUsd !== undefined && !(Number.isFinite(req.budgetUsd) && req.budgetUsd >= 0)) c.fail('budget_usd', 'must be a finite number >= 0');
+      const timeoutMs = c.runTimeout('timeout', req.timeout);
       const input = c.json('input', req.input);
       c.done();
       c.payload('input', input);
       const { run, created, waitingOn } = await abortable(api.runStart({
         namespace, workflowName, input, labels, idempotencyKey: idempotencyKey || null, budgetUsd: req.budgetUsd ?? null,
-        dryRun: req.dryRun, wait: req.wait,
+        dryRun: req.dryRun, wait: req.wait, timeoutMs,
       }, ctx.signal), ctx.signal);
       return { run: runToProto(run), created, waitingOn: waitingOn.map(waitingToProto) };
     },

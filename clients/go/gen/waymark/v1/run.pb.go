@@ -9,6 +9,7 @@ package waymarkv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -451,7 +452,11 @@ type Run struct {
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// The seq the next journal entry will get, i.e. the number of entries so far; a stream or
 	// GetJournal call with after_seq = next_seq - 1 receives only what happens next.
-	NextSeq       int64 `protobuf:"varint,18,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	NextSeq int64 `protobuf:"varint,18,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	// When the run times out (database clock): create_time plus its run timeout (StartRun's
+	// timeout, else the workflow definition's). Unset when it has none. A run not finished by then
+	// fails with error.reason "run_timed_out" and its unfinished child runs are cancelled.
+	DeadlineTime  *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=deadline_time,json=deadlineTime,proto3" json:"deadline_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -610,6 +615,13 @@ func (x *Run) GetNextSeq() int64 {
 		return x.NextSeq
 	}
 	return 0
+}
+
+func (x *Run) GetDeadlineTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DeadlineTime
+	}
+	return nil
 }
 
 // A failure as the journal records it: enough for replay to re-throw the same error.
@@ -1597,7 +1609,10 @@ type Workflow struct {
 	DriftPolicy DriftPolicy `protobuf:"varint,6,opt,name=drift_policy,json=driftPolicy,proto3,enum=waymark.v1.DriftPolicy" json:"drift_policy,omitempty"`
 	// The live replicas (host:pid) that serve this definition (name and digest); runs pinned to
 	// digest are executed by one of them. Empty when listed by a replica that has not registered yet.
-	Replicas      []string `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Replicas []string `protobuf:"bytes,7,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// The definition's run timeout: what a run started without StartRun's timeout gets. Unset when
+	// the definition has none.
+	Timeout       *durationpb.Duration `protobuf:"bytes,8,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1681,12 +1696,19 @@ func (x *Workflow) GetReplicas() []string {
 	return nil
 }
 
+func (x *Workflow) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
 var File_waymark_v1_run_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14waymark/v1/run.proto\x12\n" +
-	"waymark.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa0\x06\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x06\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12#\n" +
@@ -1709,7 +1731,8 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x19\n" +
-	"\bnext_seq\x18\x12 \x01(\x03R\anextSeq\x1a9\n" +
+	"\bnext_seq\x18\x12 \x01(\x03R\anextSeq\x12?\n" +
+	"\rdeadline_time\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fdeadlineTime\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
@@ -1809,7 +1832,7 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x12\x16\n" +
 	"\x06detail\x18\x06 \x01(\tR\x06detailB\x06\n" +
-	"\x04_seq\"\x85\x02\n" +
+	"\x04_seq\"\xba\x02\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
@@ -1817,7 +1840,8 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\x129\n" +
 	"\finput_schema\x18\x05 \x01(\v2\x16.google.protobuf.ValueR\vinputSchema\x12:\n" +
 	"\fdrift_policy\x18\x06 \x01(\x0e2\x17.waymark.v1.DriftPolicyR\vdriftPolicy\x12\x1a\n" +
-	"\breplicas\x18\a \x03(\tR\breplicas*\xbc\x01\n" +
+	"\breplicas\x18\a \x03(\tR\breplicas\x123\n" +
+	"\atimeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\atimeout*\xbc\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_PENDING\x10\x01\x12\x16\n" +
@@ -1899,6 +1923,7 @@ var file_waymark_v1_run_proto_goTypes = []any{
 	nil,                           // 18: waymark.v1.Approval.LabelsEntry
 	(*structpb.Value)(nil),        // 19: google.protobuf.Value
 	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_waymark_v1_run_proto_depIdxs = []int32{
 	0,  // 0: waymark.v1.Run.status:type_name -> waymark.v1.RunStatus
@@ -1908,36 +1933,38 @@ var file_waymark_v1_run_proto_depIdxs = []int32{
 	17, // 4: waymark.v1.Run.labels:type_name -> waymark.v1.Run.LabelsEntry
 	20, // 5: waymark.v1.Run.create_time:type_name -> google.protobuf.Timestamp
 	20, // 6: waymark.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	19, // 7: waymark.v1.RunError.details:type_name -> google.protobuf.Value
-	1,  // 8: waymark.v1.JournalEntry.status:type_name -> waymark.v1.EntryStatus
-	19, // 9: waymark.v1.JournalEntry.payload:type_name -> google.protobuf.Value
-	7,  // 10: waymark.v1.JournalEntry.error:type_name -> waymark.v1.RunError
-	9,  // 11: waymark.v1.JournalEntry.usage:type_name -> waymark.v1.Usage
-	20, // 12: waymark.v1.JournalEntry.create_time:type_name -> google.protobuf.Timestamp
-	20, // 13: waymark.v1.RunEvent.create_time:type_name -> google.protobuf.Timestamp
-	8,  // 14: waymark.v1.RunEvent.entry:type_name -> waymark.v1.JournalEntry
-	11, // 15: waymark.v1.RunEvent.status_changed:type_name -> waymark.v1.RunStatusChange
-	0,  // 16: waymark.v1.RunStatusChange.status:type_name -> waymark.v1.RunStatus
-	19, // 17: waymark.v1.RunStatusChange.output:type_name -> google.protobuf.Value
-	7,  // 18: waymark.v1.RunStatusChange.error:type_name -> waymark.v1.RunError
-	19, // 19: waymark.v1.Approval.payload_schema:type_name -> google.protobuf.Value
-	2,  // 20: waymark.v1.Approval.state:type_name -> waymark.v1.ApprovalState
-	19, // 21: waymark.v1.Approval.decision_payload:type_name -> google.protobuf.Value
-	20, // 22: waymark.v1.Approval.decide_time:type_name -> google.protobuf.Timestamp
-	20, // 23: waymark.v1.Approval.deadline:type_name -> google.protobuf.Timestamp
-	3,  // 24: waymark.v1.Approval.on_timeout:type_name -> waymark.v1.ApprovalDecision
-	18, // 25: waymark.v1.Approval.labels:type_name -> waymark.v1.Approval.LabelsEntry
-	20, // 26: waymark.v1.Approval.create_time:type_name -> google.protobuf.Timestamp
-	20, // 27: waymark.v1.WaitingOn.deadline:type_name -> google.protobuf.Timestamp
-	15, // 28: waymark.v1.ResumePreview.items:type_name -> waymark.v1.ResumePreviewItem
-	4,  // 29: waymark.v1.ResumePreviewItem.outcome:type_name -> waymark.v1.ResumeOutcome
-	19, // 30: waymark.v1.Workflow.input_schema:type_name -> google.protobuf.Value
-	5,  // 31: waymark.v1.Workflow.drift_policy:type_name -> waymark.v1.DriftPolicy
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	20, // 7: waymark.v1.Run.deadline_time:type_name -> google.protobuf.Timestamp
+	19, // 8: waymark.v1.RunError.details:type_name -> google.protobuf.Value
+	1,  // 9: waymark.v1.JournalEntry.status:type_name -> waymark.v1.EntryStatus
+	19, // 10: waymark.v1.JournalEntry.payload:type_name -> google.protobuf.Value
+	7,  // 11: waymark.v1.JournalEntry.error:type_name -> waymark.v1.RunError
+	9,  // 12: waymark.v1.JournalEntry.usage:type_name -> waymark.v1.Usage
+	20, // 13: waymark.v1.JournalEntry.create_time:type_name -> google.protobuf.Timestamp
+	20, // 14: waymark.v1.RunEvent.create_time:type_name -> google.protobuf.Timestamp
+	8,  // 15: waymark.v1.RunEvent.entry:type_name -> waymark.v1.JournalEntry
+	11, // 16: waymark.v1.RunEvent.status_changed:type_name -> waymark.v1.RunStatusChange
+	0,  // 17: waymark.v1.RunStatusChange.status:type_name -> waymark.v1.RunStatus
+	19, // 18: waymark.v1.RunStatusChange.output:type_name -> google.protobuf.Value
+	7,  // 19: waymark.v1.RunStatusChange.error:type_name -> waymark.v1.RunError
+	19, // 20: waymark.v1.Approval.payload_schema:type_name -> google.protobuf.Value
+	2,  // 21: waymark.v1.Approval.state:type_name -> waymark.v1.ApprovalState
+	19, // 22: waymark.v1.Approval.decision_payload:type_name -> google.protobuf.Value
+	20, // 23: waymark.v1.Approval.decide_time:type_name -> google.protobuf.Timestamp
+	20, // 24: waymark.v1.Approval.deadline:type_name -> google.protobuf.Timestamp
+	3,  // 25: waymark.v1.Approval.on_timeout:type_name -> waymark.v1.ApprovalDecision
+	18, // 26: waymark.v1.Approval.labels:type_name -> waymark.v1.Approval.LabelsEntry
+	20, // 27: waymark.v1.Approval.create_time:type_name -> google.protobuf.Timestamp
+	20, // 28: waymark.v1.WaitingOn.deadline:type_name -> google.protobuf.Timestamp
+	15, // 29: waymark.v1.ResumePreview.items:type_name -> waymark.v1.ResumePreviewItem
+	4,  // 30: waymark.v1.ResumePreviewItem.outcome:type_name -> waymark.v1.ResumeOutcome
+	19, // 31: waymark.v1.Workflow.input_schema:type_name -> google.protobuf.Value
+	5,  // 32: waymark.v1.Workflow.drift_policy:type_name -> waymark.v1.DriftPolicy
+	21, // 33: waymark.v1.Workflow.timeout:type_name -> google.protobuf.Duration
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_proto_init() }

@@ -9,6 +9,7 @@ package waymarkv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
@@ -226,7 +227,13 @@ type StartRunRequest struct {
 	// dry_run so it is never mistaken for a real one.
 	DryRun bool `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Labels to attach to the run.
-	Labels        map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The run timeout: a run not finished this long after it was created fails with error.reason
+	// "run_timed_out" (its unfinished child runs are cancelled). Replaces the workflow definition's
+	// timeout for this run; unset means the definition's, if any. From 1 ms to 3650 days; zero,
+	// negative or longer durations are INVALID_ARGUMENT and nothing is written. Ignored, like every
+	// other field, when the idempotency key returns an existing run.
+	Timeout       *durationpb.Duration `protobuf:"bytes,9,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -313,6 +320,13 @@ func (x *StartRunRequest) GetDryRun() bool {
 func (x *StartRunRequest) GetLabels() map[string]string {
 	if x != nil {
 		return x.Labels
+	}
+	return nil
+}
+
+func (x *StartRunRequest) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
 	}
 	return nil
 }
@@ -1915,7 +1929,7 @@ var File_waymark_v1_run_service_proto protoreflect.FileDescriptor
 const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1cwaymark/v1/run_service.proto\x12\n" +
-	"waymark.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14waymark/v1/run.proto\"\xfe\x02\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14waymark/v1/run.proto\"\xb3\x03\n" +
 	"\x0fStartRunRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12,\n" +
@@ -1925,7 +1939,8 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\n" +
 	"budget_usd\x18\x06 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12\x17\n" +
 	"\adry_run\x18\a \x01(\bR\x06dryRun\x12?\n" +
-	"\x06labels\x18\b \x03(\v2'.waymark.v1.StartRunRequest.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\b \x03(\v2'.waymark.v1.StartRunRequest.LabelsEntryR\x06labels\x123\n" +
+	"\atimeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
@@ -2145,70 +2160,72 @@ var file_waymark_v1_run_service_proto_goTypes = []any{
 	nil,                              // 26: waymark.v1.StartRunRequest.LabelsEntry
 	nil,                              // 27: waymark.v1.ListRunsRequest.LabelsEntry
 	(*structpb.Value)(nil),           // 28: google.protobuf.Value
-	(*Run)(nil),                      // 29: waymark.v1.Run
-	(*WaitingOn)(nil),                // 30: waymark.v1.WaitingOn
-	(RunStatus)(0),                   // 31: waymark.v1.RunStatus
-	(*JournalEntry)(nil),             // 32: waymark.v1.JournalEntry
-	(*RunEvent)(nil),                 // 33: waymark.v1.RunEvent
-	(*ResumePreview)(nil),            // 34: waymark.v1.ResumePreview
-	(*Workflow)(nil),                 // 35: waymark.v1.Workflow
-	(*Usage)(nil),                    // 36: waymark.v1.Usage
-	(*RunError)(nil),                 // 37: waymark.v1.RunError
+	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
+	(*Run)(nil),                      // 30: waymark.v1.Run
+	(*WaitingOn)(nil),                // 31: waymark.v1.WaitingOn
+	(RunStatus)(0),                   // 32: waymark.v1.RunStatus
+	(*JournalEntry)(nil),             // 33: waymark.v1.JournalEntry
+	(*RunEvent)(nil),                 // 34: waymark.v1.RunEvent
+	(*ResumePreview)(nil),            // 35: waymark.v1.ResumePreview
+	(*Workflow)(nil),                 // 36: waymark.v1.Workflow
+	(*Usage)(nil),                    // 37: waymark.v1.Usage
+	(*RunError)(nil),                 // 38: waymark.v1.RunError
 }
 var file_waymark_v1_run_service_proto_depIdxs = []int32{
 	28, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
 	26, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
-	29, // 2: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
-	30, // 3: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	29, // 4: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
-	30, // 5: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	31, // 6: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
-	27, // 7: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
-	29, // 8: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
-	32, // 9: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
-	33, // 10: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
-	0,  // 11: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
-	29, // 12: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
-	34, // 13: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
-	29, // 14: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
-	29, // 15: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
-	35, // 16: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	21, // 17: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
-	31, // 18: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
-	22, // 19: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
-	23, // 20: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
-	21, // 21: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
-	24, // 22: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
-	25, // 23: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
-	1,  // 24: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
-	36, // 25: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
-	28, // 26: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
-	2,  // 27: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
-	28, // 28: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
-	37, // 29: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
-	3,  // 30: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
-	5,  // 31: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
-	7,  // 32: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
-	9,  // 33: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
-	11, // 34: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
-	13, // 35: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
-	15, // 36: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
-	17, // 37: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	19, // 38: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
-	4,  // 39: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
-	6,  // 40: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
-	8,  // 41: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
-	10, // 42: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
-	12, // 43: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
-	14, // 44: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
-	16, // 45: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
-	18, // 46: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	20, // 47: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
-	39, // [39:48] is the sub-list for method output_type
-	30, // [30:39] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	29, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
+	30, // 3: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
+	31, // 4: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	30, // 5: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
+	31, // 6: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	32, // 7: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	27, // 8: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
+	30, // 9: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
+	33, // 10: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
+	34, // 11: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
+	0,  // 12: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
+	30, // 13: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
+	35, // 14: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
+	30, // 15: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
+	30, // 16: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
+	36, // 17: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	21, // 18: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
+	32, // 19: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
+	22, // 20: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
+	23, // 21: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
+	21, // 22: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
+	24, // 23: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
+	25, // 24: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
+	1,  // 25: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
+	37, // 26: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
+	28, // 27: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
+	2,  // 28: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
+	28, // 29: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
+	38, // 30: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
+	3,  // 31: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
+	5,  // 32: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
+	7,  // 33: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
+	9,  // 34: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
+	11, // 35: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
+	13, // 36: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
+	15, // 37: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
+	17, // 38: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	19, // 39: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
+	4,  // 40: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
+	6,  // 41: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
+	8,  // 42: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
+	10, // 43: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
+	12, // 44: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
+	14, // 45: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
+	16, // 46: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
+	18, // 47: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	20, // 48: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
+	40, // [40:49] is the sub-list for method output_type
+	31, // [31:40] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_service_proto_init() }

@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -282,6 +283,7 @@ class Run(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     NEXT_SEQ_FIELD_NUMBER: _builtins.int
+    DEADLINE_TIME_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Server-assigned id, unique across namespaces."""
     namespace: _builtins.str
@@ -337,6 +339,13 @@ class Run(_message.Message):
     def update_time(self) -> _timestamp_pb2.Timestamp:
         """When the run's status or journal last changed."""
 
+    @_builtins.property
+    def deadline_time(self) -> _timestamp_pb2.Timestamp:
+        """When the run times out (database clock): create_time plus its run timeout (StartRun's
+        timeout, else the workflow definition's). Unset when it has none. A run not finished by then
+        fails with error.reason "run_timed_out" and its unfinished child runs are cancelled.
+        """
+
     def __init__(
         self,
         *,
@@ -358,10 +367,11 @@ class Run(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
         next_seq: _builtins.int = ...,
+        deadline_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "create_time", b"create_time", "error", b"error", "input", b"input", "output", b"output", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "error", b"error", "input", b"input", "output", b"output", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "create_time", b"create_time", "dry_run", b"dry_run", "error", b"error", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
     _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
@@ -890,6 +900,7 @@ class Workflow(_message.Message):
     INPUT_SCHEMA_FIELD_NUMBER: _builtins.int
     DRIFT_POLICY_FIELD_NUMBER: _builtins.int
     REPLICAS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The name StartRun takes."""
     version: _builtins.str
@@ -910,6 +921,12 @@ class Workflow(_message.Message):
         digest are executed by one of them. Empty when listed by a replica that has not registered yet.
         """
 
+    @_builtins.property
+    def timeout(self) -> _duration_pb2.Duration:
+        """The definition's run timeout: what a run started without StartRun's timeout gets. Unset when
+        the definition has none.
+        """
+
     def __init__(
         self,
         *,
@@ -920,10 +937,11 @@ class Workflow(_message.Message):
         input_schema: _struct_pb2.Value | None = ...,
         drift_policy: Global___DriftPolicy.ValueType = ...,
         replicas: _abc.Iterable[_builtins.str] | None = ...,
+        timeout: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["input_schema", b"input_schema"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_schema", b"input_schema", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "digest", b"digest", "drift_policy", b"drift_policy", "input_schema", b"input_schema", "name", b"name", "replicas", b"replicas", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "digest", b"digest", "drift_policy", b"drift_policy", "input_schema", b"input_schema", "name", b"name", "replicas", b"replicas", "timeout", b"timeout", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -5,6 +5,7 @@ isort:skip_file
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
@@ -151,6 +152,7 @@ class StartRunRequest(_message.Message):
     BUDGET_USD_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to start the run in; empty means "default"."""
     workflow: _builtins.str
@@ -176,6 +178,15 @@ class StartRunRequest(_message.Message):
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Labels to attach to the run."""
 
+    @_builtins.property
+    def timeout(self) -> _duration_pb2.Duration:
+        """The run timeout: a run not finished this long after it was created fails with error.reason
+        "run_timed_out" (its unfinished child runs are cancelled). Replaces the workflow definition's
+        timeout for this run; unset means the definition's, if any. From 1 ms to 3650 days; zero,
+        negative or longer durations are INVALID_ARGUMENT and nothing is written. Ignored, like every
+        other field, when the idempotency key returns an existing run.
+        """
+
     def __init__(
         self,
         *,
@@ -187,10 +198,11 @@ class StartRunRequest(_message.Message):
         budget_usd: _builtins.float | None = ...,
         dry_run: _builtins.bool = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        timeout: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "input", b"input"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "input", b"input", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "dry_run", b"dry_run", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "wait", b"wait", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "dry_run", b"dry_run", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "timeout", b"timeout", "wait", b"wait", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
     _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
