@@ -237,6 +237,36 @@ func TestLiveRefundSurvivesServerRestart(t *testing.T) {
 }
 
 // Each typed error, raised by a real server response.
+// StartOptions.Timeout is the run's deadline (StartRun timeout), not the call's; a negative one is refused.
+func TestLiveRunTimeout(t *testing.T) {
+	client := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	started, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{Timeout: 90*time.Second + 500*time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := started.GetRun()
+	if got := run.GetDeadlineTime().AsTime().Sub(run.GetCreateTime().AsTime()); got != 90500*time.Millisecond {
+		t.Fatalf("deadline - create time = %v, want 1m30.5s", got)
+	}
+	plain, err := client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.GetRun().GetDeadlineTime() != nil {
+		t.Fatalf("a run started without a timeout has deadline %v", plain.GetRun().GetDeadlineTime())
+	}
+	_, err = client.StartRun(ctx, "drift_probe", map[string]any{}, StartOptions{Timeout: -time.Second})
+	var e *InvalidArgumentError
+	if !errors.As(err, &e) || len(e.FieldViolations) != 1 || e.FieldViolations[0].Field != "timeout" {
+		t.Fatalf("got %#v", err)
+	}
+	for _, id := range []string{run.GetId(), plain.GetRun().GetId()} {
+		_, _ = client.Cancel(ctx, id, "test done")
+	}
+}
+
 func TestLiveTypedErrors(t *testing.T) {
 	client := liveClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"time"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -25,6 +27,19 @@ type StartOptions struct {
 	BudgetUSD *float64
 	// DryRun starts a dry run: tools declared mutating are not executed.
 	DryRun bool
+	// Timeout is the run's own timeout: a run not finished this long after it was created fails
+	// with error reason "run_timed_out" and its unfinished child runs are cancelled. It replaces
+	// the workflow definition's timeout; zero means the definition's (if any). The server refuses
+	// negative durations and ones over 3650 days. The call's own deadline is the context's.
+	Timeout time.Duration
+}
+
+// runTimeout is the wire form of StartOptions.Timeout: unset when zero.
+func runTimeout(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
 }
 
 // StartRun starts a run of workflow with input (anything encoding/json marshals).
@@ -46,6 +61,7 @@ func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts 
 		BudgetUsd:      opts.BudgetUSD,
 		DryRun:         opts.DryRun,
 		Labels:         opts.Labels,
+		Timeout:        runTimeout(opts.Timeout),
 	})
 	if err == nil && generated {
 		// Nobody else holds the key: created = false can only be this call's own retry.

@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -153,6 +154,22 @@ async def test_refund_survives_a_server_restart_async() -> None:
         await asyncio.wait_for(stream, timeout=60)
     with client() as sync:
         check_refund_finished(sync, run_id, events, reconnects)
+
+
+def test_run_timeout() -> None:
+    """``run_timeout`` is the run's deadline (StartRun ``timeout``), not the call's; a negative one is refused."""
+    with client() as c:
+        started = c.start_run("drift_probe", {}, run_timeout=timedelta(seconds=90, milliseconds=500), timeout=10)
+        run = started.run
+        assert run.deadline_time.ToDatetime() - run.create_time.ToDatetime() == timedelta(seconds=90.5)
+        assert c.get_run(run.id).run.deadline_time == run.deadline_time
+        plain = c.start_run("drift_probe", {}, run_timeout=None)
+        assert not plain.run.HasField("deadline_time")
+        with pytest.raises(waymark.InvalidArgument) as invalid:
+            c.start_run("drift_probe", {}, run_timeout=-1)
+        assert [v.field for v in invalid.value.field_violations] == ["timeout"]
+        for run_id in (run.id, plain.run.id):
+            c.cancel(run_id, "test done")
 
 
 def test_typed_errors() -> None:

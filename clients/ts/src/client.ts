@@ -1,5 +1,5 @@
 import { fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
-import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import { Code, createClient, type CallOptions as ConnectCallOptions, type Client } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { randomUUID } from 'node:crypto';
@@ -102,6 +102,7 @@ export class WaymarkClient {
       labels: options.labels ?? {},
       budgetUsd: options.budgetUsd,
       dryRun: options.dryRun ?? false,
+      timeout: options.runTimeoutMs === undefined ? undefined : durationFromMs(options.runTimeoutMs),
     };
     let attempts = 0;
     const r = await this.unary('safe', options, (attempt, o) => {

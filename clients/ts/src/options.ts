@@ -74,6 +74,13 @@ export interface StartOptions extends CallOptions {
   labels?: Record<string, string> | undefined;
   budgetUsd?: number | undefined;
   dryRun?: boolean | undefined;
+  /**
+   * The run's own timeout in milliseconds (StartRun `timeout`): a run not finished this long after
+   * it was created fails with error reason `run_timed_out` and its unfinished children are
+   * cancelled. Replaces the workflow definition's timeout; unset: the definition's, if any.
+   * (`timeoutMs` bounds this call only.)
+   */
+  runTimeoutMs?: number | undefined;
 }
 
 export interface RunFilter extends CallOptions {

@@ -52,6 +52,15 @@ async function toArray<T>(items: AsyncIterable<T>): Promise<T[]> {
 }
 
 describe('TypeScript client, live', () => {
+  it('runTimeoutMs sets the run\'s deadline (StartRun timeout), independent of the call\'s timeoutMs', async (ctx) => {
+    skipIfUnserved(ctx.skip);
+    const { run } = await client.startRun('drift_probe', {}, { runTimeoutMs: 90_500, timeoutMs: 10_000 });
+    const ms = (t: { seconds: bigint; nanos: number } | undefined) => Number(t!.seconds) * 1000 + t!.nanos / 1e6;
+    expect(ms(run.deadlineTime) - ms(run.createTime)).toBe(90_500);
+    expect((await client.getRun(run.id)).run.deadlineTime).toEqual(run.deadlineTime);
+    expect((await client.startRun('drift_probe', {})).run.deadlineTime).toBeUndefined();
+  });
+
   it('follows the refund run across a server crash, approves it, sees the refund run once', { timeout: 120_000 }, async (ctx) => {
     skipIfUnserved(ctx.skip);
     const input = { order: 'ts-A-1001', amount: 42.5 };
@@ -131,6 +140,10 @@ describe('TypeScript client, live', () => {
     const invalid = await client.startRun('refund', { order: 7 }).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(InvalidArgument);
     expect((invalid as InvalidArgument).fieldViolations[0]?.field).toMatch(/^input/);
+
+    const badTimeout = await client.startRun('refund', { order: 'A-1', amount: 1 }, { runTimeoutMs: -5 }).catch((e: unknown) => e);
+    expect(badTimeout).toBeInstanceOf(InvalidArgument);
+    expect((badTimeout as InvalidArgument).fieldViolations.map((v) => v.field)).toEqual(['timeout']);
 
     const tooLarge = await client.startRun('refund', { order: 'x'.repeat((1 << 20) + 1), amount: 1 }).catch((e: unknown) => e);
     expect(tooLarge).toBeInstanceOf(PayloadTooLarge);

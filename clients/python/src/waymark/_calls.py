@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import grpc
@@ -201,6 +202,7 @@ def start_run(
     labels: Mapping[str, str] | None,
     budget_usd: float | None,
     dry_run: bool,
+    run_timeout: float | timedelta | None = None,
 ) -> run_service_pb2.StartRunRequest:
     request = run_service_pb2.StartRunRequest(
         namespace=namespace,
@@ -216,6 +218,10 @@ def start_run(
         request.input.CopyFrom(value)
     if budget_usd is not None:
         request.budget_usd = budget_usd
+    if run_timeout is not None:
+        # The run timeout (seconds, or a timedelta); the server refuses zero, negative and > 3650 days.
+        seconds = run_timeout.total_seconds() if isinstance(run_timeout, timedelta) else float(run_timeout)
+        request.timeout.FromNanoseconds(round(seconds * 1_000_000_000))
     return request
 
 

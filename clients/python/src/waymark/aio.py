@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import grpc
@@ -138,6 +139,7 @@ class AsyncClient:
         labels: Mapping[str, str] | None = None,
         budget_usd: float | None = None,
         dry_run: bool = False,
+        run_timeout: float | timedelta | None = None,
         timeout: float | None = None,
     ) -> run_service_pb2.StartRunResponse:
         """Starts a run of ``workflow`` with a JSON ``input``.
@@ -145,7 +147,9 @@ class AsyncClient:
         With ``wait`` the server executes it right away and answers once it ends or parks (give
         a ``timeout`` long enough). An ``idempotency_key`` already used returns the first run,
         with ``created`` false; without one the client makes one up for this call, so its own
-        retries never start a second run.
+        retries never start a second run. ``run_timeout`` (seconds or a ``timedelta``) is the
+        run's own timeout: not finished that long after it started, it fails with reason
+        ``run_timed_out``; it replaces the workflow definition's. ``timeout`` bounds this call only.
         """
         request = _calls.start_run(
             self.namespace,
@@ -156,6 +160,7 @@ class AsyncClient:
             labels=labels,
             budget_usd=budget_usd,
             dry_run=dry_run,
+            run_timeout=run_timeout,
         )
         response = await self._call("StartRun", self.runs.StartRun, request, timeout)
         return _calls.started(response, request, generated=idempotency_key is None)
