@@ -14,7 +14,7 @@ import {
 import { GetRunRequestSchema, RunService, StreamRunEventsRequestSchema } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
-import { DEFAULT_LIMITS, MAX_JSON_DEPTH } from '../../src/journal/limits.js';
+import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
 import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/request-validation.js';
 import { connectJson, grpcFrame, grpcRaw, rawRequest, startApiServer, type ApiServer, type RawResponse } from '../support/api-server.js';
 import { json } from './api-harness.js';
@@ -209,6 +209,14 @@ describe('docs/api.md "Limits"', () => {
       expect(limit).toBe(MAX_TEXT_LENGTH);
       const err = await failure(signals.decideApproval({ id: `${UNKNOWN_RUN}:1`, by: 'ann', comment: 'x'.repeat(limit + 1) }));
       expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['comment']);
+    },
+    'a run timeout (StartRun `timeout`)': async (limit) => {
+      expect(limit * 86_400_000).toBe(MAX_RUN_TIMEOUT_MS);
+      const seconds = BigInt(limit) * 86_400n;
+      const { run } = await runs.startRun({ workflow: 'echo-flow', input: json({}), timeout: { seconds, nanos: 0 } });
+      expect(run!.deadlineTime!.seconds - run!.createTime!.seconds).toBe(seconds);
+      const err = await failure(runs.startRun({ workflow: 'echo-flow', input: json({}), timeout: { seconds, nanos: 1 } }));
+      expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations.map((v) => v.field)).toEqual(['timeout']);
     },
     '`page_size`': async (limit) => {
       expect(limit).toBe(PAGE_SIZES.runs.max);

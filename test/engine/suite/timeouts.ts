@@ -116,7 +116,7 @@ export function timeoutsSuite(suite: Suite): void {
       expect(await store.runGet({ runId: run.id, namespace: NS })).toMatchObject({ status: 'SUCCEEDED', output: 'child FAILED: run_timed_out' });
     });
 
-    it('a run claimed past its deadline (before any sweep) fails unexecuted', async () => {
+    it('a run claimed past its deadline (before any sweep) fails unexecuted, and so does a resume of it', async () => {
       let bodies = 0;
       const wf = defineWorkflow({ name: 'late', input: z.object({}) }, async () => ++bodies);
       const { engine, store, clock } = await setup([wf]);
@@ -126,6 +126,10 @@ export function timeoutsSuite(suite: Suite): void {
       expect(result).toMatchObject({ runId: run.id, outcome: 'failed', error: TIMED_OUT });
       expect(bodies).toBe(0);
       expect(await store.runGet({ runId: run.id, namespace: NS })).toMatchObject({ status: 'FAILED', error: TIMED_OUT });
+      // The deadline spans the whole run: a resume past it fails again at once, still unexecuted.
+      const resumed = await engine.runResume({ runId: run.id, namespace: NS });
+      expect(resumed.execution).toMatchObject({ outcome: 'failed', error: TIMED_OUT });
+      expect(bodies).toBe(0);
     });
 
     it('the sweeper times out a run another replica is executing: its lease is fenced, the in-flight tool\'s AbortSignal fires, no later effect runs', async () => {
