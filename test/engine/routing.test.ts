@@ -40,6 +40,15 @@ describe('routing', () => {
     expect(done!.run).toMatchObject({ status: 'SUCCEEDED', output: { order: 'o-1', done: true } });
   });
 
+  it("a workflow this replica lacks gets the serving replica's definition timeout, and StartRun's replaces it", async () => {
+    const timed = defineWorkflow({ name: 'timed', input: z.object({}), timeout: '45m' }, async () => 'ok');
+    const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [timed] }]);
+    await register(a!, b!);
+    const span = (run: { deadlineAt: Date | null; createdAt: Date }) => run.deadlineAt!.getTime() - run.createdAt.getTime();
+    expect(span((await a!.engine.runStart({ namespace: NS, workflowName: 'timed', input: {} })).run)).toBe(45 * 60_000);
+    expect(span((await a!.engine.runStart({ namespace: NS, workflowName: 'timed', input: {}, timeoutMs: 1_000 })).run)).toBe(1_000);
+  });
+
   it("the input is checked against the serving replica's schema; nothing is written for a bad one, or for a workflow nobody serves", async () => {
     const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [y] }]);
     await register(a!, b!);

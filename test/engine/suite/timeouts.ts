@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { z } from 'zod';
-import { ChildRunFailedError, defineTool, defineWorkflow, LeaseLostError, RunTimedOutError } from '../../../src/index.js';
+import { ChildRunFailedError, defineTool, defineWorkflow, DefinitionError, LeaseLostError, RunTimedOutError } from '../../../src/index.js';
 import { Engine } from '../../../src/engine/engine.js';
 import { Registry } from '../../../src/engine/registry.js';
 import { runTimedOutRecord } from '../../../src/engine/runtime/run-ending.js';
@@ -63,6 +63,10 @@ export function timeoutsSuite(suite: Suite): void {
       expect(span((await engine.runStart({ namespace: NS, workflowName: 'plain', input: {}, timeoutMs: 2_000 })).run)).toBe(2_000);
       expect((await engine.runStart({ namespace: NS, workflowName: 'plain', input: {} })).run.deadlineAt).toBeNull();
       expect(engine.serves().find((w) => w.name === 'timed')!.timeoutMs).toBe(600_000);
+      for (const timeout of [0, -5, 'forever', '3651d']) {
+        expect(() => defineWorkflow({ name: 'bad', input: z.object({}), timeout }, async () => null)).toThrow(DefinitionError);
+      }
+      expect(defineWorkflow({ name: 'max', input: z.object({}), timeout: '3650d' }, async () => null).timeoutMs).toBe(3650 * 86_400_000);
     });
 
     it('a parked run past its deadline: the sweeper fails it with RunTimedOutError (GetRun, terminal entry) and cancels its children', async () => {
