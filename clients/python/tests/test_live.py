@@ -156,22 +156,6 @@ async def test_refund_survives_a_server_restart_async() -> None:
         check_refund_finished(sync, run_id, events, reconnects)
 
 
-def test_run_timeout() -> None:
-    """``run_timeout`` is the run's deadline (StartRun ``timeout``), not the call's; a negative one is refused."""
-    with client() as c:
-        started = c.start_run("drift_probe", {}, run_timeout=timedelta(seconds=90, milliseconds=500), timeout=10)
-        run = started.run
-        assert run.deadline_time.ToDatetime() - run.create_time.ToDatetime() == timedelta(seconds=90.5)
-        assert c.get_run(run.id).run.deadline_time == run.deadline_time
-        plain = c.start_run("drift_probe", {}, run_timeout=None)
-        assert not plain.run.HasField("deadline_time")
-        with pytest.raises(waymark.InvalidArgument) as invalid:
-            c.start_run("drift_probe", {}, run_timeout=-1)
-        assert [v.field for v in invalid.value.field_violations] == ["timeout"]
-        for run_id in (run.id, plain.run.id):
-            c.cancel(run_id, "test done")
-
-
 def test_typed_errors() -> None:
     """Each typed error, raised by a real server response."""
     missing = str(uuid.uuid4())
@@ -219,6 +203,24 @@ def test_typed_errors() -> None:
         with pytest.raises(waymark.RunFailed) as failed:
             c.result(cancelled.run.id, timeout=30)
         assert failed.value.cancelled and failed.value.status == waymark.RunStatus.CANCELLED
+
+
+def test_run_timeout() -> None:
+    """``run_timeout`` is the run's deadline (StartRun ``timeout``), not the call's; a negative one is refused."""
+    # No connect_timeout: its single readiness check fails at once while a channel is still
+    # reconnecting after an earlier test's server restart; StartRun's own retries ride through that.
+    with waymark.Client(ADDRESS) as c:
+        started = c.start_run("drift_probe", {}, run_timeout=timedelta(seconds=90, milliseconds=500), timeout=10)
+        run = started.run
+        assert run.deadline_time.ToDatetime() - run.create_time.ToDatetime() == timedelta(seconds=90.5)
+        assert c.get_run(run.id).run.deadline_time == run.deadline_time
+        plain = c.start_run("drift_probe", {}, run_timeout=None)
+        assert not plain.run.HasField("deadline_time")
+        with pytest.raises(waymark.InvalidArgument) as invalid:
+            c.start_run("drift_probe", {}, run_timeout=-1)
+        assert [v.field for v in invalid.value.field_violations] == ["timeout"]
+        for run_id in (run.id, plain.run.id):
+            c.cancel(run_id, "test done")
 
 
 @pytest.mark.asyncio
