@@ -58,6 +58,7 @@ const schema = z.object({
   WAYMARK_CLIENT_RATE_LIMIT: nonNegativeInt('a whole number of requests per second >= 0 (0: no limit)').default(DEFAULT_CLIENT_LIMITS.ratePerSecond),
   WAYMARK_CLIENT_RATE_BURST: positiveInt('a whole number of requests > 0').default(DEFAULT_CLIENT_LIMITS.burst),
   WAYMARK_CLIENT_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_CLIENT_LIMITS.streams),
+  WAYMARK_CLIENT_MAX_BUFFERED_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_CLIENT_LIMITS.bufferedBytes),
   WAYMARK_TLS_CERT_FILE: z.string().min(1, 'must be a path to a PEM certificate (chain)').optional(),
   WAYMARK_TLS_KEY_FILE: z.string().min(1, 'must be a path to a PEM private key').optional(),
   WAYMARK_TLS_CLIENT_CA_FILE: z.string().min(1, 'must be a path to a PEM CA bundle').optional(),
@@ -99,7 +100,7 @@ export interface Config {
   limits: Limits;
   /** Idle timeout and keepalive of each HTTP/2 connection. */
   http2: SessionLimits;
-  /** Request rate and open streams per client (the peer address). */
+  /** Request rate, open streams and unread response bytes per client (the peer address). */
   clients: ClientLimits;
   /** TLS on WAYMARK_ADDR (files checked to load at start); undefined: h2c. */
   tls: TlsFiles | undefined;
@@ -160,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ratePerSecond: e.WAYMARK_CLIENT_RATE_LIMIT,
       burst: e.WAYMARK_CLIENT_RATE_BURST,
       streams: e.WAYMARK_CLIENT_MAX_STREAMS,
+      bufferedBytes: e.WAYMARK_CLIENT_MAX_BUFFERED_BYTES,
     },
     tls,
     healthAddr: e.WAYMARK_HEALTH_ADDR === undefined ? undefined : splitHostPort(e.WAYMARK_HEALTH_ADDR),

@@ -101,7 +101,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, tls: config.tls !== undefined, database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight },
+      { address: server.address, tls: config.tls !== undefined, database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     await workers.start();

@@ -1,6 +1,7 @@
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
 import { ErrorInfoSchema, QuotaFailureSchema, RetryInfoSchema } from '../gen/google/rpc/error_details_pb.js';
+import { ClientBuffers } from './client-buffers.js';
 import { ERROR_DOMAIN } from './error-mapping.js';
 
 /*
@@ -9,7 +10,8 @@ import { ERROR_DOMAIN } from './error-mapping.js';
  * limit or CPU. "Client" is the peer address of the connection until authentication exists
  * (issue 19 switches it to the API key); behind a proxy that does not preserve it, every client
  * is the proxy (docs/api.md "Limits"). A refused call is RESOURCE_EXHAUSTED before its handler runs,
- * so nothing is written. Health checks are never limited: probes must see the truth.
+ * so nothing is written. Health checks are never limited: probes must see the truth. A client that
+ * holds its limit of unread response bytes (client-buffers.ts) is refused new calls the same way.
  */
 
 export interface ClientLimits {
@@ -19,9 +21,11 @@ export interface ClientLimits {
   burst: number;
   /** Server streams (StreamRunEvents, Watch) one client may hold open (WAYMARK_CLIENT_MAX_STREAMS). */
   streams: number;
+  /** Response bytes a client may leave unread in server memory (WAYMARK_CLIENT_MAX_BUFFERED_BYTES; client-buffers.ts). */
+  bufferedBytes: number;
 }
 
-export const DEFAULT_CLIENT_LIMITS: ClientLimits = { ratePerSecond: 1_000, burst: 2_000, streams: 100 };
+export const DEFAULT_CLIENT_LIMITS: ClientLimits = { ratePerSecond: 1_000, burst: 2_000, streams: 100, bufferedBytes: 32 * 1024 * 1024 };
 
 /** Who the call is from, as the limits count it; the server sets it per request. */
 export const clientKey = createContextKey<string>('unknown', { description: 'waymark client identity' });
@@ -33,7 +37,9 @@ const FORGET_AFTER_MS = 60_000;
 
 interface Bucket { tokens: number; at: number }
 
-export function clientLimitsInterceptor(limits: ClientLimits, now: () => number = () => performance.now()): Interceptor {
+export function clientLimitsInterceptor(
+  limits: ClientLimits, buffers: ClientBuffers = new ClientBuffers(limits.bufferedBytes), now: () => number = () => performance.now(),
+): Interceptor {
   const buckets = new Map<string, Bucket>();
   const streams = new Map<string, number>();
   const forget = setInterval(() => {
@@ -63,6 +69,7 @@ export function clientLimitsInterceptor(limits: ClientLimits, now: () => number 
       const waitMs = take(client);
       if (waitMs > 0) throw rateLimited(client, limits, waitMs);
     }
+    if (buffers.full(client)) throw bufferFull(client, buffers);
     if (req.method.methodKind !== 'server_streaming' && req.method.methodKind !== 'bidi_streaming') return next(req);
     const open = streams.get(client) ?? 0;
     if (open >= limits.streams) throw tooManyStreams(client, limits);
@@ -103,6 +110,18 @@ function tooManyStreams(client: string, limits: ClientLimits): ConnectError {
     Code.ResourceExhausted, undefined, [
       { desc: ErrorInfoSchema, value: { reason: 'CLIENT_STREAM_LIMIT', domain: ERROR_DOMAIN, metadata: { client, limit: 'WAYMARK_CLIENT_MAX_STREAMS', limit_streams: String(limits.streams) } } },
       { desc: QuotaFailureSchema, value: { violations: [{ subject: `client:${client}`, description: `at most ${limits.streams} open streams per client on a replica (WAYMARK_CLIENT_MAX_STREAMS)` }] } },
+      { desc: RetryInfoSchema, value: { retryDelay: durationFromMs(1_000) } },
+    ],
+  );
+}
+
+function bufferFull(client: string, buffers: ClientBuffers): ConnectError {
+  const limit = buffers.limitBytes;
+  return new ConnectError(
+    `${client} has ${buffers.queued(client)} bytes of responses it has not read on this replica, its limit (WAYMARK_CLIENT_MAX_BUFFERED_BYTES is ${limit}); read or close its streams, then retry`,
+    Code.ResourceExhausted, undefined, [
+      { desc: ErrorInfoSchema, value: { reason: 'CLIENT_BUFFER_LIMIT', domain: ERROR_DOMAIN, metadata: { client, limit: 'WAYMARK_CLIENT_MAX_BUFFERED_BYTES', limit_bytes: String(limit), queued_bytes: String(buffers.queued(client)) } } },
+      { desc: QuotaFailureSchema, value: { violations: [{ subject: `client:${client}`, description: `at most ${limit} bytes of unread responses per client on a replica (WAYMARK_CLIENT_MAX_BUFFERED_BYTES)` }] } },
       { desc: RetryInfoSchema, value: { retryDelay: durationFromMs(1_000) } },
     ],
   );

@@ -5,6 +5,7 @@ import { createContextValues, type ConnectRouter, type Interceptor } from '@conn
 import type { Logger } from 'pino';
 import { clientCertificateKey, clientCertificateOf } from './client-certificate.js';
 import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
+import { ClientBuffers } from './client-buffers.js';
 import { createHttp2Handler } from './http2-handler.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
 import { loggingInterceptor } from './logging-interceptor.js';
@@ -25,7 +26,7 @@ export interface GrpcServerOptions {
   interceptors?: Interceptor[];
   /** Idle timeout and keepalive of each connection (http2-sessions.ts); defaults DEFAULT_SESSION_LIMITS. */
   sessionLimits?: Partial<SessionLimits>;
-  /** Request rate and open streams per client (client-limits.ts); defaults DEFAULT_CLIENT_LIMITS. */
+  /** Request rate, open streams and unread bytes per client (client-limits.ts); defaults DEFAULT_CLIENT_LIMITS. */
   clientLimits?: Partial<ClientLimits>;
   /** Serve TLS (ALPN h2) with these files, reloaded when they change (tls.ts); absent: h2c. Throws TlsFileError when they do not load. */
   tls?: TlsFiles | undefined;
@@ -37,6 +38,8 @@ export interface GrpcServer {
   address: string;
   /** `http://host:port` (h2c) or `https://host:port` (TLS), the base URL for Connect and gRPC clients. */
   url: string;
+  /** Unread response bytes per client (client-buffers.ts), for diagnostics and tests. */
+  clientBuffers: ClientBuffers;
   /**
    * Drains and stops the server; idempotent. Long-lived streams end at once with UNAVAILABLE
    * (clients resume elsewhere from their cursor), no new connections or calls are accepted, and
@@ -68,9 +71,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   // calls in flight, not a leak, so Node's warning past ten listeners does not apply.
   setMaxListeners(0, draining.signal, stopping.signal);
 
+  const clientLimits: ClientLimits = { ...DEFAULT_CLIENT_LIMITS, ...options.clientLimits };
+  const clientBuffers = new ClientBuffers(clientLimits.bufferedBytes);
   const handler = createHttp2Handler({
     routes: options.routes,
     logger,
+    buffers: clientBuffers,
     grpc: true,
     grpcWeb: true,
     connect: true,
@@ -82,7 +88,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     jsonOptions: { ignoreUnknownFields: false },
     shutdownSignal: stopping.signal,
     interceptors: [
-      loggingInterceptor(logger), clientLimitsInterceptor({ ...DEFAULT_CLIENT_LIMITS, ...options.clientLimits }), ...(options.interceptors ?? []),
+      loggingInterceptor(logger), clientLimitsInterceptor(clientLimits, clientBuffers), ...(options.interceptors ?? []),
     ],
     // The client is the peer address until authentication exists (issue 19: the API key).
     contextValues: (req) => createContextValues()
@@ -155,7 +161,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       logger.info('grpc server stopped');
     })());
 
-  return { port: bound.port, address, url: `${scheme}://${address}`, close };
+  return { port: bound.port, address, url: `${scheme}://${address}`, clientBuffers, close };
 }
 
 async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {

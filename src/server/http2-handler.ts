@@ -1,8 +1,10 @@
-import type http2 from 'node:http2';
+import http2 from 'node:http2';
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } from '@connectrpc/connect-node';
 import type { Logger } from 'pino';
+import type { ClientBuffers } from './client-buffers.js';
+import { clientKey } from './client-limits.js';
 import { ensureErrorInfo, grpcCodeName, unroutedResponse } from './framework-errors.js';
 import { faultRecordKey, logFault } from './server-faults.js';
 import { clampTimeoutHeaders } from './request-timeout.js';
@@ -16,6 +18,10 @@ import { clampTimeoutHeaders } from './request-timeout.js';
  *   HTTP/2 flow control never drains: the handler stayed suspended at its `yield` forever, with its
  *   stream slot (issue 16, finding 1; test/server/stream-slots.test.ts). Here the write fails with
  *   CANCELLED instead, which is thrown into the handler, so its `finally` runs.
+ * - What a client leaves unread is bounded (client-buffers.ts): each write is counted against its
+ *   client until it is on the socket, and one that would take the client past its limit resets its
+ *   stream with ENHANCE_YOUR_CALM instead (RESOURCE_EXHAUSTED for gRPC clients). Status frames (a
+ *   Connect error body, a gRPC-Web trailer, a Connect end-of-stream message) always go out.
  * - Deadlines longer than Node's timers are clamped before Connect reads them (request-timeout.ts).
  * - Every error carries an ErrorInfo, those Connect raises before a handler runs included, and an
  *   unknown method is answered in the caller's protocol (framework-errors.ts).
@@ -25,6 +31,8 @@ export interface Http2HandlerOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
   contextValues: (req: http2.Http2ServerRequest) => ContextValues;
   logger: Logger;
+  /** Unread response bytes per client (the client is the request's `clientKey`). */
+  buffers: ClientBuffers;
 }
 
 export type Http2RequestListener = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
@@ -47,9 +55,18 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
     // A fault the logging interceptor logged is not logged again on its way out (server-faults.ts).
     const faults = { logged: false };
     const onFault = (err: ConnectError): void => logFault(logger, { rpc: handler.requestPath, code: grpcCodeName(err.code) }, err, faults);
-    const uReq = universalRequestFromNodeRequest(req, undefined, options.contextValues(req).set(faultRecordKey, faults));
+    const values = options.contextValues(req).set(faultRecordKey, faults);
+    const client = values.get(clientKey);
+    const budget: WriteBudget = {
+      take: (bytes) => options.buffers.take(client, bytes),
+      give: (bytes) => options.buffers.give(client, bytes),
+      refused: (bytes) => logger.warn({
+        rpc: handler.requestPath, client, queuedBytes: options.buffers.queued(client), writeBytes: bytes, limitBytes: options.buffers.limitBytes,
+      }, 'a client left too many response bytes unread (WAYMARK_CLIENT_MAX_BUFFERED_BYTES); its stream was reset'),
+    };
+    const uReq = universalRequestFromNodeRequest(req, undefined, values);
     handler(uReq)
-      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes, handler.method, onFault), res))
+      .then((uRes) => writeResponse(uRes.status === 405 || uRes.status === 415 ? unroutedResponse(request, uRes.status) : ensureErrorInfo(uRes, handler.method, onFault), res, budget))
       .catch((err: unknown) => {
         // The client went away (its stream closed or reset): nothing to answer, nobody to tell.
         const code = ConnectError.from(err).code;
@@ -57,6 +74,30 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
         logger.error({ err, rpc: handler.requestPath }, 'writing the response failed');
       });
   };
+}
+
+/** A client's share of the buffered-bytes limit, as one response's writes see it. */
+interface WriteBudget {
+  take(bytes: number): boolean;
+  give(bytes: number): void;
+  refused(bytes: number): void;
+}
+
+/** The error a write fails with when its client holds its limit of unread bytes (the stream is reset). */
+function bufferLimit(): ConnectError {
+  return new ConnectError('the client left too many response bytes unread (WAYMARK_CLIENT_MAX_BUFFERED_BYTES); the stream was reset', Code.ResourceExhausted);
+}
+
+/**
+ * Whether `chunk` of `uRes` carries a status rather than a message: those are small, bounded
+ * (error-mapping.ts), and must reach the client whatever it holds.
+ */
+function isStatusChunk(uRes: UniversalServerResponse, chunk: Uint8Array): boolean {
+  const type = uRes.header?.get('content-type') ?? '';
+  if (type.startsWith('application/grpc-web')) return (chunk[0]! & 0x80) === 0x80;
+  if (type.startsWith('application/grpc')) return false; // the status is in the trailers
+  if (type.startsWith('application/connect+')) return (chunk[0]! & 0x02) === 0x02;
+  return uRes.status !== 200; // a Connect unary error body
 }
 
 /** The error a write fails with once the client has closed the stream. */
@@ -69,7 +110,7 @@ function isClosed(res: http2.Http2ServerResponse): boolean {
 }
 
 /** Writes a Connect response; rejects (and throws the reason into the handler) when the stream closes first. */
-async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2ServerResponse): Promise<void> {
+async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2ServerResponse, budget?: WriteBudget): Promise<void> {
   const it = uRes.body?.[Symbol.asyncIterator]();
   try {
     if (it) {
@@ -78,7 +119,8 @@ async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2Serv
       res.writeHead(uRes.status, nodeHeaders(uRes.header));
       for (; chunk.done !== true; chunk = await it.next()) {
         try {
-          await writeChunk(res, chunk.value as Uint8Array);
+          const bytes = chunk.value as Uint8Array;
+          await writeChunk(res, bytes, isStatusChunk(uRes, bytes) ? undefined : budget);
         } catch (err) {
           await it.throw?.(err).catch(() => undefined);
           throw err;
@@ -96,11 +138,28 @@ async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2Serv
   }
 }
 
-function writeChunk(res: http2.Http2ServerResponse, chunk: Uint8Array): Promise<void> {
+function writeChunk(res: http2.Http2ServerResponse, chunk: Uint8Array, budget?: WriteBudget): Promise<void> {
   if (isClosed(res)) return Promise.reject(streamClosed());
+  const bytes = chunk.byteLength;
+  if (budget && !budget.take(bytes)) {
+    budget.refused(bytes);
+    // RST_STREAM is not flow-controlled: it goes out, and Node frees what the stream had queued.
+    res.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    return Promise.reject(bufferLimit());
+  }
+  // Counted until Node reports the bytes written to the socket, or the stream closes.
+  let given = !budget;
+  const give = (): void => {
+    if (given) return;
+    given = true;
+    res.stream.off('close', give);
+    budget!.give(bytes);
+  };
+  if (budget) res.stream.once('close', give);
   return untilClosedOr(res, (done) => {
     const onDrain = (): void => done();
     const flushed = res.write(chunk, (err) => {
+      give();
       if (err) done(err);
     });
     // Past the stream's high-water mark (HTTP/2 flow control): go on once it drains.

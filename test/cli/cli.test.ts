@@ -28,6 +28,7 @@ describe('waymark command', () => {
     ['WAYMARK_HEALTH_ADDR', 'nowhere', 'must be host:port'],
     ['WAYMARK_WEBHOOK_ALLOW_PRIVATE', 'yes', 'must be true or false'],
     ['WAYMARK_WEBHOOK_CLAIM_TTL_MS', '5000', 'must exceed WAYMARK_WEBHOOK_TIMEOUT_MS (10000)'],
+    ['WAYMARK_CLIENT_MAX_BUFFERED_BYTES', '0', 'whole number of bytes > 0'],
   ])('refuses %s=%s with one line naming the variable, exit 78', async (variable, value, expected) => {
     const p = WaymarkProcess.start(['server'], { env: { [variable]: value } });
     const { code } = await p.exited;
@@ -110,6 +111,13 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     await p.listening();
     expect((await p.stop('SIGTERM')).code).toBe(0);
     expect(p.logs.find((l) => String(l.msg).startsWith('waymark server listening on '))).toMatchObject({ appendsInFlight: 0 });
+  });
+
+  it('reads WAYMARK_CLIENT_MAX_BUFFERED_BYTES and reports the per-client limits with the listening line', async () => {
+    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_CLIENT_MAX_BUFFERED_BYTES: '2097152' } });
+    await p.listening();
+    expect((await p.stop('SIGTERM')).code).toBe(0);
+    expect(p.logs.find((l) => String(l.msg).startsWith('waymark server listening on '))).toMatchObject({ clientLimits: { bufferedBytes: 2_097_152, streams: 100 } });
   });
 });
 

@@ -4,6 +4,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { errorFromJson } from '@connectrpc/connect/protocol-connect';
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
 import { create, toBinary } from '@bufbuild/protobuf';
+import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { domainStatus } from '../../src/server/error-mapping.js';
@@ -15,9 +16,11 @@ import { GetRunRequestSchema, RunService, StreamRunEventsRequestSchema } from '.
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
+import { DEFAULT_CLIENT_LIMITS } from '../../src/server/client-limits.js';
 import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/request-validation.js';
 import { connectJson, grpcFrame, grpcRaw, rawRequest, startApiServer, type ApiServer, type RawResponse } from '../support/api-server.js';
 import { json } from './api-harness.js';
+import { stalledReader } from './raw-http2.js';
 
 /*
  * docs/api.md's "Limits" and "Errors" tables are read from the markdown and each row is provoked
@@ -87,6 +90,9 @@ let smallSignals: Client<typeof SignalService>;
 /** A server whose clients may hold one stream each and make few requests (its bucket never refills in a test). */
 let limited: ApiServer;
 let limitedRuns: Client<typeof RunService>;
+/** A server whose clients may leave 64 KiB of responses unread. */
+let buffered: ApiServer;
+const BUFFERED_LIMIT = 64 * 1024;
 
 beforeAll(async () => {
   await proxy.open();
@@ -107,9 +113,11 @@ beforeAll(async () => {
   smallSignals = createClient(SignalService, transport(small.address));
   limited = await startApiServer({ prefix: 'waymark_tables_limited', clientLimits: { ratePerSecond: 0.001, burst: 20, streams: 1 } });
   limitedRuns = createClient(RunService, transport(limited.address));
+  buffered = await startApiServer({ prefix: 'waymark_tables_buffered', clientLimits: { bufferedBytes: BUFFERED_LIMIT } });
 }, TIMEOUT);
 
 afterAll(async () => {
+  await buffered?.close();
   await limited?.close();
   await small?.close();
   await api?.close();
@@ -140,6 +148,28 @@ function jsonError(res: { json: Record<string, unknown> }): ConnectError {
 }
 
 const getRunFrame = (runId: string) => grpcFrame(toBinary(GetRunRequestSchema, create(GetRunRequestSchema, { runId })));
+
+/**
+ * A client that reads nothing on the buffered server: one GetRun of a 200 KB run blocked on flow
+ * control (alone, it may go past the limit), a second reset when its write would add to that, then
+ * a third call refused before its handler: the error it gets.
+ */
+async function overBufferLimit(): Promise<ConnectError> {
+  const url = `http://${buffered.address}`;
+  const client = createClient(RunService, createGrpcTransport({ baseUrl: url }));
+  const { run } = await client.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(100_000) }), wait: true });
+  const first = stalledReader(url, RunService.method.getRun, { runId: run!.id });
+  await first.responded;
+  const second = stalledReader(url, RunService.method.getRun, { runId: run!.id });
+  await new Promise((resolve) => (second.stream.closed ? resolve(undefined) : second.stream.once('close', resolve)));
+  expect(second.stream.rstCode).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+  try {
+    return grpcError(await grpcRaw(buffered.address, RunService.method.getRun, getRunFrame(run!.id)));
+  } finally {
+    first.session.destroy();
+    second.session.destroy();
+  }
+}
 
 const DETAILS = { BadRequest: BadRequestSchema, ResourceInfo: ResourceInfoSchema, PreconditionFailure: PreconditionFailureSchema, QuotaFailure: QuotaFailureSchema, RetryInfo: RetryInfoSchema };
 
@@ -222,6 +252,13 @@ describe('docs/api.md "Limits"', () => {
       expect(limit).toBe(PAGE_SIZES.runs.max);
       expect(limit).toBe(PAGE_SIZES.approvals.max);
       await runs.listRuns({ pageSize: limit * 10 }); // clamped, not refused
+    },
+    'response bytes one client leaves unread on a replica': async (limit) => {
+      expect(limit).toBe(DEFAULT_CLIENT_LIMITS.bufferedBytes);
+      const err = await overBufferLimit(); // on a server whose limit is 64 KiB
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.findDetails(ErrorInfoSchema)[0]).toMatchObject({ reason: 'CLIENT_BUFFER_LIMIT', metadata: { limit_bytes: String(BUFFERED_LIMIT) } });
+      expect(err.findDetails(RetryInfoSchema)).toHaveLength(1);
     },
   };
 
@@ -313,6 +350,7 @@ describe('docs/api.md "Errors"', () => {
       await held.next().catch(() => undefined);
       return err;
     },
+    'RESOURCE_EXHAUSTED CLIENT_BUFFER_LIMIT': () => overBufferLimit(),
     'RESOURCE_EXHAUSTED REQUEST_TOO_LARGE': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'x'.repeat(DEFAULT_LIMITS.requestBytes) }) })),
     'UNAVAILABLE STORE_UNAVAILABLE': async () => {
       // PostgreSQL goes away under the small server: its connections drop and new ones are refused.

@@ -32,9 +32,11 @@ export interface StalledReader {
  */
 export function stalledReader<D extends DescMessage>(
   url: string, method: DescMethod & { input: D }, request: MessageInitShape<D>, windowBytes = 1024,
+  options: { localAddress?: string } = {},
 ): StalledReader {
   const { hostname, port } = new URL(url);
-  const socket = net.connect(Number(port), hostname);
+  // Another loopback address (127.0.0.2) is another client to the server's per-client limits.
+  const socket = net.connect({ port: Number(port), host: hostname, ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
   const session = http2.connect(url, { settings: { initialWindowSize: windowBytes }, createConnection: () => socket });
   session.on('error', () => {});
   const stream = session.request({
@@ -57,8 +59,11 @@ export interface RawResponse {
 }
 
 /** One request over its own connection; resolves with everything the server answered. */
-export async function rawRequest(url: string, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<RawResponse> {
-  const session = http2.connect(url);
+export async function rawRequest(url: string, headers: http2.OutgoingHttpHeaders, body?: Buffer, options: { localAddress?: string } = {}): Promise<RawResponse> {
+  const { hostname, port } = new URL(url);
+  const session = options.localAddress
+    ? http2.connect(url, { createConnection: () => net.connect({ port: Number(port), host: hostname, localAddress: options.localAddress }) })
+    : http2.connect(url);
   session.on('error', () => {});
   try {
     return await new Promise<RawResponse>((resolve, reject) => {
