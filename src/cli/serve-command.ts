@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
+import { DefinitionError } from '../engine/author/errors.js';
 import { EngineApi } from '../engine/engine-api.js';
+import type { Registry } from '../engine/registry.js';
 import { registerApi } from '../server/api.js';
 import { startGrpcServer } from '../server/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
@@ -13,12 +15,16 @@ import type { Config } from './config.js';
 import { openConfiguredStore } from './database.js';
 import { registerExamples } from './examples.js';
 import { LIVENESS, startReadiness } from './readiness.js';
-import { startWorkers } from './workers.js';
+import { loadRegistry, startWorkers } from './workers.js';
 import { waitForStopSignal } from './stop-signal.js';
+
+/** A --workflows module that cannot be loaded is a configuration error (sysexits EX_CONFIG, as a bad setting). */
+const EXIT_WORKFLOWS_MODULE = 78;
 
 /**
  * `waymark dev` and `waymark server`: validate the model settings (a bad one throws
- * ModelConfigError, exit 78, before the database is touched), open the store (cli/database.ts:
+ * ModelConfigError, exit 78, before the database is touched), load the --workflows module (one
+ * line and exit 78 when it cannot be loaded, still before the database), open the store (cli/database.ts:
  * DATABASE_URL's kind, or an embedded PostgreSQL when it is unset), migrate it, build the workers (registry with the user's module and, in dev,
  * the examples; engine), serve the API and log "listening", and only then start the executor (and
  * the sweeper in dev), so a process that crashes executing has logged its address. On SIGINT or
@@ -31,6 +37,16 @@ import { waitForStopSignal } from './stop-signal.js';
 export async function runServe(config: Config, logger: Logger, options: { dev: boolean }): Promise<number> {
   // ctx.agent's runtime (models from the environment; the offline scripted model without a key).
   const agent = createAgentRuntime({ logger });
+  // The user's --workflows module, before the database: a module that cannot be loaded is one
+  // line naming its file and line, exit 78, with nothing started (docs/workflows.md).
+  let registry: Registry;
+  try {
+    registry = await loadRegistry(config, logger, agent);
+  } catch (err) {
+    if (!(err instanceof DefinitionError)) throw err;
+    process.stderr.write(`waymark: ${err.message}\n`);
+    return EXIT_WORKFLOWS_MODULE;
+  }
   const opened = await openConfiguredStore(config, logger, { applicationName: `waymark-${options.dev ? 'dev' : 'server'}` });
   const { store, admin } = opened;
   const cleanup: Array<() => Promise<unknown>> = [() => opened.close()];
@@ -55,7 +71,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Engine, executor loop, metrics, and in dev the sweeper (started once the server listens);
     // stopped after the server drains. The examples are registered here, before anything is claimed.
     const workers = await startWorkers({
-      config, store, logger, dev: options.dev, agent,
+      config, store, logger, dev: options.dev, registry,
       ...(options.dev ? {
         extend: async (registry) => {
           const examples = await registerExamples(registry, logger);

@@ -39,23 +39,33 @@ export interface Workers {
 }
 
 /**
- * The background half of `waymark server` and `waymark dev`: the workflow registry (with the
- * user's --workflows module), the engine, the executor loop, the sweeper in dev, and metrics.
- * Nothing is claimed until `start()`: the executor and the sweeper are built here but not started.
+ * The registry of `waymark server` and `waymark dev`: the built-in tools, ctx.agent's runtime
+ * (built, and its model settings validated, before the database is opened) and the user's
+ * --workflows module. Loaded before the database is opened, so a module that cannot be loaded
+ * stops the process at once with one line (a DefinitionError) instead of after a database start.
  */
-export async function startWorkers(params: {
-  config: Config; store: JournalStore; logger: Logger; dev: boolean;
-  /** ctx.agent's runtime, built (and its model settings validated) before the database is opened. */
-  agent: WaymarkAgentRuntime;
-  /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
-  extend?: (registry: Registry) => Promise<void>;
-}): Promise<Workers> {
-  const { config, store, logger } = params;
-  const registry = new Registry({ agent: params.agent });
+export async function loadRegistry(config: Config, logger: Logger, agent: WaymarkAgentRuntime): Promise<Registry> {
+  const registry = new Registry({ agent });
   if (config.workflowsPath) {
     const loaded = await loadUserModule(config.workflowsPath, registry);
     logger.info({ path: loaded.path, workflows: loaded.workflows, tools: loaded.tools }, 'workflows module loaded');
   }
+  return registry;
+}
+
+/**
+ * The background half of `waymark server` and `waymark dev`: the engine over `registry`, the
+ * executor loop, the sweeper in dev, and metrics.
+ * Nothing is claimed until `start()`: the executor and the sweeper are built here but not started.
+ */
+export async function startWorkers(params: {
+  config: Config; store: JournalStore; logger: Logger; dev: boolean;
+  /** The workflows and tools, with the user's --workflows module already loaded (loadRegistry). */
+  registry: Registry;
+  /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
+  extend?: (registry: Registry) => Promise<void>;
+}): Promise<Workers> {
+  const { config, store, logger, registry } = params;
   await params.extend?.(registry);
   const metrics = new Metrics();
   const holder = `${hostname()}:${process.pid}`;

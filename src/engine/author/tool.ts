@@ -5,6 +5,7 @@ import type { Json } from '../../journal/run.js';
 import { durationMs, type Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
 import { retryPolicy, TOOL_RETRY_DEFAULT, type RetryOptions, type RetryPolicy } from './retry.js';
+import { zodSchemaProblem } from './zod-schema.js';
 
 /** Recognises tools across copies of this module (a user's `waymark` may be another instance). */
 export const TOOL_BRAND = Symbol.for('waymark.tool');
@@ -65,7 +66,8 @@ export function defineTool<I extends z.ZodType, R>(definition: ToolDefinition<I,
   if (!TOOL_NAME.test(name)) {
     throw new DefinitionError(`tool "${name}"`, 'a tool name is 1-64 letters, digits, "_" or "-" (what model providers accept)');
   }
-  if (!(input instanceof z.ZodType)) throw new DefinitionError(`tool "${name}"`, 'input must be a zod schema');
+  const inputProblem = zodSchemaProblem(input);
+  if (inputProblem) throw new DefinitionError(`tool "${name}"`, inputProblem);
   const policy = definition.policy ?? 'allow';
   if (!['allow', 'ask', 'deny'].includes(policy)) throw new DefinitionError(`tool "${name}"`, `policy must be allow, ask or deny, not "${policy}"`);
   const mutating = definition.mutating ?? true;

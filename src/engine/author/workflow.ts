@@ -9,6 +9,7 @@ import { durationMs, type Duration } from './duration.js';
 import { DefinitionError } from './errors.js';
 import type { RetryOptions } from './retry.js';
 import type { Tool } from './tool.js';
+import { zodSchemaProblem } from './zod-schema.js';
 
 /** Recognises workflows across copies of this module (a user's `waymark` may be another instance). */
 export const WORKFLOW_BRAND = Symbol.for('waymark.workflow');
@@ -147,7 +148,8 @@ export function defineWorkflow<I extends z.ZodType, O>(
   if (!WORKFLOW_NAME.test(name)) {
     throw new DefinitionError(`workflow "${name}"`, 'a workflow name is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
   }
-  if (!(definition.input instanceof z.ZodType)) throw new DefinitionError(`workflow "${name}"`, 'input must be a zod schema');
+  const inputProblem = zodSchemaProblem(definition.input);
+  if (inputProblem) throw new DefinitionError(`workflow "${name}"`, inputProblem);
   if (typeof body !== 'function') throw new DefinitionError(`workflow "${name}"`, 'the body must be an async function (ctx, input) => output');
   const drift = definition.drift ?? 'warn';
   if (drift !== 'warn' && drift !== 'strict') throw new DefinitionError(`workflow "${name}"`, `drift must be warn or strict, not "${drift}"`);
