@@ -42,6 +42,7 @@ export default tseslint.config(
               message: 'server/ reads runs, journals, streams and page cursors through the engine (engine/engine-api.ts, engine/read/), not the store; only the run id format and the storable-JSON check are shared, to refuse bad input before the engine.',
             },
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
+            zone('cli/client', ['gen', 'server', 'engine', 'store', 'sweeper', 'agent', 'journal', 'index.ts'], 'the operator commands (cli/client/) reach the server only through the TypeScript client package: import @waymark-dev/client, as a remote user does.'),
             // Inside engine/ (docs/architecture.md "The engine's rooms"): author/ and replay/ sit below runtime/,
             // runtime/ below the use cases (engine.ts) and the scheduling loop.
             zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
@@ -86,6 +87,22 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         { patterns: [{ regex: '^pg(-[a-z-]+)?(/.*)?$', message: 'pg is imported only in src/store/postgres/ (and the embedded-PostgreSQL starter): open stores with openStore (src/store/open-store.ts).' }] },
+      ],
+    },
+  },
+  {
+    // The operator commands use the client package by its name (not its files, not a transport of their own).
+    files: ['src/cli/client/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '^pg(-[a-z-]+)?(/.*)?$', message: 'pg is imported only in src/store/postgres/ (and the embedded-PostgreSQL starter).' },
+            { regex: '(^|/)clients/', message: 'import the client package as @waymark-dev/client, not its files: the CLI uses what users use.' },
+            { regex: '^@connectrpc/', message: 'the operator commands call the server through @waymark-dev/client (its retries, reconnects and typed errors), not a Connect transport of their own.' },
+          ],
+        },
       ],
     },
   },

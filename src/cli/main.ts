@@ -14,6 +14,14 @@ Usage:
   waymark migrate                       apply database migrations and exit
   waymark help | --help | --version
 
+Operator commands (a client of a running server, local or remote; docs/cli.md):
+  waymark runs start|get|list|cancel|journal|events|resume|provenance
+  waymark approvals list|get|complete
+  waymark signals send
+  waymark workflows list
+  Each takes --addr, --namespace, --token, TLS flags and --output table|json; --help on any of
+  them prints its options and an example, e.g. waymark runs start --help.
+
 Options:
   --workflows FILE   a .ts or .js module whose exported workflows and tools are registered
                      (also WAYMARK_WORKFLOWS)
@@ -30,7 +38,14 @@ WAYMARK_WEBHOOK_ALLOW_PRIVATE, WAYMARK_WEBHOOK_MAX_ATTEMPTS. See docs/configurat
 const EXIT_CONFIG = 78;
 const EXIT_USAGE = 64;
 
+/** The operator commands' groups (src/cli/client/), dispatched before any server setting is read. */
+const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows']);
+
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] !== undefined && CLIENT_GROUPS.has(argv[0])) {
+    const { runOperatorCommand } = await import('./client/operator-cli.js');
+    return runOperatorCommand(argv, process.env, { stdout: process.stdout, stderr: process.stderr });
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -122,6 +122,24 @@ describe('architecture rules', () => {
     expect(await ruleIds('src/cli/embedded-postgres.ts', code)).not.toContain('no-restricted-imports');
   });
 
+  it('the operator commands (cli/client/) reach the server only through the client package', async () => {
+    const probe = 'src/cli/client/probe.ts';
+    for (const from of ['../../gen/waymark/v1/run_service_pb.js', '../../server/run-service.js', '../../engine/engine-api.js', '../../store/store.js']) {
+      const code = `import * as m from '${from}';\nexport const p = m;\n`;
+      expect(await ruleIds(probe, code), from).toContain('import-x/no-restricted-paths');
+    }
+    for (const code of [
+      "import { WaymarkClient } from '../../../clients/ts/src/client.js';\nexport const p = WaymarkClient;\n",
+      "import { createGrpcTransport } from '@connectrpc/connect-node';\nexport const p = createGrpcTransport;\n",
+      "import pg from 'pg';\nexport const p = pg;\n",
+    ]) expect(await ruleIds(probe, code), code).toContain('no-restricted-imports');
+    const through = "import { createWaymarkClient } from '@waymark-dev/client';\nimport { EXIT } from './exit-codes.js';\nexport const p = [createWaymarkClient, EXIT];\n";
+    expect(await ruleIds(probe, through)).toEqual([]);
+    // The rest of cli/ (the composition root) still reaches the server's modules.
+    const root = "import { openStore } from '../store/open-store.js';\nexport const p = openStore;\n";
+    expect(await ruleIds('src/cli/probe.ts', root)).toEqual([]);
+  });
+
   it('cli/ opens stores through openStore, not an implementation', async () => {
     const postgres = "import { PostgresStore } from '../store/postgres/postgres-store.js';\nexport const p = PostgresStore;\n";
     expect(await ruleIds('src/cli/probe.ts', postgres)).toContain('import-x/no-restricted-paths');
