@@ -1,8 +1,6 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger } from './logger.js';
-import { ModelConfigError } from '../agent/agent-errors.js';
+import type { Config } from './config.js';
 
 const HELP = `waymark: durable execution for AI-agent runs
 
@@ -67,6 +65,9 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`waymark ${pkg.version}\n`);
     return 0;
   }
+  // Loaded here, not at the top: the operator commands above start without the server's modules.
+  const { ConfigError, loadConfig } = await import('./config.js');
+  const { createLogger } = await import('./logger.js');
   const env = { ...process.env };
   if (typeof values.workflows === 'string') env.WAYMARK_WORKFLOWS = values.workflows;
   if (typeof values.addr === 'string') env.WAYMARK_ADDR = values.addr;
@@ -105,9 +106,10 @@ main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err: unknown) => {
+  async (err: unknown) => {
     process.stderr.write(`waymark: ${err instanceof Error ? err.message : String(err)}\n`);
     // Model settings are validated when the agent runtime is built: a bad one is a config error too.
+    const { ModelConfigError } = await import('../agent/agent-errors.js');
     process.exitCode = err instanceof ModelConfigError ? EXIT_CONFIG : 1;
   },
 );

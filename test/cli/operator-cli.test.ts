@@ -64,8 +64,8 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-// Concurrent: each test has runs of its own (and checks what it wrote per run), so they overlap.
-describe.concurrent('every command, in both output modes', { timeout: 180_000 }, () => {
+// Each test has runs of its own and checks what it wrote per run, so any order works.
+describe('every command, in both output modes', { timeout: 180_000 }, () => {
   it('workflows list', async () => {
     expect(await ok('workflows', 'list')).toMatch(/^NAME\s+VERSION\s+DIGEST[^\n]*\nawait_go\s+1 /m);
     const rows = await json('workflows', 'list');
