@@ -162,7 +162,7 @@ function exportedValues(mod: Record<string, unknown>): unknown[] {
  * module runs has it in its stack, and a missing package or export is looked up in the importing
  * file's text. Paths are plain paths, without tsx's `?namespace` query.
  */
-export function describeImportFailure(err: unknown, entry: string): { where: string; message: string } {
+function describeImportFailure(err: unknown, entry: string): { where: string; message: string } {
   const text = err instanceof Error ? err.message : String(err);
   const transform = /^(.+?):(\d+):(\d+): ERROR: (.*)$/m.exec(text);
   if (transform) {

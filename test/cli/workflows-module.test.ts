@@ -1,7 +1,7 @@
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,15 +84,18 @@ export default { hello };
 
 const SERVER_ZOD = '4.6';
 
-/** Starts `waymark server --workflows FILE` in `dir` (the memory store), starts a run and returns its output. */
-async function runHello(dir: string, file: string): Promise<unknown> {
-  const p = WaymarkProcess.start(['server', '--workflows', `./${file}`], {
+/**
+ * Starts `waymark server --workflows FILE` (or `dev`) in `dir` (the memory store), starts a run and
+ * returns its output. `file` is relative to `dir`, or absolute.
+ */
+async function runHello(dir: string, file: string, command: 'server' | 'dev' = 'server'): Promise<unknown> {
+  const p = WaymarkProcess.start([command, '--workflows', path.isAbsolute(file) ? file : `./${file}`], {
     cwd: dir,
     env: { DATABASE_URL: 'memory:', WAYMARK_ADDR: '127.0.0.1:0' },
   });
   try {
     const address = await p.listening();
-    expect(p.logs.find((l) => l.msg === 'workflows module loaded')).toMatchObject({ path: path.join(dir, file), workflows: ['hello'] });
+    expect(p.logs.find((l) => l.msg === 'workflows module loaded')).toMatchObject({ path: path.resolve(dir, file), workflows: ['hello'] });
     const client = createClient(RunService, createGrpcTransport({ baseUrl: `http://${address}` }));
     const { run } = await client.startRun({ workflow: 'hello', input: json({ name: 'ada' }), wait: true, idempotencyKey: 'first' });
     expect(run?.status).toBe(RunStatus.SUCCEEDED);
@@ -111,6 +114,16 @@ describe('waymark server --workflows loads a module from a folder of its own', (
   ])('a workflows.ts beside %s, with the server\'s waymark and zod', async (_, files) => {
     const dir = await userFolder({ ...files, 'workflows.ts': esmWorkflow() });
     expect(await runHello(dir, 'workflows.ts')).toEqual({ greeting: 'hello ADA', zod: SERVER_ZOD });
+  }, 90_000);
+
+  it('waymark dev on a module mounted as a Kubernetes ConfigMap mounts one (symlinks into a ..data folder, no package.json)', async () => {
+    const mount = await userFolder({});
+    await mkdir(path.join(mount, '..2026_12_01_10_00_00.1'));
+    await writeFile(path.join(mount, '..2026_12_01_10_00_00.1', 'workflows.ts'), esmWorkflow());
+    await symlink('..2026_12_01_10_00_00.1', path.join(mount, '..data'));
+    await symlink('..data/workflows.ts', path.join(mount, 'workflows.ts'));
+    const elsewhere = await userFolder({});
+    expect(await runHello(elsewhere, path.join(mount, 'workflows.ts'), 'dev')).toEqual({ greeting: 'hello ADA', zod: SERVER_ZOD });
   }, 90_000);
 
   it('the zod the user installed wins, and its schemas work with defineWorkflow (zod 4.1 beside a 4.6 server)', async () => {
