@@ -1,6 +1,7 @@
 import type { Limits } from '../journal/limits.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../journal/run.js';
+import type { ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams } from './api-key-params.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
   JournalResolveResult, WakeupSubscribeParams, WakeupUnsubscribe,
@@ -24,6 +25,7 @@ import type {
   WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams,
 } from './webhook-params.js';
 
+export type * from './api-key-params.js';
 export type * from './journal-params.js';
 export type * from './run-params.js';
 export type * from './suspension-params.js';
@@ -293,6 +295,18 @@ export interface JournalStore {
    * when it is still pending.
    */
   webhookDeliveryRedeliver(params: WebhookDeliveryRedeliverParams): Promise<WebhookDelivery>;
+
+  /**
+   * API keys (docs/security.md). apiKeyCreate stores a new key (createdAt: the store's clock) and
+   * returns it. Ids are 64 random bits: one already taken is a bug, and the write fails.
+   */
+  apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord>;
+  /** One key by id, revoked or not; null when there is none. */
+  apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null>;
+  /** Keys newest first (createdAt, then id), revoked ones only with `includeRevoked`. */
+  apiKeyList(params: ApiKeyListParams): Promise<ApiKeyRecord[]>;
+  /** Sets revokedAt (the store's clock) once; a revoked key is returned unchanged; null for an unknown id. */
+  apiKeyRevoke(params: ApiKeyRevokeParams): Promise<ApiKeyRecord | null>;
 
   /** The store's clock; leases and deadlines use it, never the worker's. */
   clockNow(): Promise<Date>;

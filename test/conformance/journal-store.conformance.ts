@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from 'vitest';
 import type { ConformanceHarness, HarnessFactory } from './harness.js';
+import { apiKeysSection } from './api-keys.conformance.js';
 import { attemptsSection } from './attempts.conformance.js';
 import { budgetLockSection } from './budget-lock.conformance.js';
 import { routingSection } from './routing.conformance.js';
@@ -59,5 +60,6 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('routing', () => routingSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));
+    describe('API keys', () => apiKeysSection(ctx));
   });
 }

@@ -8,6 +8,7 @@ import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.
 import { newRunId } from '../run-id.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type {
+  ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
@@ -464,6 +465,34 @@ export class MemoryStore implements JournalStore {
 
   async clockNow(): Promise<Date> {
     return this.now();
+  }
+
+  private readonly apiKeys = new Map<string, ApiKeyRecord>();
+
+  async apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord> {
+    if (this.apiKeys.has(params.id)) throw new Error(`API key id ${params.id} is taken`);
+    const key: ApiKeyRecord = { ...structuredClone(params), createdAt: this.now(), revokedAt: null };
+    this.apiKeys.set(key.id, key);
+    return structuredClone(key);
+  }
+
+  async apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null> {
+    const key = this.apiKeys.get(params.id);
+    return key ? structuredClone(key) : null;
+  }
+
+  async apiKeyList(params: ApiKeyListParams): Promise<ApiKeyRecord[]> {
+    return [...this.apiKeys.values()]
+      .filter((k) => (params.namespace === undefined || k.namespace === params.namespace) && (params.includeRevoked || k.revokedAt === null))
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || compare(b.id, a.id))
+      .map((k) => structuredClone(k));
+  }
+
+  async apiKeyRevoke(params: ApiKeyRevokeParams): Promise<ApiKeyRecord | null> {
+    const key = this.apiKeys.get(params.id);
+    if (!key) return null;
+    key.revokedAt ??= this.now();
+    return structuredClone(key);
   }
 
   private readonly replicas = new Map<string, ReplicaInfo>();

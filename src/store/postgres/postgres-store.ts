@@ -8,6 +8,7 @@ import { isTerminalStatus, type Lease, type Run, type RunError, type RunStatus }
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
 import type {
+  ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
@@ -33,6 +34,7 @@ import { BUDGET_LOCK_POOL_SIZE, BUDGET_LOCK_WAIT_MS, BudgetLocks } from './budge
 import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './pg-errors.js';
 import * as signals from './signals-ops.js';
 import * as webhooks from './webhooks-ops.js';
+import * as akq from './api-keys-queries.js';
 import * as repq from './replicas-queries.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
@@ -491,6 +493,24 @@ export class PostgresStore implements JournalStore {
 
   async budgetLock(params: BudgetLockParams): Promise<BudgetLock> {
     return this.budgetLocks.acquire(params);
+  }
+
+  async apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord> {
+    return akq.toApiKey((await this.query<akq.ApiKeyRow>(akq.apiKeyInsert(params))).rows[0]!);
+  }
+
+  async apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null> {
+    const row = (await this.query<akq.ApiKeyRow>(akq.apiKeySelect(params.id))).rows[0];
+    return row ? akq.toApiKey(row) : null;
+  }
+
+  async apiKeyList(params: ApiKeyListParams): Promise<ApiKeyRecord[]> {
+    return (await this.query<akq.ApiKeyRow>(akq.apiKeyList(params))).rows.map(akq.toApiKey);
+  }
+
+  async apiKeyRevoke(params: ApiKeyRevokeParams): Promise<ApiKeyRecord | null> {
+    const row = (await this.query<akq.ApiKeyRow>(akq.apiKeyRevoke(params.id))).rows[0];
+    return row ? akq.toApiKey(row) : null;
   }
 
   async clockNow(): Promise<Date> {

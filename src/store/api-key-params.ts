@@ -1,0 +1,38 @@
+/*
+ * API keys as a store holds them (docs/security.md "API keys"): never the secret, only its SHA-256
+ * hash; the id is the visible part of the secret, so a verification is one lookup by primary key.
+ */
+
+/** One API key row. */
+export interface ApiKeyRecord {
+  /** The key's public id (the `wmk_<id>_…` part of its secret); primary key. */
+  id: string;
+  name: string;
+  /** The namespace it may address; null for an admin key (every namespace). */
+  namespace: string | null;
+  /** Scope names (`runs:read`, …), as granted; the store does not interpret them. */
+  scopes: string[];
+  /** Hex SHA-256 of the whole secret. */
+  secretHash: string;
+  createdAt: Date;
+  /** Set once by apiKeyRevoke; null while active. */
+  revokedAt: Date | null;
+  /** The key that created it through the API; null for keys created locally (dev, bootstrap). */
+  createdByKeyId: string | null;
+}
+
+export type ApiKeyCreateParams = Omit<ApiKeyRecord, 'createdAt' | 'revokedAt'>;
+
+export interface ApiKeyGetParams {
+  id: string;
+}
+
+export interface ApiKeyListParams {
+  /** Only keys of this namespace; null: only admin keys; absent: every key. */
+  namespace?: string | null;
+  includeRevoked: boolean;
+}
+
+export interface ApiKeyRevokeParams {
+  id: string;
+}
