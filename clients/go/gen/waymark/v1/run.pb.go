@@ -1172,9 +1172,12 @@ type Approval struct {
 	// The run's labels.
 	Labels map[string]string `protobuf:"bytes,15,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// When the approval was requested.
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The id of the API key that made the decision (AdminService ListKeys shows it); empty while
+	// pending, for a timeout, or when the server runs with authentication off.
+	DecidedByKeyId string `protobuf:"bytes,17,opt,name=decided_by_key_id,json=decidedByKeyId,proto3" json:"decided_by_key_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -1317,6 +1320,13 @@ func (x *Approval) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *Approval) GetDecidedByKeyId() string {
+	if x != nil {
+		return x.DecidedByKeyId
+	}
+	return ""
 }
 
 // What a parked run waits for: one open suspension.
@@ -1784,7 +1794,7 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x0fRunStatusChange\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.waymark.v1.RunStatusR\x06status\x12.\n" +
 	"\x06output\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x06output\x12*\n" +
-	"\x05error\x18\x03 \x01(\v2\x14.waymark.v1.RunErrorR\x05error\"\xe6\x05\n" +
+	"\x05error\x18\x03 \x01(\v2\x14.waymark.v1.RunErrorR\x05error\"\x91\x06\n" +
 	"\bApproval\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x10\n" +
@@ -1806,7 +1816,8 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"on_timeout\x18\x0e \x01(\x0e2\x1c.waymark.v1.ApprovalDecisionR\tonTimeout\x128\n" +
 	"\x06labels\x18\x0f \x03(\v2 .waymark.v1.Approval.LabelsEntryR\x06labels\x12;\n" +
 	"\vcreate_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\x1a9\n" +
+	"createTime\x12)\n" +
+	"\x11decided_by_key_id\x18\x11 \x01(\tR\x0edecidedByKeyId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x01\n" +

@@ -11,6 +11,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -1924,12 +1925,131 @@ func (x *ProvenanceToolResult) GetDeniedBy() string {
 	return ""
 }
 
+// The request of CreateStreamToken.
+type CreateStreamTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run's namespace; empty means the key's namespace (or "default" for an admin key).
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The run the token may read.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// How long the token is valid; unset means 5 minutes. At most 1 hour.
+	Ttl           *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateStreamTokenRequest) Reset() {
+	*x = CreateStreamTokenRequest{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateStreamTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateStreamTokenRequest) ProtoMessage() {}
+
+func (x *CreateStreamTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateStreamTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateStreamTokenRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CreateStreamTokenRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CreateStreamTokenRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CreateStreamTokenRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+// The response of CreateStreamToken.
+type CreateStreamTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token, "wms_<payload>.<signature>", to send as "authorization: Bearer <token>".
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// When the token stops being accepted.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateStreamTokenResponse) Reset() {
+	*x = CreateStreamTokenResponse{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateStreamTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateStreamTokenResponse) ProtoMessage() {}
+
+func (x *CreateStreamTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateStreamTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateStreamTokenResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CreateStreamTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateStreamTokenResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
 var File_waymark_v1_run_service_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1cwaymark/v1/run_service.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14waymark/v1/run.proto\"\xb3\x03\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14waymark/v1/run.proto\"\xb3\x03\n" +
 	"\x0fStartRunRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12,\n" +
@@ -2081,7 +2201,15 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\tdenied_by\x18\n" +
 	" \x01(\tR\bdeniedByB\x06\n" +
 	"\x04_seqB\x0f\n" +
-	"\r_approval_seq*g\n" +
+	"\r_approval_seq\"|\n" +
+	"\x18CreateStreamTokenRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"n\n" +
+	"\x19CreateStreamTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12;\n" +
+	"\vexpire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime*g\n" +
 	"\rDriftRecovery\x12\x1e\n" +
 	"\x1aDRIFT_RECOVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DRIFT_RECOVERY_RESTART\x10\x01\x12\x1a\n" +
@@ -2099,7 +2227,7 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"%PROVENANCE_TOOL_RESULT_STATUS_INVALID\x10\x04\x12+\n" +
 	"'PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT\x10\x05\x123\n" +
 	"/PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL\x10\x06\x12)\n" +
-	"%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\a2\xe8\x05\n" +
+	"%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\a2\xca\x06\n" +
 	"\n" +
 	"RunService\x12E\n" +
 	"\bStartRun\x12\x1b.waymark.v1.StartRunRequest\x1a\x1c.waymark.v1.StartRunResponse\x12D\n" +
@@ -2111,7 +2239,8 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\tResumeRun\x12\x1c.waymark.v1.ResumeRunRequest\x1a\x1d.waymark.v1.ResumeRunResponse\x12H\n" +
 	"\tCancelRun\x12\x1c.waymark.v1.CancelRunRequest\x1a\x1d.waymark.v1.CancelRunResponse\x12Y\n" +
 	"\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\"\x03\x90\x02\x01\x12b\n" +
-	"\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01B\xae\x01\n" +
+	"\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01\x12`\n" +
+	"\x11CreateStreamToken\x12$.waymark.v1.CreateStreamTokenRequest\x1a%.waymark.v1.CreateStreamTokenResponseB\xae\x01\n" +
 	"\x0ecom.waymark.v1B\x0fRunServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -2129,103 +2258,110 @@ func file_waymark_v1_run_service_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_waymark_v1_run_service_proto_goTypes = []any{
-	(DriftRecovery)(0),               // 0: waymark.v1.DriftRecovery
-	(ProvenanceModelCallStatus)(0),   // 1: waymark.v1.ProvenanceModelCallStatus
-	(ProvenanceToolResultStatus)(0),  // 2: waymark.v1.ProvenanceToolResultStatus
-	(*StartRunRequest)(nil),          // 3: waymark.v1.StartRunRequest
-	(*StartRunResponse)(nil),         // 4: waymark.v1.StartRunResponse
-	(*GetRunRequest)(nil),            // 5: waymark.v1.GetRunRequest
-	(*GetRunResponse)(nil),           // 6: waymark.v1.GetRunResponse
-	(*ListRunsRequest)(nil),          // 7: waymark.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),         // 8: waymark.v1.ListRunsResponse
-	(*GetJournalRequest)(nil),        // 9: waymark.v1.GetJournalRequest
-	(*GetJournalResponse)(nil),       // 10: waymark.v1.GetJournalResponse
-	(*StreamRunEventsRequest)(nil),   // 11: waymark.v1.StreamRunEventsRequest
-	(*StreamRunEventsResponse)(nil),  // 12: waymark.v1.StreamRunEventsResponse
-	(*ResumeRunRequest)(nil),         // 13: waymark.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),        // 14: waymark.v1.ResumeRunResponse
-	(*CancelRunRequest)(nil),         // 15: waymark.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),        // 16: waymark.v1.CancelRunResponse
-	(*ListWorkflowsRequest)(nil),     // 17: waymark.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),    // 18: waymark.v1.ListWorkflowsResponse
-	(*GetRunProvenanceRequest)(nil),  // 19: waymark.v1.GetRunProvenanceRequest
-	(*GetRunProvenanceResponse)(nil), // 20: waymark.v1.GetRunProvenanceResponse
-	(*RunProvenance)(nil),            // 21: waymark.v1.RunProvenance
-	(*RunSpend)(nil),                 // 22: waymark.v1.RunSpend
-	(*AgentProvenance)(nil),          // 23: waymark.v1.AgentProvenance
-	(*ProvenanceModelCall)(nil),      // 24: waymark.v1.ProvenanceModelCall
-	(*ProvenanceToolResult)(nil),     // 25: waymark.v1.ProvenanceToolResult
-	nil,                              // 26: waymark.v1.StartRunRequest.LabelsEntry
-	nil,                              // 27: waymark.v1.ListRunsRequest.LabelsEntry
-	(*structpb.Value)(nil),           // 28: google.protobuf.Value
-	(*durationpb.Duration)(nil),      // 29: google.protobuf.Duration
-	(*Run)(nil),                      // 30: waymark.v1.Run
-	(*WaitingOn)(nil),                // 31: waymark.v1.WaitingOn
-	(RunStatus)(0),                   // 32: waymark.v1.RunStatus
-	(*JournalEntry)(nil),             // 33: waymark.v1.JournalEntry
-	(*RunEvent)(nil),                 // 34: waymark.v1.RunEvent
-	(*ResumePreview)(nil),            // 35: waymark.v1.ResumePreview
-	(*Workflow)(nil),                 // 36: waymark.v1.Workflow
-	(*Usage)(nil),                    // 37: waymark.v1.Usage
-	(*RunError)(nil),                 // 38: waymark.v1.RunError
+	(DriftRecovery)(0),                // 0: waymark.v1.DriftRecovery
+	(ProvenanceModelCallStatus)(0),    // 1: waymark.v1.ProvenanceModelCallStatus
+	(ProvenanceToolResultStatus)(0),   // 2: waymark.v1.ProvenanceToolResultStatus
+	(*StartRunRequest)(nil),           // 3: waymark.v1.StartRunRequest
+	(*StartRunResponse)(nil),          // 4: waymark.v1.StartRunResponse
+	(*GetRunRequest)(nil),             // 5: waymark.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 6: waymark.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 7: waymark.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 8: waymark.v1.ListRunsResponse
+	(*GetJournalRequest)(nil),         // 9: waymark.v1.GetJournalRequest
+	(*GetJournalResponse)(nil),        // 10: waymark.v1.GetJournalResponse
+	(*StreamRunEventsRequest)(nil),    // 11: waymark.v1.StreamRunEventsRequest
+	(*StreamRunEventsResponse)(nil),   // 12: waymark.v1.StreamRunEventsResponse
+	(*ResumeRunRequest)(nil),          // 13: waymark.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),         // 14: waymark.v1.ResumeRunResponse
+	(*CancelRunRequest)(nil),          // 15: waymark.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 16: waymark.v1.CancelRunResponse
+	(*ListWorkflowsRequest)(nil),      // 17: waymark.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),     // 18: waymark.v1.ListWorkflowsResponse
+	(*GetRunProvenanceRequest)(nil),   // 19: waymark.v1.GetRunProvenanceRequest
+	(*GetRunProvenanceResponse)(nil),  // 20: waymark.v1.GetRunProvenanceResponse
+	(*RunProvenance)(nil),             // 21: waymark.v1.RunProvenance
+	(*RunSpend)(nil),                  // 22: waymark.v1.RunSpend
+	(*AgentProvenance)(nil),           // 23: waymark.v1.AgentProvenance
+	(*ProvenanceModelCall)(nil),       // 24: waymark.v1.ProvenanceModelCall
+	(*ProvenanceToolResult)(nil),      // 25: waymark.v1.ProvenanceToolResult
+	(*CreateStreamTokenRequest)(nil),  // 26: waymark.v1.CreateStreamTokenRequest
+	(*CreateStreamTokenResponse)(nil), // 27: waymark.v1.CreateStreamTokenResponse
+	nil,                               // 28: waymark.v1.StartRunRequest.LabelsEntry
+	nil,                               // 29: waymark.v1.ListRunsRequest.LabelsEntry
+	(*structpb.Value)(nil),            // 30: google.protobuf.Value
+	(*durationpb.Duration)(nil),       // 31: google.protobuf.Duration
+	(*Run)(nil),                       // 32: waymark.v1.Run
+	(*WaitingOn)(nil),                 // 33: waymark.v1.WaitingOn
+	(RunStatus)(0),                    // 34: waymark.v1.RunStatus
+	(*JournalEntry)(nil),              // 35: waymark.v1.JournalEntry
+	(*RunEvent)(nil),                  // 36: waymark.v1.RunEvent
+	(*ResumePreview)(nil),             // 37: waymark.v1.ResumePreview
+	(*Workflow)(nil),                  // 38: waymark.v1.Workflow
+	(*Usage)(nil),                     // 39: waymark.v1.Usage
+	(*RunError)(nil),                  // 40: waymark.v1.RunError
+	(*timestamppb.Timestamp)(nil),     // 41: google.protobuf.Timestamp
 }
 var file_waymark_v1_run_service_proto_depIdxs = []int32{
-	28, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
-	26, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
-	29, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
-	30, // 3: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
-	31, // 4: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	30, // 5: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
-	31, // 6: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	32, // 7: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
-	27, // 8: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
-	30, // 9: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
-	33, // 10: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
-	34, // 11: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
+	30, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
+	28, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
+	31, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
+	32, // 3: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
+	33, // 4: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	32, // 5: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
+	33, // 6: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	34, // 7: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	29, // 8: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
+	32, // 9: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
+	35, // 10: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
+	36, // 11: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
 	0,  // 12: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
-	30, // 13: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
-	35, // 14: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
-	30, // 15: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
-	30, // 16: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
-	36, // 17: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	32, // 13: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
+	37, // 14: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
+	32, // 15: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
+	32, // 16: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
+	38, // 17: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
 	21, // 18: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
-	32, // 19: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
+	34, // 19: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
 	22, // 20: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
 	23, // 21: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
 	21, // 22: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
 	24, // 23: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
 	25, // 24: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
 	1,  // 25: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
-	37, // 26: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
-	28, // 27: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
+	39, // 26: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
+	30, // 27: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
 	2,  // 28: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
-	28, // 29: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
-	38, // 30: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
-	3,  // 31: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
-	5,  // 32: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
-	7,  // 33: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
-	9,  // 34: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
-	11, // 35: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
-	13, // 36: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
-	15, // 37: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
-	17, // 38: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	19, // 39: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
-	4,  // 40: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
-	6,  // 41: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
-	8,  // 42: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
-	10, // 43: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
-	12, // 44: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
-	14, // 45: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
-	16, // 46: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
-	18, // 47: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	20, // 48: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
-	40, // [40:49] is the sub-list for method output_type
-	31, // [31:40] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	30, // 29: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
+	40, // 30: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
+	31, // 31: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
+	41, // 32: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 33: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
+	5,  // 34: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
+	7,  // 35: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
+	9,  // 36: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
+	11, // 37: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
+	13, // 38: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
+	15, // 39: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
+	17, // 40: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	19, // 41: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
+	26, // 42: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
+	4,  // 43: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
+	6,  // 44: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
+	8,  // 45: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
+	10, // 46: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
+	12, // 47: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
+	14, // 48: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
+	16, // 49: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
+	18, // 50: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	20, // 51: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
+	27, // 52: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
+	43, // [43:53] is the sub-list for method output_type
+	33, // [33:43] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_service_proto_init() }
@@ -2247,7 +2383,7 @@ func file_waymark_v1_run_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_service_proto_rawDesc), len(file_waymark_v1_run_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,15 +19,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RunService_StartRun_FullMethodName         = "/waymark.v1.RunService/StartRun"
-	RunService_GetRun_FullMethodName           = "/waymark.v1.RunService/GetRun"
-	RunService_ListRuns_FullMethodName         = "/waymark.v1.RunService/ListRuns"
-	RunService_GetJournal_FullMethodName       = "/waymark.v1.RunService/GetJournal"
-	RunService_StreamRunEvents_FullMethodName  = "/waymark.v1.RunService/StreamRunEvents"
-	RunService_ResumeRun_FullMethodName        = "/waymark.v1.RunService/ResumeRun"
-	RunService_CancelRun_FullMethodName        = "/waymark.v1.RunService/CancelRun"
-	RunService_ListWorkflows_FullMethodName    = "/waymark.v1.RunService/ListWorkflows"
-	RunService_GetRunProvenance_FullMethodName = "/waymark.v1.RunService/GetRunProvenance"
+	RunService_StartRun_FullMethodName          = "/waymark.v1.RunService/StartRun"
+	RunService_GetRun_FullMethodName            = "/waymark.v1.RunService/GetRun"
+	RunService_ListRuns_FullMethodName          = "/waymark.v1.RunService/ListRuns"
+	RunService_GetJournal_FullMethodName        = "/waymark.v1.RunService/GetJournal"
+	RunService_StreamRunEvents_FullMethodName   = "/waymark.v1.RunService/StreamRunEvents"
+	RunService_ResumeRun_FullMethodName         = "/waymark.v1.RunService/ResumeRun"
+	RunService_CancelRun_FullMethodName         = "/waymark.v1.RunService/CancelRun"
+	RunService_ListWorkflows_FullMethodName     = "/waymark.v1.RunService/ListWorkflows"
+	RunService_GetRunProvenance_FullMethodName  = "/waymark.v1.RunService/GetRunProvenance"
+	RunService_CreateStreamToken_FullMethodName = "/waymark.v1.RunService/CreateStreamToken"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -68,6 +69,11 @@ type RunServiceClient interface {
 	// run, its answer and the model calls and tool results that answer drew on, and the same for
 	// each child run, recursively.
 	GetRunProvenance(ctx context.Context, in *GetRunProvenanceRequest, opts ...grpc.CallOption) (*GetRunProvenanceResponse, error)
+	// Mints a short-lived, read-only stream token for one run: sent as "authorization: Bearer
+	// <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
+	// namespace, until it expires. The server verifies it without a database read (an HMAC under
+	// WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
+	CreateStreamToken(ctx context.Context, in *CreateStreamTokenRequest, opts ...grpc.CallOption) (*CreateStreamTokenResponse, error)
 }
 
 type runServiceClient struct {
@@ -177,6 +183,16 @@ func (c *runServiceClient) GetRunProvenance(ctx context.Context, in *GetRunProve
 	return out, nil
 }
 
+func (c *runServiceClient) CreateStreamToken(ctx context.Context, in *CreateStreamTokenRequest, opts ...grpc.CallOption) (*CreateStreamTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateStreamTokenResponse)
+	err := c.cc.Invoke(ctx, RunService_CreateStreamToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
@@ -215,6 +231,11 @@ type RunServiceServer interface {
 	// run, its answer and the model calls and tool results that answer drew on, and the same for
 	// each child run, recursively.
 	GetRunProvenance(context.Context, *GetRunProvenanceRequest) (*GetRunProvenanceResponse, error)
+	// Mints a short-lived, read-only stream token for one run: sent as "authorization: Bearer
+	// <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
+	// namespace, until it expires. The server verifies it without a database read (an HMAC under
+	// WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
+	CreateStreamToken(context.Context, *CreateStreamTokenRequest) (*CreateStreamTokenResponse, error)
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -251,6 +272,9 @@ func (UnimplementedRunServiceServer) ListWorkflows(context.Context, *ListWorkflo
 }
 func (UnimplementedRunServiceServer) GetRunProvenance(context.Context, *GetRunProvenanceRequest) (*GetRunProvenanceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRunProvenance not implemented")
+}
+func (UnimplementedRunServiceServer) CreateStreamToken(context.Context, *CreateStreamTokenRequest) (*CreateStreamTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateStreamToken not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -428,6 +452,24 @@ func _RunService_GetRunProvenance_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_CreateStreamToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateStreamTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).CreateStreamToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_CreateStreamToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).CreateStreamToken(ctx, req.(*CreateStreamTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -466,6 +508,10 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRunProvenance",
 			Handler:    _RunService_GetRunProvenance_Handler,
+		},
+		{
+			MethodName: "CreateStreamToken",
+			Handler:    _RunService_CreateStreamToken_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

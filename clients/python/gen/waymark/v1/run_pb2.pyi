@@ -681,6 +681,7 @@ class Approval(_message.Message):
     ON_TIMEOUT_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
+    DECIDED_BY_KEY_ID_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """"<run_id>:<seq>": the run and the seq of its suspension entry. Stable, so a decision can be
     retried safely.
@@ -703,6 +704,10 @@ class Approval(_message.Message):
     """The approver's comment; empty if none."""
     on_timeout: Global___ApprovalDecision.ValueType
     """The decision applied when the deadline passes; UNSPECIFIED when there is no deadline."""
+    decided_by_key_id: _builtins.str
+    """The id of the API key that made the decision (AdminService ListKeys shows it); empty while
+    pending, for a timeout, or when the server runs with authentication off.
+    """
     @_builtins.property
     def payload_schema(self) -> _struct_pb2.Value:
         """JSON Schema the decision's payload must satisfy; unset when no payload is expected."""
@@ -746,10 +751,11 @@ class Approval(_message.Message):
         on_timeout: Global___ApprovalDecision.ValueType = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
+        decided_by_key_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "deadline", b"deadline", "decide_time", b"decide_time", "decision_payload", b"decision_payload", "payload_schema", b"payload_schema"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["comment", b"comment", "create_time", b"create_time", "deadline", b"deadline", "decide_time", b"decide_time", "decided_by", b"decided_by", "decision_payload", b"decision_payload", "id", b"id", "labels", b"labels", "on_timeout", b"on_timeout", "payload_schema", b"payload_schema", "prompt", b"prompt", "run_id", b"run_id", "seq", b"seq", "state", b"state", "title", b"title", "workflow_name", b"workflow_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["comment", b"comment", "create_time", b"create_time", "deadline", b"deadline", "decide_time", b"decide_time", "decided_by", b"decided_by", "decided_by_key_id", b"decided_by_key_id", "decision_payload", b"decision_payload", "id", b"id", "labels", b"labels", "on_timeout", b"on_timeout", "payload_schema", b"payload_schema", "prompt", b"prompt", "run_id", b"run_id", "seq", b"seq", "state", b"state", "title", b"title", "workflow_name", b"workflow_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

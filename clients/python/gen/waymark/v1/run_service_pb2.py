@@ -24,10 +24,11 @@ _sym_db = _symbol_database.Default()
 
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from waymark.v1 import run_pb2 as waymark_dot_v1_dot_run__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cwaymark/v1/run_service.proto\x12\nwaymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14waymark/v1/run.proto\"\xb3\x03\n\x0fStartRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n\x08workflow\x18\x02 \x01(\tR\x08workflow\x12,\n\x05input\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05input\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x12\n\x04wait\x18\x05 \x01(\x08R\x04wait\x12\"\n\nbudget_usd\x18\x06 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12\x17\n\x07\x64ry_run\x18\x07 \x01(\x08R\x06\x64ryRun\x12?\n\x06labels\x18\x08 \x03(\x0b\x32\'.waymark.v1.StartRunRequest.LabelsEntryR\x06labels\x12\x33\n\x07timeout\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\r\n\x0b_budget_usd\"\x85\x01\n\x10StartRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\x12\x34\n\nwaiting_on\x18\x03 \x03(\x0b\x32\x15.waymark.v1.WaitingOnR\twaitingOn\"D\n\rGetRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\"i\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\x12\x34\n\nwaiting_on\x18\x02 \x03(\x0b\x32\x15.waymark.v1.WaitingOnR\twaitingOn\"\xda\x02\n\x0fListRunsRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x31\n\x08statuses\x18\x02 \x03(\x0e\x32\x15.waymark.v1.RunStatusR\x08statuses\x12\x1a\n\x08workflow\x18\x03 \x01(\tR\x08workflow\x12?\n\x06labels\x18\x04 \x03(\x0b\x32\'.waymark.v1.ListRunsRequest.LabelsEntryR\x06labels\x12\"\n\rparent_run_id\x18\x05 \x01(\tR\x0bparentRunId\x12\x1b\n\tpage_size\x18\x06 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x07 \x01(\tR\tpageToken\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"_\n\x10ListRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x0f.waymark.v1.RunR\x04runs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x01\n\x11GetJournalRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n\tafter_seq\x18\x03 \x01(\x03H\x00R\x08\x61\x66terSeq\x88\x01\x01\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageTokenB\x0c\n\n_after_seq\"p\n\x12GetJournalResponse\x12\x32\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x18.waymark.v1.JournalEntryR\x07\x65ntries\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa8\x01\n\x16StreamRunEventsRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n\tafter_seq\x18\x03 \x01(\x03H\x00R\x08\x61\x66terSeq\x88\x01\x01\x12)\n\x10\x66ollow_suspended\x18\x04 \x01(\x08R\x0f\x66ollowSuspendedB\x0c\n\n_after_seq\"E\n\x17StreamRunEventsResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x14.waymark.v1.RunEventR\x05\x65vent\"\xc2\x01\n\x10ResumeRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n\x07\x64ry_run\x18\x03 \x01(\x08R\x06\x64ryRun\x12\x1e\n\ninvalidate\x18\x04 \x03(\x03R\ninvalidate\x12@\n\x0e\x64rift_recovery\x18\x05 \x01(\x0e\x32\x19.waymark.v1.DriftRecoveryR\rdriftRecovery\"\x9f\x01\n\x11ResumeRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\x12\x33\n\x07preview\x18\x02 \x01(\x0b\x32\x19.waymark.v1.ResumePreviewR\x07preview\x12\x32\n\x0crestarted_as\x18\x03 \x01(\x0b\x32\x0f.waymark.v1.RunR\x0brestartedAs\"_\n\x10\x43\x61ncelRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\"6\n\x11\x43\x61ncelRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\"4\n\x14ListWorkflowsRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\"K\n\x15ListWorkflowsResponse\x12\x32\n\tworkflows\x18\x01 \x03(\x0b\x32\x14.waymark.v1.WorkflowR\tworkflows\"N\n\x17GetRunProvenanceRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\"U\n\x18GetRunProvenanceResponse\x12\x39\n\nprovenance\x18\x01 \x01(\x0b\x32\x19.waymark.v1.RunProvenanceR\nprovenance\"\xc5\x02\n\rRunProvenance\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n\rworkflow_name\x18\x02 \x01(\tR\x0cworkflowName\x12-\n\x06status\x18\x03 \x01(\x0e\x32\x15.waymark.v1.RunStatusR\x06status\x12\"\n\nbudget_usd\x18\x04 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12*\n\x05spend\x18\x05 \x01(\x0b\x32\x14.waymark.v1.RunSpendR\x05spend\x12\x33\n\x06\x61gents\x18\x06 \x03(\x0b\x32\x1b.waymark.v1.AgentProvenanceR\x06\x61gents\x12\x35\n\x08\x63hildren\x18\x07 \x03(\x0b\x32\x19.waymark.v1.RunProvenanceR\x08\x63hildrenB\r\n\x0b_budget_usd\"\x86\x01\n\x08RunSpend\x12\x17\n\x07own_usd\x18\x01 \x01(\x01R\x06ownUsd\x12!\n\x0c\x63hildren_usd\x18\x02 \x01(\x01R\x0b\x63hildrenUsd\x12\x1b\n\ttotal_usd\x18\x03 \x01(\x01R\x08totalUsd\x12!\n\x0cpriced_calls\x18\x04 \x01(\x05R\x0bpricedCalls\"\xc7\x03\n\x0f\x41gentProvenance\x12\x14\n\x05scope\x18\x01 \x01(\tR\x05scope\x12\x1d\n\nagent_type\x18\x02 \x01(\tR\tagentType\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n\x06\x61nswer\x18\x04 \x01(\tH\x00R\x06\x61nswer\x88\x01\x01\x12\"\n\nanswer_seq\x18\x05 \x01(\x03H\x01R\tanswerSeq\x88\x01\x01\x12\x34\n\x17\x64rew_on_model_call_seqs\x18\x06 \x03(\x03R\x13\x64rewOnModelCallSeqs\x12\x36\n\x18\x64rew_on_tool_result_seqs\x18\x07 \x03(\x03R\x14\x64rewOnToolResultSeqs\x12@\n\x0bmodel_calls\x18\x08 \x03(\x0b\x32\x1f.waymark.v1.ProvenanceModelCallR\nmodelCalls\x12\x43\n\x0ctool_results\x18\t \x03(\x0b\x32 .waymark.v1.ProvenanceToolResultR\x0btoolResults\x12\x19\n\x08\x63ost_usd\x18\n \x01(\x01R\x07\x63ostUsdB\t\n\x07_answerB\r\n\x0b_answer_seq\"\xe6\x02\n\x13ProvenanceModelCall\x12\x10\n\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n\x04step\x18\x02 \x01(\x05R\x04step\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x1a\n\x08provider\x18\x04 \x01(\tR\x08provider\x12\x19\n\x08model_id\x18\x05 \x01(\tR\x07modelId\x12=\n\x06status\x18\x06 \x01(\x0e\x32%.waymark.v1.ProvenanceModelCallStatusR\x06status\x12#\n\rfinish_reason\x18\x07 \x01(\tR\x0c\x66inishReason\x12\'\n\x05usage\x18\x08 \x01(\x0b\x32\x11.waymark.v1.UsageR\x05usage\x12\x1e\n\x08\x63ost_usd\x18\t \x01(\x01H\x00R\x07\x63ostUsd\x88\x01\x01\x12\"\n\rtool_call_ids\x18\n \x03(\tR\x0btoolCallIdsB\x0b\n\t_cost_usd\"\xbc\x03\n\x14ProvenanceToolResult\x12 \n\x0ctool_call_id\x18\x01 \x01(\tR\ntoolCallId\x12\x1b\n\ttool_name\x18\x02 \x01(\tR\x08toolName\x12,\n\x05input\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05input\x12(\n\x10requested_by_seq\x18\x04 \x01(\x03R\x0erequestedBySeq\x12\x15\n\x03seq\x18\x05 \x01(\x03H\x00R\x03seq\x88\x01\x01\x12&\n\x0c\x61pproval_seq\x18\x06 \x01(\x03H\x01R\x0b\x61pprovalSeq\x88\x01\x01\x12>\n\x06status\x18\x07 \x01(\x0e\x32&.waymark.v1.ProvenanceToolResultStatusR\x06status\x12,\n\x05value\x18\x08 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05value\x12*\n\x05\x65rror\x18\t \x01(\x0b\x32\x14.waymark.v1.RunErrorR\x05\x65rror\x12\x1b\n\tdenied_by\x18\n \x01(\tR\x08\x64\x65niedByB\x06\n\x04_seqB\x0f\n\r_approval_seq*g\n\rDriftRecovery\x12\x1e\n\x1a\x44RIFT_RECOVERY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44RIFT_RECOVERY_RESTART\x10\x01\x12\x1a\n\x16\x44RIFT_RECOVERY_ABANDON\x10\x02*\xc2\x01\n\x19ProvenanceModelCallStatus\x12,\n(PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED\x10\x00\x12#\n\x1fPROVENANCE_MODEL_CALL_STATUS_OK\x10\x01\x12&\n\"PROVENANCE_MODEL_CALL_STATUS_ERROR\x10\x02\x12*\n&PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT\x10\x03*\xfc\x02\n\x1aProvenanceToolResultStatus\x12-\n)PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED\x10\x00\x12$\n PROVENANCE_TOOL_RESULT_STATUS_OK\x10\x01\x12\'\n#PROVENANCE_TOOL_RESULT_STATUS_ERROR\x10\x02\x12(\n$PROVENANCE_TOOL_RESULT_STATUS_DENIED\x10\x03\x12)\n%PROVENANCE_TOOL_RESULT_STATUS_INVALID\x10\x04\x12+\n\'PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT\x10\x05\x12\x33\n/PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL\x10\x06\x12)\n%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\x07\x32\xe8\x05\n\nRunService\x12\x45\n\x08StartRun\x12\x1b.waymark.v1.StartRunRequest\x1a\x1c.waymark.v1.StartRunResponse\x12\x44\n\x06GetRun\x12\x19.waymark.v1.GetRunRequest\x1a\x1a.waymark.v1.GetRunResponse\"\x03\x90\x02\x01\x12J\n\x08ListRuns\x12\x1b.waymark.v1.ListRunsRequest\x1a\x1c.waymark.v1.ListRunsResponse\"\x03\x90\x02\x01\x12P\n\nGetJournal\x12\x1d.waymark.v1.GetJournalRequest\x1a\x1e.waymark.v1.GetJournalResponse\"\x03\x90\x02\x01\x12\\\n\x0fStreamRunEvents\x12\".waymark.v1.StreamRunEventsRequest\x1a#.waymark.v1.StreamRunEventsResponse0\x01\x12H\n\tResumeRun\x12\x1c.waymark.v1.ResumeRunRequest\x1a\x1d.waymark.v1.ResumeRunResponse\x12H\n\tCancelRun\x12\x1c.waymark.v1.CancelRunRequest\x1a\x1d.waymark.v1.CancelRunResponse\x12Y\n\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\"\x03\x90\x02\x01\x12\x62\n\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01\x42\xae\x01\n\x0e\x63om.waymark.v1B\x0fRunServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cwaymark/v1/run_service.proto\x12\nwaymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14waymark/v1/run.proto\"\xb3\x03\n\x0fStartRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n\x08workflow\x18\x02 \x01(\tR\x08workflow\x12,\n\x05input\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05input\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x12\n\x04wait\x18\x05 \x01(\x08R\x04wait\x12\"\n\nbudget_usd\x18\x06 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12\x17\n\x07\x64ry_run\x18\x07 \x01(\x08R\x06\x64ryRun\x12?\n\x06labels\x18\x08 \x03(\x0b\x32\'.waymark.v1.StartRunRequest.LabelsEntryR\x06labels\x12\x33\n\x07timeout\x18\t \x01(\x0b\x32\x19.google.protobuf.DurationR\x07timeout\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x42\r\n\x0b_budget_usd\"\x85\x01\n\x10StartRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\x12\x34\n\nwaiting_on\x18\x03 \x03(\x0b\x32\x15.waymark.v1.WaitingOnR\twaitingOn\"D\n\rGetRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\"i\n\x0eGetRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\x12\x34\n\nwaiting_on\x18\x02 \x03(\x0b\x32\x15.waymark.v1.WaitingOnR\twaitingOn\"\xda\x02\n\x0fListRunsRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x31\n\x08statuses\x18\x02 \x03(\x0e\x32\x15.waymark.v1.RunStatusR\x08statuses\x12\x1a\n\x08workflow\x18\x03 \x01(\tR\x08workflow\x12?\n\x06labels\x18\x04 \x03(\x0b\x32\'.waymark.v1.ListRunsRequest.LabelsEntryR\x06labels\x12\"\n\rparent_run_id\x18\x05 \x01(\tR\x0bparentRunId\x12\x1b\n\tpage_size\x18\x06 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x07 \x01(\tR\tpageToken\x1a\x39\n\x0bLabelsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"_\n\x10ListRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x0f.waymark.v1.RunR\x04runs\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x01\n\x11GetJournalRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n\tafter_seq\x18\x03 \x01(\x03H\x00R\x08\x61\x66terSeq\x88\x01\x01\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageTokenB\x0c\n\n_after_seq\"p\n\x12GetJournalResponse\x12\x32\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x18.waymark.v1.JournalEntryR\x07\x65ntries\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa8\x01\n\x16StreamRunEventsRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n\tafter_seq\x18\x03 \x01(\x03H\x00R\x08\x61\x66terSeq\x88\x01\x01\x12)\n\x10\x66ollow_suspended\x18\x04 \x01(\x08R\x0f\x66ollowSuspendedB\x0c\n\n_after_seq\"E\n\x17StreamRunEventsResponse\x12*\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x14.waymark.v1.RunEventR\x05\x65vent\"\xc2\x01\n\x10ResumeRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x17\n\x07\x64ry_run\x18\x03 \x01(\x08R\x06\x64ryRun\x12\x1e\n\ninvalidate\x18\x04 \x03(\x03R\ninvalidate\x12@\n\x0e\x64rift_recovery\x18\x05 \x01(\x0e\x32\x19.waymark.v1.DriftRecoveryR\rdriftRecovery\"\x9f\x01\n\x11ResumeRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\x12\x33\n\x07preview\x18\x02 \x01(\x0b\x32\x19.waymark.v1.ResumePreviewR\x07preview\x12\x32\n\x0crestarted_as\x18\x03 \x01(\x0b\x32\x0f.waymark.v1.RunR\x0brestartedAs\"_\n\x10\x43\x61ncelRunRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\"6\n\x11\x43\x61ncelRunResponse\x12!\n\x03run\x18\x01 \x01(\x0b\x32\x0f.waymark.v1.RunR\x03run\"4\n\x14ListWorkflowsRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\"K\n\x15ListWorkflowsResponse\x12\x32\n\tworkflows\x18\x01 \x03(\x0b\x32\x14.waymark.v1.WorkflowR\tworkflows\"N\n\x17GetRunProvenanceRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\"U\n\x18GetRunProvenanceResponse\x12\x39\n\nprovenance\x18\x01 \x01(\x0b\x32\x19.waymark.v1.RunProvenanceR\nprovenance\"\xc5\x02\n\rRunProvenance\x12\x15\n\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n\rworkflow_name\x18\x02 \x01(\tR\x0cworkflowName\x12-\n\x06status\x18\x03 \x01(\x0e\x32\x15.waymark.v1.RunStatusR\x06status\x12\"\n\nbudget_usd\x18\x04 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12*\n\x05spend\x18\x05 \x01(\x0b\x32\x14.waymark.v1.RunSpendR\x05spend\x12\x33\n\x06\x61gents\x18\x06 \x03(\x0b\x32\x1b.waymark.v1.AgentProvenanceR\x06\x61gents\x12\x35\n\x08\x63hildren\x18\x07 \x03(\x0b\x32\x19.waymark.v1.RunProvenanceR\x08\x63hildrenB\r\n\x0b_budget_usd\"\x86\x01\n\x08RunSpend\x12\x17\n\x07own_usd\x18\x01 \x01(\x01R\x06ownUsd\x12!\n\x0c\x63hildren_usd\x18\x02 \x01(\x01R\x0b\x63hildrenUsd\x12\x1b\n\ttotal_usd\x18\x03 \x01(\x01R\x08totalUsd\x12!\n\x0cpriced_calls\x18\x04 \x01(\x05R\x0bpricedCalls\"\xc7\x03\n\x0f\x41gentProvenance\x12\x14\n\x05scope\x18\x01 \x01(\tR\x05scope\x12\x1d\n\nagent_type\x18\x02 \x01(\tR\tagentType\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x1b\n\x06\x61nswer\x18\x04 \x01(\tH\x00R\x06\x61nswer\x88\x01\x01\x12\"\n\nanswer_seq\x18\x05 \x01(\x03H\x01R\tanswerSeq\x88\x01\x01\x12\x34\n\x17\x64rew_on_model_call_seqs\x18\x06 \x03(\x03R\x13\x64rewOnModelCallSeqs\x12\x36\n\x18\x64rew_on_tool_result_seqs\x18\x07 \x03(\x03R\x14\x64rewOnToolResultSeqs\x12@\n\x0bmodel_calls\x18\x08 \x03(\x0b\x32\x1f.waymark.v1.ProvenanceModelCallR\nmodelCalls\x12\x43\n\x0ctool_results\x18\t \x03(\x0b\x32 .waymark.v1.ProvenanceToolResultR\x0btoolResults\x12\x19\n\x08\x63ost_usd\x18\n \x01(\x01R\x07\x63ostUsdB\t\n\x07_answerB\r\n\x0b_answer_seq\"\xe6\x02\n\x13ProvenanceModelCall\x12\x10\n\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n\x04step\x18\x02 \x01(\x05R\x04step\x12\x14\n\x05model\x18\x03 \x01(\tR\x05model\x12\x1a\n\x08provider\x18\x04 \x01(\tR\x08provider\x12\x19\n\x08model_id\x18\x05 \x01(\tR\x07modelId\x12=\n\x06status\x18\x06 \x01(\x0e\x32%.waymark.v1.ProvenanceModelCallStatusR\x06status\x12#\n\rfinish_reason\x18\x07 \x01(\tR\x0c\x66inishReason\x12\'\n\x05usage\x18\x08 \x01(\x0b\x32\x11.waymark.v1.UsageR\x05usage\x12\x1e\n\x08\x63ost_usd\x18\t \x01(\x01H\x00R\x07\x63ostUsd\x88\x01\x01\x12\"\n\rtool_call_ids\x18\n \x03(\tR\x0btoolCallIdsB\x0b\n\t_cost_usd\"\xbc\x03\n\x14ProvenanceToolResult\x12 \n\x0ctool_call_id\x18\x01 \x01(\tR\ntoolCallId\x12\x1b\n\ttool_name\x18\x02 \x01(\tR\x08toolName\x12,\n\x05input\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05input\x12(\n\x10requested_by_seq\x18\x04 \x01(\x03R\x0erequestedBySeq\x12\x15\n\x03seq\x18\x05 \x01(\x03H\x00R\x03seq\x88\x01\x01\x12&\n\x0c\x61pproval_seq\x18\x06 \x01(\x03H\x01R\x0b\x61pprovalSeq\x88\x01\x01\x12>\n\x06status\x18\x07 \x01(\x0e\x32&.waymark.v1.ProvenanceToolResultStatusR\x06status\x12,\n\x05value\x18\x08 \x01(\x0b\x32\x16.google.protobuf.ValueR\x05value\x12*\n\x05\x65rror\x18\t \x01(\x0b\x32\x14.waymark.v1.RunErrorR\x05\x65rror\x12\x1b\n\tdenied_by\x18\n \x01(\tR\x08\x64\x65niedByB\x06\n\x04_seqB\x0f\n\r_approval_seq\"|\n\x18\x43reateStreamTokenRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n\x06run_id\x18\x02 \x01(\tR\x05runId\x12+\n\x03ttl\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x03ttl\"n\n\x19\x43reateStreamTokenResponse\x12\x14\n\x05token\x18\x01 \x01(\tR\x05token\x12;\n\x0b\x65xpire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nexpireTime*g\n\rDriftRecovery\x12\x1e\n\x1a\x44RIFT_RECOVERY_UNSPECIFIED\x10\x00\x12\x1a\n\x16\x44RIFT_RECOVERY_RESTART\x10\x01\x12\x1a\n\x16\x44RIFT_RECOVERY_ABANDON\x10\x02*\xc2\x01\n\x19ProvenanceModelCallStatus\x12,\n(PROVENANCE_MODEL_CALL_STATUS_UNSPECIFIED\x10\x00\x12#\n\x1fPROVENANCE_MODEL_CALL_STATUS_OK\x10\x01\x12&\n\"PROVENANCE_MODEL_CALL_STATUS_ERROR\x10\x02\x12*\n&PROVENANCE_MODEL_CALL_STATUS_IN_FLIGHT\x10\x03*\xfc\x02\n\x1aProvenanceToolResultStatus\x12-\n)PROVENANCE_TOOL_RESULT_STATUS_UNSPECIFIED\x10\x00\x12$\n PROVENANCE_TOOL_RESULT_STATUS_OK\x10\x01\x12\'\n#PROVENANCE_TOOL_RESULT_STATUS_ERROR\x10\x02\x12(\n$PROVENANCE_TOOL_RESULT_STATUS_DENIED\x10\x03\x12)\n%PROVENANCE_TOOL_RESULT_STATUS_INVALID\x10\x04\x12+\n\'PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT\x10\x05\x12\x33\n/PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL\x10\x06\x12)\n%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\x07\x32\xca\x06\n\nRunService\x12\x45\n\x08StartRun\x12\x1b.waymark.v1.StartRunRequest\x1a\x1c.waymark.v1.StartRunResponse\x12\x44\n\x06GetRun\x12\x19.waymark.v1.GetRunRequest\x1a\x1a.waymark.v1.GetRunResponse\"\x03\x90\x02\x01\x12J\n\x08ListRuns\x12\x1b.waymark.v1.ListRunsRequest\x1a\x1c.waymark.v1.ListRunsResponse\"\x03\x90\x02\x01\x12P\n\nGetJournal\x12\x1d.waymark.v1.GetJournalRequest\x1a\x1e.waymark.v1.GetJournalResponse\"\x03\x90\x02\x01\x12\\\n\x0fStreamRunEvents\x12\".waymark.v1.StreamRunEventsRequest\x1a#.waymark.v1.StreamRunEventsResponse0\x01\x12H\n\tResumeRun\x12\x1c.waymark.v1.ResumeRunRequest\x1a\x1d.waymark.v1.ResumeRunResponse\x12H\n\tCancelRun\x12\x1c.waymark.v1.CancelRunRequest\x1a\x1d.waymark.v1.CancelRunResponse\x12Y\n\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\"\x03\x90\x02\x01\x12\x62\n\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01\x12`\n\x11\x43reateStreamToken\x12$.waymark.v1.CreateStreamTokenRequest\x1a%.waymark.v1.CreateStreamTokenResponseB\xae\x01\n\x0e\x63om.waymark.v1B\x0fRunServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,62 +50,66 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RUNSERVICE'].methods_by_name['ListWorkflows']._serialized_options = b'\220\002\001'
   _globals['_RUNSERVICE'].methods_by_name['GetRunProvenance']._loaded_options = None
   _globals['_RUNSERVICE'].methods_by_name['GetRunProvenance']._serialized_options = b'\220\002\001'
-  _globals['_DRIFTRECOVERY']._serialized_start=4405
-  _globals['_DRIFTRECOVERY']._serialized_end=4508
-  _globals['_PROVENANCEMODELCALLSTATUS']._serialized_start=4511
-  _globals['_PROVENANCEMODELCALLSTATUS']._serialized_end=4705
-  _globals['_PROVENANCETOOLRESULTSTATUS']._serialized_start=4708
-  _globals['_PROVENANCETOOLRESULTSTATUS']._serialized_end=5088
-  _globals['_STARTRUNREQUEST']._serialized_start=129
-  _globals['_STARTRUNREQUEST']._serialized_end=564
-  _globals['_STARTRUNREQUEST_LABELSENTRY']._serialized_start=492
-  _globals['_STARTRUNREQUEST_LABELSENTRY']._serialized_end=549
-  _globals['_STARTRUNRESPONSE']._serialized_start=567
-  _globals['_STARTRUNRESPONSE']._serialized_end=700
-  _globals['_GETRUNREQUEST']._serialized_start=702
-  _globals['_GETRUNREQUEST']._serialized_end=770
-  _globals['_GETRUNRESPONSE']._serialized_start=772
-  _globals['_GETRUNRESPONSE']._serialized_end=877
-  _globals['_LISTRUNSREQUEST']._serialized_start=880
-  _globals['_LISTRUNSREQUEST']._serialized_end=1226
-  _globals['_LISTRUNSREQUEST_LABELSENTRY']._serialized_start=492
-  _globals['_LISTRUNSREQUEST_LABELSENTRY']._serialized_end=549
-  _globals['_LISTRUNSRESPONSE']._serialized_start=1228
-  _globals['_LISTRUNSRESPONSE']._serialized_end=1323
-  _globals['_GETJOURNALREQUEST']._serialized_start=1326
-  _globals['_GETJOURNALREQUEST']._serialized_end=1506
-  _globals['_GETJOURNALRESPONSE']._serialized_start=1508
-  _globals['_GETJOURNALRESPONSE']._serialized_end=1620
-  _globals['_STREAMRUNEVENTSREQUEST']._serialized_start=1623
-  _globals['_STREAMRUNEVENTSREQUEST']._serialized_end=1791
-  _globals['_STREAMRUNEVENTSRESPONSE']._serialized_start=1793
-  _globals['_STREAMRUNEVENTSRESPONSE']._serialized_end=1862
-  _globals['_RESUMERUNREQUEST']._serialized_start=1865
-  _globals['_RESUMERUNREQUEST']._serialized_end=2059
-  _globals['_RESUMERUNRESPONSE']._serialized_start=2062
-  _globals['_RESUMERUNRESPONSE']._serialized_end=2221
-  _globals['_CANCELRUNREQUEST']._serialized_start=2223
-  _globals['_CANCELRUNREQUEST']._serialized_end=2318
-  _globals['_CANCELRUNRESPONSE']._serialized_start=2320
-  _globals['_CANCELRUNRESPONSE']._serialized_end=2374
-  _globals['_LISTWORKFLOWSREQUEST']._serialized_start=2376
-  _globals['_LISTWORKFLOWSREQUEST']._serialized_end=2428
-  _globals['_LISTWORKFLOWSRESPONSE']._serialized_start=2430
-  _globals['_LISTWORKFLOWSRESPONSE']._serialized_end=2505
-  _globals['_GETRUNPROVENANCEREQUEST']._serialized_start=2507
-  _globals['_GETRUNPROVENANCEREQUEST']._serialized_end=2585
-  _globals['_GETRUNPROVENANCERESPONSE']._serialized_start=2587
-  _globals['_GETRUNPROVENANCERESPONSE']._serialized_end=2672
-  _globals['_RUNPROVENANCE']._serialized_start=2675
-  _globals['_RUNPROVENANCE']._serialized_end=3000
-  _globals['_RUNSPEND']._serialized_start=3003
-  _globals['_RUNSPEND']._serialized_end=3137
-  _globals['_AGENTPROVENANCE']._serialized_start=3140
-  _globals['_AGENTPROVENANCE']._serialized_end=3595
-  _globals['_PROVENANCEMODELCALL']._serialized_start=3598
-  _globals['_PROVENANCEMODELCALL']._serialized_end=3956
-  _globals['_PROVENANCETOOLRESULT']._serialized_start=3959
-  _globals['_PROVENANCETOOLRESULT']._serialized_end=4403
-  _globals['_RUNSERVICE']._serialized_start=5091
-  _globals['_RUNSERVICE']._serialized_end=5835
+  _globals['_DRIFTRECOVERY']._serialized_start=4676
+  _globals['_DRIFTRECOVERY']._serialized_end=4779
+  _globals['_PROVENANCEMODELCALLSTATUS']._serialized_start=4782
+  _globals['_PROVENANCEMODELCALLSTATUS']._serialized_end=4976
+  _globals['_PROVENANCETOOLRESULTSTATUS']._serialized_start=4979
+  _globals['_PROVENANCETOOLRESULTSTATUS']._serialized_end=5359
+  _globals['_STARTRUNREQUEST']._serialized_start=162
+  _globals['_STARTRUNREQUEST']._serialized_end=597
+  _globals['_STARTRUNREQUEST_LABELSENTRY']._serialized_start=525
+  _globals['_STARTRUNREQUEST_LABELSENTRY']._serialized_end=582
+  _globals['_STARTRUNRESPONSE']._serialized_start=600
+  _globals['_STARTRUNRESPONSE']._serialized_end=733
+  _globals['_GETRUNREQUEST']._serialized_start=735
+  _globals['_GETRUNREQUEST']._serialized_end=803
+  _globals['_GETRUNRESPONSE']._serialized_start=805
+  _globals['_GETRUNRESPONSE']._serialized_end=910
+  _globals['_LISTRUNSREQUEST']._serialized_start=913
+  _globals['_LISTRUNSREQUEST']._serialized_end=1259
+  _globals['_LISTRUNSREQUEST_LABELSENTRY']._serialized_start=525
+  _globals['_LISTRUNSREQUEST_LABELSENTRY']._serialized_end=582
+  _globals['_LISTRUNSRESPONSE']._serialized_start=1261
+  _globals['_LISTRUNSRESPONSE']._serialized_end=1356
+  _globals['_GETJOURNALREQUEST']._serialized_start=1359
+  _globals['_GETJOURNALREQUEST']._serialized_end=1539
+  _globals['_GETJOURNALRESPONSE']._serialized_start=1541
+  _globals['_GETJOURNALRESPONSE']._serialized_end=1653
+  _globals['_STREAMRUNEVENTSREQUEST']._serialized_start=1656
+  _globals['_STREAMRUNEVENTSREQUEST']._serialized_end=1824
+  _globals['_STREAMRUNEVENTSRESPONSE']._serialized_start=1826
+  _globals['_STREAMRUNEVENTSRESPONSE']._serialized_end=1895
+  _globals['_RESUMERUNREQUEST']._serialized_start=1898
+  _globals['_RESUMERUNREQUEST']._serialized_end=2092
+  _globals['_RESUMERUNRESPONSE']._serialized_start=2095
+  _globals['_RESUMERUNRESPONSE']._serialized_end=2254
+  _globals['_CANCELRUNREQUEST']._serialized_start=2256
+  _globals['_CANCELRUNREQUEST']._serialized_end=2351
+  _globals['_CANCELRUNRESPONSE']._serialized_start=2353
+  _globals['_CANCELRUNRESPONSE']._serialized_end=2407
+  _globals['_LISTWORKFLOWSREQUEST']._serialized_start=2409
+  _globals['_LISTWORKFLOWSREQUEST']._serialized_end=2461
+  _globals['_LISTWORKFLOWSRESPONSE']._serialized_start=2463
+  _globals['_LISTWORKFLOWSRESPONSE']._serialized_end=2538
+  _globals['_GETRUNPROVENANCEREQUEST']._serialized_start=2540
+  _globals['_GETRUNPROVENANCEREQUEST']._serialized_end=2618
+  _globals['_GETRUNPROVENANCERESPONSE']._serialized_start=2620
+  _globals['_GETRUNPROVENANCERESPONSE']._serialized_end=2705
+  _globals['_RUNPROVENANCE']._serialized_start=2708
+  _globals['_RUNPROVENANCE']._serialized_end=3033
+  _globals['_RUNSPEND']._serialized_start=3036
+  _globals['_RUNSPEND']._serialized_end=3170
+  _globals['_AGENTPROVENANCE']._serialized_start=3173
+  _globals['_AGENTPROVENANCE']._serialized_end=3628
+  _globals['_PROVENANCEMODELCALL']._serialized_start=3631
+  _globals['_PROVENANCEMODELCALL']._serialized_end=3989
+  _globals['_PROVENANCETOOLRESULT']._serialized_start=3992
+  _globals['_PROVENANCETOOLRESULT']._serialized_end=4436
+  _globals['_CREATESTREAMTOKENREQUEST']._serialized_start=4438
+  _globals['_CREATESTREAMTOKENREQUEST']._serialized_end=4562
+  _globals['_CREATESTREAMTOKENRESPONSE']._serialized_start=4564
+  _globals['_CREATESTREAMTOKENRESPONSE']._serialized_end=4674
+  _globals['_RUNSERVICE']._serialized_start=5362
+  _globals['_RUNSERVICE']._serialized_end=6204
 # @@protoc_insertion_point(module_scope)

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from waymark.v1 import run_pb2 as _run_pb2
@@ -1057,3 +1058,63 @@ class ProvenanceToolResult(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seq) -> _WhichOneofReturnType__seq | None: ...
 
 Global___ProvenanceToolResult: _TypeAlias = ProvenanceToolResult  # noqa: Y015
+
+@_typing.final
+class CreateStreamTokenRequest(_message.Message):
+    """The request of CreateStreamToken."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    TTL_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The run's namespace; empty means the key's namespace (or "default" for an admin key)."""
+    run_id: _builtins.str
+    """The run the token may read."""
+    @_builtins.property
+    def ttl(self) -> _duration_pb2.Duration:
+        """How long the token is valid; unset means 5 minutes. At most 1 hour."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        ttl: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ttl", b"ttl"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace", "run_id", b"run_id", "ttl", b"ttl"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateStreamTokenRequest: _TypeAlias = CreateStreamTokenRequest  # noqa: Y015
+
+@_typing.final
+class CreateStreamTokenResponse(_message.Message):
+    """The response of CreateStreamToken."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """The token, "wms_<payload>.<signature>", to send as "authorization: Bearer <token>"."""
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """When the token stops being accepted."""
+
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateStreamTokenResponse: _TypeAlias = CreateStreamTokenResponse  # noqa: Y015

@@ -84,6 +84,11 @@ class RunServiceStub:
                 request_serializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceResponse.FromString,
                 _registered_method=True)
+        self.CreateStreamToken = channel.unary_unary(
+                '/waymark.v1.RunService/CreateStreamToken',
+                request_serializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenResponse.FromString,
+                _registered_method=True)
 
 
 class RunServiceServicer:
@@ -167,6 +172,16 @@ class RunServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateStreamToken(self, request, context):
+        """Mints a short-lived, read-only stream token for one run: sent as "authorization: Bearer
+        <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
+        namespace, until it expires. The server verifies it without a database read (an HMAC under
+        WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +229,11 @@ def add_RunServiceServicer_to_server(servicer, server):
                     servicer.GetRunProvenance,
                     request_deserializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceResponse.SerializeToString,
+            ),
+            'CreateStreamToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateStreamToken,
+                    request_deserializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -464,6 +484,33 @@ class RunService:
             '/waymark.v1.RunService/GetRunProvenance',
             waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceRequest.SerializeToString,
             waymark_dot_v1_dot_run__service__pb2.GetRunProvenanceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateStreamToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.RunService/CreateStreamToken',
+            waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenRequest.SerializeToString,
+            waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -71,6 +71,12 @@ class RunServiceStub:
     run, its answer and the model calls and tool results that answer drew on, and the same for
     each child run, recursively.
     """
+    CreateStreamToken: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.CreateStreamTokenRequest, _run_service_pb2.CreateStreamTokenResponse]
+    """Mints a short-lived, read-only stream token for one run: sent as "authorization: Bearer
+    <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
+    namespace, until it expires. The server verifies it without a database read (an HMAC under
+    WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
+    """
 
 @_typing.type_check_only
 class RunServiceAsyncStub(RunServiceStub):
@@ -114,6 +120,12 @@ class RunServiceAsyncStub(RunServiceStub):
     """Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
     run, its answer and the model calls and tool results that answer drew on, and the same for
     each child run, recursively.
+    """
+    CreateStreamToken: _aio.UnaryUnaryMultiCallable[_run_service_pb2.CreateStreamTokenRequest, _run_service_pb2.CreateStreamTokenResponse]  # type: ignore[assignment]
+    """Mints a short-lived, read-only stream token for one run: sent as "authorization: Bearer
+    <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
+    namespace, until it expires. The server verifies it without a database read (an HMAC under
+    WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
     """
 
 class RunServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -209,6 +221,18 @@ class RunServiceServicer(metaclass=_abc_1.ABCMeta):
         """Returns a run's provenance, read from its journal alone: for each agent (ctx.agent) of the
         run, its answer and the model calls and tool results that answer drew on, and the same for
         each child run, recursively.
+        """
+
+    @_abc_1.abstractmethod
+    def CreateStreamToken(
+        self,
+        request: _run_service_pb2.CreateStreamTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_run_service_pb2.CreateStreamTokenResponse, _abc.Awaitable[_run_service_pb2.CreateStreamTokenResponse]]:
+        """Mints a short-lived, read-only stream token for one run: sent as "authorization: Bearer
+        <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
+        namespace, until it expires. The server verifies it without a database read (an HMAC under
+        WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
         """
 
 def add_RunServiceServicer_to_server(servicer: RunServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
