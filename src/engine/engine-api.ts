@@ -14,6 +14,9 @@ import { runEvents, runSettled } from './read/run-events.js';
 import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
 import type { ReplayPreview } from './runtime/resume-preview.js';
 import { InlineExecutions } from './scheduling/inline-executions.js';
+import { ApiKeys } from './access/api-keys.js';
+import { RunNotFoundError } from '../journal/errors.js';
+import { isRunId } from '../store/run-id.js';
 import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
 import type { Waiting } from './runtime/suspension.js';
 import type { ServedWorkflow } from '../store/store.js';
@@ -34,15 +37,20 @@ export interface EngineApiOptions {
   settleMs?: number;
   /** Fallback poll of a stream following a run when no wake-up arrives. Default 1000 ms. */
   followPollMs?: number;
+  /** How long a verified API key is trusted without reading it again (WAYMARK_AUTH_CACHE_MS); default 5 s. */
+  keyCacheMs?: number;
 }
 
 export class EngineApi {
   readonly engine: Engine;
   readonly inline: InlineExecutions;
+  /** API keys: AdminService's create, list and revoke, and every authenticated call's verify. */
+  readonly keys: ApiKeys;
   readonly #followPollMs: number | undefined;
 
   constructor(options: EngineApiOptions) {
     this.engine = options.engine;
+    this.keys = new ApiKeys({ store: options.engine.store, ...(options.keyCacheMs !== undefined ? { cacheMs: options.keyCacheMs } : {}) });
     this.inline = new InlineExecutions({ engine: options.engine, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
     this.#followPollMs = options.followPollMs;
   }
@@ -68,6 +76,21 @@ export class EngineApi {
   async runGet(params: { runId: string; namespace: string }): Promise<RunView & { waitingOn: Waiting[] }> {
     const view = await runView(this.engine.store, params);
     return { ...view, waitingOn: await this.#waits(view.run) };
+  }
+
+  /**
+   * Whether run `runId` exists in `namespace`: what the auth layer reads, only when refusing a call
+   * for a missing scope, so another namespace's run is NOT_FOUND rather than PERMISSION_DENIED.
+   */
+  async runVisible(params: { runId: string; namespace: string }): Promise<boolean> {
+    if (!isRunId(params.runId)) return false;
+    try {
+      await this.engine.store.runGet(params);
+      return true;
+    } catch (err) {
+      if (err instanceof RunNotFoundError) return false;
+      throw err;
+    }
   }
 
   /** ListRuns (read/run-view.ts). */

@@ -118,3 +118,19 @@ export class SweeperLeaseLostError extends WaymarkError {
     super(`sweeper ${holder} lost the leader lease at epoch ${epoch}; another sweeper acts now, this one follows`);
   }
 }
+
+/** AdminService: no API key with this id (revoked keys are still found). */
+export class ApiKeyNotFoundError extends WaymarkError {
+  readonly reason = 'KEY_NOT_FOUND';
+  constructor(readonly keyId: string) {
+    super(`API key ${keyId} was not found; ListKeys shows the keys (their ids are the part after "wmk_")`);
+  }
+}
+
+/** CreateStreamToken on a server with no WAYMARK_STREAM_TOKEN_SECRET: it cannot sign tokens every replica accepts. */
+export class StreamTokensDisabledError extends WaymarkError {
+  readonly reason = 'STREAM_TOKENS_DISABLED';
+  constructor() {
+    super('this server mints no stream tokens: set WAYMARK_STREAM_TOKEN_SECRET (the same value on every replica) to enable them');
+  }
+}

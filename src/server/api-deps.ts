@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { EngineApi } from '../engine/engine-api.js';
 import type { Limits } from '../journal/limits.js';
+import type { StreamTokens } from '../engine/access/stream-tokens.js';
 import type { StreamGate } from './stream-limit.js';
 
 /** What the RunService and SignalService routes delegate to; the composition root builds it. */
@@ -14,4 +15,6 @@ export interface ApiDeps {
   defaultNamespace: string;
   /** The per-replica event stream limit. */
   streams: StreamGate;
+  /** Mints CreateStreamToken's tokens; null when no WAYMARK_STREAM_TOKEN_SECRET is set (then it is FAILED_PRECONDITION). */
+  streamTokens?: StreamTokens | null;
 }

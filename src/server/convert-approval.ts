@@ -17,6 +17,7 @@ export function approvalToProto(a: ApprovalView): Approval {
     payloadSchema: valueFromJson(a.schema),
     state: ApprovalState[a.state],
     decidedBy: a.decidedBy ?? '',
+    decidedByKeyId: a.decidedByKeyId ?? '',
     comment: a.comment ?? '',
     decisionPayload: optionalValue(a.decision),
     decideTime: a.decidedAt ? timestampFromDate(a.decidedAt) : undefined,

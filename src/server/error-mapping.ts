@@ -6,8 +6,8 @@ import {
   BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
 } from '../gen/google/rpc/error_details_pb.js';
 import {
-  IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
-  StoreUnavailableError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
+  ApiKeyNotFoundError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
+  StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../journal/errors.js';
 import {
   ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
@@ -148,6 +148,12 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
       info(err.reason, { delivery_id: err.deliveryId }),
       precondition('WRONG_STATE', `webhookDeliveries/${err.deliveryId}`, 'the delivery is pending; redeliver a delivered or dead-lettered one'),
     ]);
+  }
+  if (err instanceof ApiKeyNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { key_id: err.keyId }), resource('waymark.v1.ApiKey', err.keyId, 'no such API key')]);
+  }
+  if (err instanceof StreamTokensDisabledError) {
+    return status(m, Code.FailedPrecondition, [info(err.reason), precondition('STREAM_TOKENS_DISABLED', 'server', 'set WAYMARK_STREAM_TOKEN_SECRET on every replica')]);
   }
   if (err instanceof ToolNotFoundError) return status(m, Code.NotFound, [info(err.reason, { tool: err.toolName })]);
   if (err instanceof FlowDriftError) {

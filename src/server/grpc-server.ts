@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+import { authInterceptor, type AuthOptions } from './auth.js';
 import { clientCertificateKey, clientCertificateOf } from './client-certificate.js';
 import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
 import { ClientBuffers } from './client-buffers.js';
@@ -30,6 +31,14 @@ export interface GrpcServerOptions {
   clientLimits?: Partial<ClientLimits>;
   /** Serve TLS (ALPN h2) with these files, reloaded when they change (tls.ts); absent: h2c. Throws TlsFileError when they do not load. */
   tls?: TlsFiles | undefined;
+  /**
+   * Who may call what (auth.ts, access-rules.ts). Required, so no server is started without a
+   * decision: 'off' serves every call unauthenticated and is refused unless `host` is a loopback
+   * address (WAYMARK_AUTH=off, docs/security.md).
+   */
+  auth: AuthOptions | 'off';
+  /** Origins whose browser scripts may call the API (gRPC-Web, Connect), answered with CORS headers; none by default. */
+  corsOrigins?: readonly string[];
 }
 
 export interface GrpcServer {
@@ -52,6 +61,12 @@ export interface GrpcServer {
 /** After the grace period, how long aborted handlers get to write their UNAVAILABLE status. */
 const ABORT_FLUSH_MS = 200;
 
+/** Whether `host` only accepts connections from this machine (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h);
+}
+
 /**
  * Serves gRPC, gRPC-Web and Connect on one port: h2c (HTTP/2 without TLS), or TLS with ALPN `h2`
  * when `tls` is given (certificate reloaded on change; client certificates verified against a CA
@@ -61,6 +76,9 @@ const ABORT_FLUSH_MS = 200;
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const { logger } = options;
+  if (options.auth === 'off' && !isLoopbackHost(options.host)) {
+    throw new Error(`refusing to serve ${options.host} with authentication off: only a loopback address (127.0.0.1, ::1) may run without it`);
+  }
   // Two stages of shutdown: `draining` ends long-lived streams at the start of close() (handlers
   // read it through shutdownSignalKey); `stopping` is Connect's own shutdownSignal, which aborts
   // every handler's ctx.signal once the grace period is over.
@@ -88,9 +106,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     jsonOptions: { ignoreUnknownFields: false },
     shutdownSignal: stopping.signal,
     interceptors: [
-      loggingInterceptor(logger), clientLimitsInterceptor(clientLimits, clientBuffers), ...(options.interceptors ?? []),
+      loggingInterceptor(logger), clientLimitsInterceptor(clientLimits, clientBuffers),
+      ...(options.auth === 'off' ? [] : [authInterceptor(options.auth)]), ...(options.interceptors ?? []),
     ],
-    // The client is the peer address until authentication exists (issue 19: the API key).
+    ...(options.corsOrigins?.length ? { corsOrigins: options.corsOrigins } : {}),
+    // The client the limits count is the peer address: they run before authentication, so a flood
+    // of made-up keys is limited too.
     contextValues: (req) => createContextValues()
       .set(shutdownSignalKey, draining.signal)
       .set(clientKey, req.socket.remoteAddress ?? 'unknown')

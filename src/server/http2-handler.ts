@@ -5,6 +5,7 @@ import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest } f
 import type { Logger } from 'pino';
 import type { ClientBuffers } from './client-buffers.js';
 import { clientKey } from './client-limits.js';
+import { corsPolicy } from './cors.js';
 import { ensureErrorInfo, grpcCodeName, unroutedResponse } from './framework-errors.js';
 import { faultRecordKey, logFault } from './server-faults.js';
 import { clampTimeoutHeaders } from './request-timeout.js';
@@ -33,6 +34,8 @@ export interface Http2HandlerOptions extends ConnectRouterOptions {
   logger: Logger;
   /** Unread response bytes per client (the client is the request's `clientKey`). */
   buffers: ClientBuffers;
+  /** Browser origins answered with CORS headers (cors.ts); none when absent. */
+  corsOrigins?: readonly string[];
 }
 
 export type Http2RequestListener = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
@@ -42,8 +45,13 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
   const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
   options.routes(router);
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+  const cors = options.corsOrigins ? corsPolicy(options.corsOrigins) : null;
 
   return (req, res) => {
+    if (cors) {
+      if (cors.preflight(req, res)) return;
+      cors.decorate(req, res);
+    }
     const path = (req.url ?? '').split('?', 1)[0]!;
     const request = { path, contentType: req.headers['content-type'] ?? '' };
     const handler = paths.get(path);

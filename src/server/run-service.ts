@@ -1,3 +1,4 @@
+import { durationMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { DriftRecovery, RunService } from '../gen/waymark/v1/run_service_pb.js';
 import type { ApiDeps } from './api-deps.js';
@@ -8,6 +9,8 @@ import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } fro
 import { withErrorMapping } from './error-mapping.js';
 import { PAGE_SIZES, RequestCheck } from './request-validation.js';
 import { streamRunEvents } from './run-events-stream.js';
+import { STREAM_TOKEN_DEFAULTS } from '../engine/access/stream-tokens.js';
+import { RunNotFoundError, StreamTokensDisabledError } from '../journal/errors.js';
 import { abortable } from './shutdown-signal.js';
 import { unimplemented } from './unimplemented.js';
 
@@ -126,6 +129,20 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
       const runId = c.runId('run_id', req.runId);
       c.done();
       return { provenance: runProvenanceToProto(await api.runProvenance({ runId, namespace })) };
+    },
+
+    async createStreamToken(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      const ttlMs = req.ttl ? durationMs(req.ttl) : STREAM_TOKEN_DEFAULTS.ttlMs;
+      if (!(ttlMs > 0 && ttlMs <= STREAM_TOKEN_DEFAULTS.maxTtlMs)) c.fail('ttl', `must be more than 0 and at most ${STREAM_TOKEN_DEFAULTS.maxTtlMs / 60_000} minutes`);
+      c.done();
+      if (!deps.streamTokens) throw new StreamTokensDisabledError();
+      // A token is minted only for a run the caller can see: another namespace's run is NOT_FOUND.
+      if (!(await api.runVisible({ runId, namespace }))) throw new RunNotFoundError(runId);
+      const { token, expiresAt } = deps.streamTokens.mint({ namespace, runId, ttlMs: Math.round(ttlMs) });
+      return { token, expireTime: timestampFromDate(expiresAt) };
     },
   };
 }

@@ -2,6 +2,7 @@ import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { SignalService } from '../gen/waymark/v1/signal_service_pb.js';
 import type { Json } from '../journal/run.js';
 import type { ApiDeps } from './api-deps.js';
+import { callerKey, callerKeyId } from './auth.js';
 import { approvalStatesFromProto, approvalToProto } from './convert-approval.js';
 import { withErrorMapping } from './error-mapping.js';
 import { PAGE_SIZES, RequestCheck } from './request-validation.js';
@@ -66,7 +67,7 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       return { approval: approvalToProto(await api.approvalGet({ namespace, approvalId })) };
     },
 
-    async decideApproval(req) {
+    async decideApproval(req, ctx) {
       const c = check();
       const namespace = c.namespace(req.namespace);
       const approvalId = approvalIdOf(c, req.id);
@@ -78,7 +79,7 @@ export function signalServiceImpl(deps: ApiDeps): ServiceImpl<typeof SignalServi
       c.done();
       c.payload('payload', payload);
       const r = await api.approvalDecide({
-        namespace, approvalId, approve: req.approve, by, comment: comment || null, requestId,
+        namespace, approvalId, approve: req.approve, by, comment: comment || null, requestId, keyId: callerKeyId(ctx.values.get(callerKey)),
         ...(payload !== null ? { payload: payload as Record<string, Json> } : {}),
       });
       const applied = r.applied && !r.duplicate;

@@ -14,6 +14,8 @@ import {
 } from '../../src/gen/google/rpc/error_details_pb.js';
 import { GetRunRequestSchema, RunService, StreamRunEventsRequestSchema } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
+import { AdminService } from '../../src/gen/waymark/v1/admin_service_pb.js';
+import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
 import { DEFAULT_CLIENT_LIMITS } from '../../src/server/client-limits.js';
@@ -93,6 +95,11 @@ let limitedRuns: Client<typeof RunService>;
 /** A server whose clients may leave 64 KiB of responses unread. */
 let buffered: ApiServer;
 const BUFFERED_LIMIT = 64 * 1024;
+/** A server with authentication on (API keys, stream tokens), for the UNAUTHENTICATED and PERMISSION_DENIED rows. */
+let authed: ApiServer;
+let authedRuns: Client<typeof RunService>;
+let authedAdmin: Client<typeof AdminService>;
+const AUTH_SECRET = 'the-tables-stream-token-secret-32-chars';
 
 beforeAll(async () => {
   await proxy.open();
@@ -114,10 +121,14 @@ beforeAll(async () => {
   limited = await startApiServer({ prefix: 'waymark_tables_limited', clientLimits: { ratePerSecond: 0.001, burst: 20, streams: 1 } });
   limitedRuns = createClient(RunService, transport(limited.address));
   buffered = await startApiServer({ prefix: 'waymark_tables_buffered', clientLimits: { bufferedBytes: BUFFERED_LIMIT } });
+  authed = await startApiServer({ prefix: 'waymark_tables_auth', auth: { streamTokenSecret: AUTH_SECRET } });
+  authedRuns = createClient(RunService, transport(authed.address));
+  authedAdmin = createClient(AdminService, transport(authed.address));
 }, TIMEOUT);
 
 afterAll(async () => {
   await buffered?.close();
+  await authed?.close();
   await limited?.close();
   await small?.close();
   await api?.close();
@@ -296,6 +307,14 @@ describe('docs/api.md "Errors"', () => {
     'NOT_FOUND RUN_NOT_FOUND': () => failure(runs.getRun({ runId: UNKNOWN_RUN })),
     'NOT_FOUND WORKFLOW_NOT_FOUND': () => failure(runs.startRun({ workflow: 'nope', input: json({}) })),
     'NOT_FOUND APPROVAL_NOT_FOUND': () => failure(signals.getApproval({ id: `${UNKNOWN_RUN}:1` })),
+    'NOT_FOUND NAMESPACE_NOT_FOUND': async () => {
+      const { secret } = await authed.deps.api.keys.create({ name: 'a', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null });
+      return failure(authedRuns.listRuns({ namespace: 'team-b' }, { headers: { authorization: `Bearer ${secret}` } }));
+    },
+    'NOT_FOUND KEY_NOT_FOUND': async () => {
+      const { secret } = await authed.deps.api.keys.create({ name: 'admin', namespace: null, scopes: ['admin'], createdByKeyId: null });
+      return failure(authedAdmin.revokeKey({ id: '0123456789abcdef' }, { headers: { authorization: `Bearer ${secret}` } }));
+    },
     'ALREADY_EXISTS IDEMPOTENCY_KEY_REUSED': async () => {
       await runs.startRun({ workflow: 'echo-flow', input: json({}), idempotencyKey: 'table-key' });
       return failure(runs.startRun({ workflow: 'wait-signal', input: json({}), idempotencyKey: 'table-key' }));
@@ -315,6 +334,27 @@ describe('docs/api.md "Errors"', () => {
       const drift = new NonDeterminismError(parked, 'root', 'step "a"', 'step "b"', 'a different effect');
       expect(domainStatus(new JournalCorruptError(parked, 1, 'a gap'))?.findDetails(ErrorInfoSchema)[0]?.reason).toBe('JOURNAL_CORRUPT');
       return domainStatus(drift)!;
+    },
+    'FAILED_PRECONDITION STREAM_TOKENS_DISABLED': () => failure(runs.createStreamToken({ runId: parked })),
+    'UNAUTHENTICATED CREDENTIALS_MISSING': () => failure(authedRuns.getRun({ runId: UNKNOWN_RUN })),
+    'UNAUTHENTICATED CREDENTIALS_MALFORMED': () => failure(authedRuns.getRun({ runId: UNKNOWN_RUN }, { headers: { authorization: 'Bearer nope' } })),
+    'UNAUTHENTICATED CREDENTIALS_INVALID': () => failure(authedRuns.getRun({ runId: UNKNOWN_RUN }, { headers: { authorization: `Bearer wmk_0123456789abcdef_${'x'.repeat(43)}` } })),
+    'UNAUTHENTICATED KEY_REVOKED': async () => {
+      const { secret, key } = await authed.deps.api.keys.create({ name: 'old', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null });
+      await authed.deps.api.keys.revoke(key.id);
+      return failure(authedRuns.getRun({ runId: UNKNOWN_RUN }, { headers: { authorization: `Bearer ${secret}` } }));
+    },
+    'UNAUTHENTICATED TOKEN_EXPIRED': async () => {
+      const { token } = new StreamTokens({ secrets: [AUTH_SECRET], now: () => Date.now() - 60_000 }).mint({ namespace: 'default', runId: UNKNOWN_RUN, ttlMs: 1_000 });
+      return failure(authedRuns.streamRunEvents({ runId: UNKNOWN_RUN }, { headers: { authorization: `Bearer ${token}` } }));
+    },
+    'PERMISSION_DENIED SCOPE_MISSING': async () => {
+      const { secret } = await authed.deps.api.keys.create({ name: 'reader', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null });
+      return failure(authedRuns.startRun({ workflow: 'echo-flow', input: json({}) }, { headers: { authorization: `Bearer ${secret}` } }));
+    },
+    'PERMISSION_DENIED TOKEN_SCOPE': async () => {
+      const { token } = new StreamTokens({ secrets: [AUTH_SECRET] }).mint({ namespace: 'default', runId: UNKNOWN_RUN, ttlMs: 60_000 });
+      return failure(authedRuns.getJournal({ runId: UNKNOWN_RUN }, { headers: { authorization: `Bearer ${token}` } }));
     },
     'ABORTED LEASE_LOST': async () => domainStatus(new LeaseLostError(parked, 3))!, // a takeover mid-operation: a worker race, not a request
     'RESOURCE_EXHAUSTED PAYLOAD_TOO_LARGE': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 1, pad: 'x'.repeat(DEFAULT_LIMITS.payloadBytes) }) })),

@@ -27,6 +27,7 @@ beforeAll(async () => {
   t = apiHarness({ streams: 50 });
   const health = new HealthStatus({ '': 'SERVING' });
   server = await startGrpcServer({
+    auth: 'off', // loopback, a transport test
     host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 1 << 20,
     sessionLimits: { keepaliveMs: 100, pingTimeoutMs: 200, idleTimeoutMs: 2_000 },
     routes: (router) => {

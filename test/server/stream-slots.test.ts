@@ -33,7 +33,7 @@ afterEach(async () => {
 
 async function apiServer(streams = 100): Promise<{ t: ApiHarness; server: GrpcServer }> {
   const t = apiHarness({ items: [...FIXTURE_ITEMS, bigEvents as never], streams });
-  const server = await startGrpcServer({ host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerApi(r, t.deps) });
+  const server = await startGrpcServer({ host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerApi(r, t.deps), auth: 'off' });
   cleanups.push(() => server.close(1_000));
   return { t, server };
 }

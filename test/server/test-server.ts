@@ -9,6 +9,7 @@ import type { SessionLimits } from '../../src/server/http2-sessions.js';
 import { registerReflectionService } from '../../src/server/reflection-service.js';
 import { registerRunService } from '../../src/server/run-service.js';
 import { registerSignalService } from '../../src/server/signal-service.js';
+import { registerAdminService } from '../../src/server/admin-service.js';
 
 export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 
@@ -23,6 +24,7 @@ export interface TestServer {
 export function allServices(router: ConnectRouter, health: HealthStatus): void {
   registerRunService(router);
   registerSignalService(router);
+  registerAdminService(router);
   registerHealthService(router, health);
   registerReflectionService(router);
 }
@@ -47,6 +49,8 @@ export async function startTestServer(
     ...(options.tls ? { tls: options.tls } : {}),
     ...(options.interceptors ? { interceptors: options.interceptors } : {}),
     routes: (router) => routes(router, health),
+    // Transport tests: no API is wired, so no key exists; loopback only (the server refuses otherwise).
+    auth: 'off',
   });
   return { server, health, logs };
 }

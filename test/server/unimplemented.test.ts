@@ -5,14 +5,15 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
+import { AdminService } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { grpcJsClient, grpcPath, serverStreamCall, unaryCall } from './grpc-js-client.js';
 import { startTestServer, type TestServer } from './test-server.js';
 
-const rpcs: [string, DescService, DescMethod][] = [RunService, SignalService].flatMap((service) =>
+const rpcs: [string, DescService, DescMethod][] = [RunService, SignalService, AdminService].flatMap((service) =>
   service.methods.map((method): [string, DescService, DescMethod] => [grpcPath(method), service, method]),
 );
 
-describe('RunService and SignalService before the API is wired', () => {
+describe('RunService, SignalService and AdminService before the API is wired', () => {
   let t: TestServer;
   let client: grpc.Client;
 
@@ -25,8 +26,8 @@ describe('RunService and SignalService before the API is wired', () => {
     await t.server.close(1000);
   });
 
-  it('covers every RPC of both services', () => {
-    expect(rpcs).toHaveLength(13);
+  it('covers every RPC of the three services', () => {
+    expect(rpcs).toHaveLength(17);
   });
 
   it.each(rpcs)('%s answers UNIMPLEMENTED over gRPC (grpc-js)', async (path, _service, method) => {

@@ -10,6 +10,9 @@ import { registerApi, type ApiDeps } from '../../src/server/api.js';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import type { ClientLimits } from '../../src/server/client-limits.js';
 import { StreamGate } from '../../src/server/stream-limit.js';
+import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
+import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
+import { registerReflectionService } from '../../src/server/reflection-service.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { FIXTURE_ITEMS, type LogLine } from '../server/api-harness.js';
 import { createMigratedDatabase, type MigratedDatabase } from './database.js';
@@ -41,6 +44,11 @@ export async function startApiServer(options: {
   storeUrl?: (url: string) => string;
   /** Per-client limits of the server (defaults: the server's). */
   clientLimits?: Partial<ClientLimits>;
+  /**
+   * Authentication as `waymark server` runs it (API keys on this database, stream tokens with
+   * `streamTokenSecret`), or off (the default here: loopback only, for tests of everything else).
+   */
+  auth?: { streamTokenSecret?: string; keyCacheMs?: number; reflectionPublic?: boolean; corsOrigins?: string[] };
 } = {}): Promise<ApiServer> {
   const db = await createMigratedDatabase(options.prefix ?? 'waymark_api');
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -49,20 +57,35 @@ export async function startApiServer(options: {
   const store = await PostgresStore.connect({ url: options.storeUrl ? options.storeUrl(db.url) : db.url, applicationName: 'api-server-test', poolSize: 4, limits });
   const registry = new Registry().register(...(options.items ?? FIXTURE_ITEMS));
   const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
+  const auth = options.auth;
+  const streamTokens = auth?.streamTokenSecret ? new StreamTokens({ secrets: [auth.streamTokenSecret] }) : null;
+  const api = new EngineApi({ engine, logger, followPollMs: 50, ...(auth?.keyCacheMs !== undefined ? { keyCacheMs: auth.keyCacheMs } : {}) });
   const deps: ApiDeps = {
-    api: new EngineApi({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default',
-    streams: new StreamGate(options.streams ?? limits.streamsPerReplica),
+    api, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? limits.streamsPerReplica), streamTokens,
   };
   const server = await startGrpcServer({
-    host: '127.0.0.1', port: 0, logger, maxRequestBytes: limits.requestBytes, routes: (router) => registerApi(router, deps),
+    host: '127.0.0.1', port: 0, logger, maxRequestBytes: limits.requestBytes,
+    routes: (router) => {
+      registerApi(router, deps);
+      // With auth: every service `waymark server` serves, for the access-rule tests.
+      if (auth) {
+        registerHealthService(router, new HealthStatus({ '': 'SERVING' }));
+        registerReflectionService(router);
+      }
+    },
     ...(options.clientLimits ? { clientLimits: options.clientLimits } : {}),
+    auth: auth ? {
+      keys: api.keys, streamTokens, reflectionPublic: auth.reflectionPublic ?? false, defaultNamespace: 'default', runVisible: (p) => api.runVisible(p),
+    } : 'off',
+    ...(auth?.corsOrigins ? { corsOrigins: auth.corsOrigins } : {}),
   });
   return {
     db, store, engine, deps, server, address: server.address, logs,
     async rowCounts() {
       const { rows } = await db.admin.query<Record<string, number>>(`SELECT
         (SELECT count(*)::int FROM runs) AS runs, (SELECT count(*)::int FROM journal) AS journal,
-        (SELECT count(*)::int FROM signal_inbox) AS inbox, (SELECT count(*)::int FROM suspension_deadlines) AS deadlines`);
+        (SELECT count(*)::int FROM signal_inbox) AS inbox, (SELECT count(*)::int FROM suspension_deadlines) AS deadlines,
+        (SELECT count(*)::int FROM api_keys) AS api_keys, (SELECT count(*)::int FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked_keys`);
       return rows[0]!;
     },
     async close() {

@@ -31,6 +31,8 @@ export interface ApprovalView {
    */
   state: ApprovalState;
   decidedBy: string | null;
+  /** The API key that decided (journaled with the decision); null while pending, for a timeout, or with authentication off. */
+  decidedByKeyId: string | null;
   comment: string | null;
   /** The winning decision's value (`{ approved, comment?, … }`); null while pending. */
   decision: Json | null;
@@ -125,6 +127,7 @@ export function approvalOf(item: SuspensionListItem): ApprovalView {
     schema: request.schema ?? {},
     state,
     decidedBy: r?.by ?? null,
+    decidedByKeyId: r?.keyId ?? null,
     comment: typeof value?.comment === 'string' ? value.comment : null,
     decision: r?.value ?? null,
     decidedAt: winner ? winner.createdAt : null,

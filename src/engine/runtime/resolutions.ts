@@ -45,6 +45,8 @@ export interface ApprovalDecideParams {
   seq?: number;
   approve: boolean;
   by: string;
+  /** The API key making the decision, journaled with it; null or absent with authentication off. */
+  keyId?: string | null;
   comment?: string | null;
   /** Caller-chosen; the same request id is applied once. */
   requestId: string;
@@ -57,7 +59,7 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   const shownId = params.approvalId ?? `${params.runId}:${params.seq}`;
   if (!address) throw new ApprovalNotFoundError(shownId);
   const value = toJson({ ...params.payload, approved: params.approve, ...(params.comment ? { comment: params.comment } : {}) }, 'approval decision');
-  const resolution: ResolutionPayload = { source: 'human', value, by: params.by, requestId: params.requestId };
+  const resolution: ResolutionPayload = { source: 'human', value, by: params.by, ...(params.keyId ? { keyId: params.keyId } : {}), requestId: params.requestId };
   // Checked once, on the entry it becomes, against the request field (the payload is what a caller sizes).
   assertJsonStorable('payload', resolution as Json, store.limits.payloadBytes);
   let entries: JournalEntry[];

@@ -34,6 +34,8 @@ export interface ResolutionPayload {
   /** The payload validated against the pinned schema; absent for a timeout without a default. */
   value?: Json;
   by?: string;
+  /** The API key that made a decision or sent a signal (docs/security.md); absent with authentication off. */
+  keyId?: string;
   comment?: string;
   timedOut?: boolean;
   [extra: string]: Json | undefined;

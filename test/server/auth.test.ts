@@ -1,0 +1,300 @@
+import { create, toJsonString, type DescMethod, type DescService } from '@bufbuild/protobuf';
+import { durationFromMs } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCOPES } from '../../src/engine/access/api-keys.js';
+import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
+import { ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
+import { AdminService, ListKeysResponseSchema } from '../../src/gen/waymark/v1/admin_service_pb.js';
+import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
+import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
+import { ACCESS_RULES as ACCESS } from '../../src/server/access-rules.js';
+import { startApiServer, type ApiServer } from '../support/api-server.js';
+import { json } from './api-harness.js';
+
+/*
+ * Authentication and authorization on a real server (HTTP/2, PostgreSQL, docs/security.md): one
+ * table of every RPC of the API, each called with every kind of bad credential. Each refusal must
+ * carry the documented code and reason, write nothing (row counts of every table, before and
+ * after), and echo no credential and nothing of the namespace the caller may not see.
+ */
+
+const TIMEOUT = 120_000;
+const SECRET = 'a-stream-token-secret-of-32-characters-or-more';
+const UNKNOWN_RUN = '018f0000-0000-7000-8000-000000000000';
+
+let s: ApiServer;
+const transport = () => createGrpcTransport({ baseUrl: s.server.url });
+const keys: Record<'admin' | 'a' | 'aRead' | 'b' | 'revoked', string> = { admin: '', a: '', aRead: '', b: '', revoked: '' };
+let revokedId = '';
+/** team-a resources: a run parked on an approval, one parked on a signal. */
+let parked = '';
+let approvalId = '';
+let waiting = '';
+/** team-b's run parked on an approval. */
+let otherApproval = '';
+let streamToken = '';
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** Calls `method` with `headers`; the ConnectError, or null when it succeeded. */
+async function call(service: DescService, method: DescMethod, request: object, headers: Record<string, string>): Promise<ConnectError | null> {
+  const client = createClient(service, transport()) as unknown as Record<string, (req: object, opts: object) => unknown>;
+  try {
+    const result = client[method.localName]!(create(method.input, request as never), { headers, timeoutMs: 10_000 });
+    if (method.methodKind === 'server_streaming') {
+      for await (const _ of result as AsyncIterable<unknown>) break;
+    } else {
+      await result;
+    }
+    return null;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+}
+
+/** A valid request of each RPC, addressing team-a's resources (namespace left to the key). */
+const requests = (): Record<string, object> => ({
+  'RunService/StartRun': { workflow: 'echo-flow', input: json({}) },
+  'RunService/GetRun': { runId: parked },
+  'RunService/ListRuns': {},
+  'RunService/GetJournal': { runId: parked },
+  'RunService/StreamRunEvents': { runId: parked },
+  'RunService/ResumeRun': { runId: parked },
+  'RunService/CancelRun': { runId: parked },
+  'RunService/ListWorkflows': {},
+  'RunService/GetRunProvenance': { runId: parked },
+  'RunService/CreateStreamToken': { runId: parked },
+  'SignalService/SendSignal': { runId: waiting, name: 'go', payload: json({ n: 1 }) },
+  'SignalService/ListApprovals': {},
+  'SignalService/GetApproval': { id: approvalId },
+  'SignalService/DecideApproval': { id: approvalId, approve: true, by: 'mallory' },
+  'AdminService/CreateKey': { namespace: 'team-a', scopes: ['runs:read'] },
+  'AdminService/ListKeys': {},
+  'AdminService/RevokeKey': { id: revokedId },
+});
+
+const SERVICES = [RunService, SignalService, AdminService];
+type Rpc = [name: string, service: DescService, method: DescMethod];
+const rpcs: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method): Rpc => [`${service.name}/${method.name}`, service, method]));
+
+/** What a refusal must not carry: any credential, and team-a's data (for team-b callers). */
+function leaks(err: ConnectError, forbidden: string[]): string[] {
+  const text = [err.rawMessage, JSON.stringify(err.findDetails(ErrorInfoSchema)), ...[...err.metadata.entries()].map(([k, v]) => `${k}: ${v}`)].join('\n');
+  return forbidden.filter((f) => f !== '' && text.includes(f));
+}
+
+async function expectRefused(err: ConnectError | null, code: Code, reason: string, forbidden: string[] = []): Promise<void> {
+  expect(err, `expected ${Code[code]} ${reason}`).not.toBeNull();
+  expect([Code[err!.code], err!.findDetails(ErrorInfoSchema)[0]?.reason]).toEqual([Code[code], reason]);
+  expect(err!.findDetails(ErrorInfoSchema)[0]?.domain).toBe('waymark');
+  expect(leaks(err!, [...Object.values(keys), streamToken, ...forbidden])).toEqual([]);
+}
+
+beforeAll(async () => {
+  s = await startApiServer({ prefix: 'waymark_auth', auth: { streamTokenSecret: SECRET } });
+  const k = s.deps.api.keys;
+  keys.admin = (await k.create({ name: 'admin', namespace: null, scopes: [...SCOPES], createdByKeyId: null })).secret;
+  keys.a = (await k.create({ name: 'a', namespace: 'team-a', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], createdByKeyId: null })).secret;
+  keys.aRead = (await k.create({ name: 'a read', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null })).secret;
+  keys.b = (await k.create({ name: 'b', namespace: 'team-b', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], createdByKeyId: null })).secret;
+  const revoked = await k.create({ name: 'gone', namespace: 'team-a', scopes: [...SCOPES.filter((x) => x !== 'admin')], createdByKeyId: null });
+  keys.revoked = revoked.secret;
+  revokedId = revoked.key.id;
+  await k.revoke(revokedId);
+  const runs = createClient(RunService, transport());
+  const asA = { headers: bearer(keys.a) };
+  const refund = await runs.startRun({ workflow: 'refund', input: json({ order: 'secret-order-a', amount: 5 }), wait: true }, asA);
+  parked = refund.run!.id;
+  approvalId = refund.waitingOn[0]!.approvalId;
+  waiting = (await runs.startRun({ workflow: 'wait-signal', input: json({}), wait: true }, asA)).run!.id;
+  otherApproval = (await runs.startRun({ workflow: 'refund', input: json({ order: 'o-b', amount: 1 }), wait: true }, { headers: bearer(keys.b) })).waitingOn[0]!.approvalId;
+  streamToken = (await runs.createStreamToken({ runId: parked }, asA)).token;
+}, TIMEOUT);
+
+afterAll(async () => {
+  await s?.close();
+}, TIMEOUT);
+
+describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () => {
+  it('covers every RPC of RunService, SignalService and AdminService', () => {
+    expect(Object.keys(requests()).sort()).toEqual(rpcs.map((r) => r[0]).sort());
+  });
+
+  const expired = () => new StreamTokens({ secrets: [SECRET], now: () => Date.now() - 3_600_000 }).mint({ namespace: 'team-a', runId: parked, ttlMs: 60_000 }).token;
+  const forged = () => new StreamTokens({ secrets: ['another-secret-that-is-32-characters-long'] }).mint({ namespace: 'team-a', runId: parked, ttlMs: 60_000 }).token;
+  const otherRun = () => new StreamTokens({ secrets: [SECRET] }).mint({ namespace: 'team-a', runId: waiting, ttlMs: 60_000 }).token;
+  const wrongSecret = () => `${keys.a.slice(0, 21)}${'A'.repeat(43)}`;
+
+  const cases: [string, () => Record<string, string>, Code, string][] = [
+    ['no key', () => ({}), Code.Unauthenticated, 'CREDENTIALS_MISSING'],
+    ['an empty authorization header', () => ({ authorization: '' }), Code.Unauthenticated, 'CREDENTIALS_MISSING'],
+    ['a Basic credential', () => ({ authorization: 'Basic dXNlcjpwYXNz' }), Code.Unauthenticated, 'CREDENTIALS_MALFORMED'],
+    ['a malformed key', () => bearer('not-a-key'), Code.Unauthenticated, 'CREDENTIALS_MALFORMED'],
+    ['a key with a truncated secret', () => bearer(keys.a.slice(0, -1)), Code.Unauthenticated, 'CREDENTIALS_MALFORMED'],
+    ['a wrong key (unknown id)', () => bearer(`wmk_0123456789abcdef_${'x'.repeat(43)}`), Code.Unauthenticated, 'CREDENTIALS_INVALID'],
+    ['a wrong key (known id, wrong secret)', () => bearer(wrongSecret()), Code.Unauthenticated, 'CREDENTIALS_INVALID'],
+    ['a revoked key', () => bearer(keys.revoked), Code.Unauthenticated, 'KEY_REVOKED'],
+    ['an expired stream token', () => bearer(expired()), Code.Unauthenticated, 'TOKEN_EXPIRED'],
+    ['a stream token signed with another secret', () => bearer(forged()), Code.Unauthenticated, 'CREDENTIALS_INVALID'],
+  ];
+
+  for (const [what, headers, code, reason] of cases) {
+    it.each(rpcs)(`${what}: %s`, { timeout: TIMEOUT }, async (name, service, method) => {
+      const before = await s.rowCounts();
+      await expectRefused(await call(service, method, requests()[name]!, headers()), code, reason, [wrongSecret()]);
+      expect(await s.rowCounts()).toEqual(before);
+    });
+  }
+
+  it.each(rpcs.filter((r) => r[1] !== AdminService))('a key of another namespace naming team-a: NOT_FOUND whatever the resource: %s', { timeout: TIMEOUT }, async (name, service, method) => {
+    const before = await s.rowCounts();
+    const err = await call(service, method, { ...requests()[name]!, namespace: 'team-a' }, bearer(keys.b));
+    await expectRefused(err, Code.NotFound, 'NAMESPACE_NOT_FOUND', ['secret-order-a', 'Refund']);
+    // The same answer for a namespace that does not exist: no oracle.
+    const none = await call(service, method, { ...requests()[name]!, namespace: 'team-none' }, bearer(keys.b));
+    expect(none?.rawMessage.replace('team-none', 'team-a')).toBe(err!.rawMessage);
+    expect(await s.rowCounts()).toEqual(before);
+  });
+
+  const addressing = rpcs.filter((r) => ['runId', 'id'].some((f) => f in requests()[r[0]]!) && r[1] !== AdminService);
+  it.each(addressing)('a key of another namespace addressing team-a\'s run or approval: the NOT_FOUND of an unknown one: %s', { timeout: TIMEOUT }, async (name, service, method) => {
+    const before = await s.rowCounts();
+    const request = requests()[name]!;
+    const err = await call(service, method, request, bearer(keys.b));
+    const reason = 'id' in request ? 'APPROVAL_NOT_FOUND' : 'RUN_NOT_FOUND';
+    await expectRefused(err, Code.NotFound, reason, ['secret-order-a', 'Refund']);
+    // Exactly what a run that exists nowhere gets (its id aside).
+    const unknown = 'id' in request ? { ...request, id: `${UNKNOWN_RUN}:1` } : { ...request, runId: UNKNOWN_RUN };
+    const nowhere = await call(service, method, unknown, bearer(keys.b));
+    expect(nowhere?.rawMessage.replaceAll(UNKNOWN_RUN, 'X')).toBe(err!.rawMessage.replaceAll('id' in request ? approvalId.split(':')[0]! : (request as { runId: string }).runId, 'X'));
+    expect(await s.rowCounts()).toEqual(before);
+  });
+
+  it('a key of another namespace listing sees only its own namespace', async () => {
+    const runs = createClient(RunService, transport());
+    const listed = await runs.listRuns({}, { headers: bearer(keys.b) });
+    expect(listed.runs.map((r) => r.namespace)).toEqual(listed.runs.map(() => 'team-b'));
+    expect(listed.runs.some((r) => r.id === parked)).toBe(false);
+    const approvals = await createClient(SignalService, transport()).listApprovals({}, { headers: bearer(keys.b) });
+    expect(approvals.approvals.map((a) => a.id)).toEqual([otherApproval]);
+  });
+
+  const writes = rpcs.filter((r) => scopeOf(r[0]) !== 'runs:read');
+  it.each(writes)('a read-only key: PERMISSION_DENIED on a visible resource, nothing written: %s', { timeout: TIMEOUT }, async (name, service, method) => {
+    const before = await s.rowCounts();
+    await expectRefused(await call(service, method, requests()[name]!, bearer(keys.aRead)), Code.PermissionDenied, 'SCOPE_MISSING');
+    expect(await s.rowCounts()).toEqual(before);
+  });
+
+  it('a read-only key deciding another namespace\'s approval is NOT_FOUND, not PERMISSION_DENIED', async () => {
+    const before = await s.rowCounts();
+    const err = await call(SignalService, SignalService.method.decideApproval, { id: otherApproval, approve: true, by: 'mallory' }, bearer(keys.aRead));
+    await expectRefused(err, Code.NotFound, 'APPROVAL_NOT_FOUND');
+    expect(await s.rowCounts()).toEqual(before);
+  });
+
+  it.each(rpcs.filter((r) => r[0] !== 'RunService/StreamRunEvents' && r[0] !== 'RunService/GetRun'))('a stream token calling %s: PERMISSION_DENIED', { timeout: TIMEOUT }, async (name, service, method) => {
+    const before = await s.rowCounts();
+    await expectRefused(await call(service, method, requests()[name]!, bearer(streamToken)), Code.PermissionDenied, 'TOKEN_SCOPE');
+    expect(await s.rowCounts()).toEqual(before);
+  });
+
+  it('a stream token on another run, or naming another namespace, is PERMISSION_DENIED; on its own run it streams', async () => {
+    for (const method of [RunService.method.streamRunEvents, RunService.method.getRun]) {
+      await expectRefused(await call(RunService, method, { runId: waiting }, bearer(streamToken)), Code.PermissionDenied, 'TOKEN_SCOPE');
+      await expectRefused(await call(RunService, method, { runId: parked, namespace: 'team-b' }, bearer(streamToken)), Code.PermissionDenied, 'TOKEN_SCOPE');
+      // A token for another run of the same namespace reads that run only.
+      await expectRefused(await call(RunService, method, { runId: parked }, bearer(otherRun())), Code.PermissionDenied, 'TOKEN_SCOPE');
+    }
+    const runs = createClient(RunService, transport());
+    const events = [];
+    for await (const e of runs.streamRunEvents({ runId: parked }, { headers: bearer(streamToken) })) events.push(e);
+    expect(events.length).toBeGreaterThan(0);
+    expect((await runs.getRun({ runId: parked }, { headers: bearer(streamToken) })).run?.id).toBe(parked);
+  });
+
+  it('health checks need no key; reflection needs one', async () => {
+    expect(await call(Health, Health.method.check, {}, {})).toBeNull();
+    const { ServerReflection } = await import('../../src/gen/grpc/reflection/v1/reflection_pb.js');
+    const reflect = async (headers: Record<string, string>) => {
+      const client = createClient(ServerReflection, transport());
+      async function* one() { yield { listServices: '' } as never; }
+      try {
+        for await (const _ of client.serverReflectionInfo(one(), { headers })) break;
+        return null;
+      } catch (err) {
+        return ConnectError.from(err);
+      }
+    };
+    await expectRefused(await reflect({}), Code.Unauthenticated, 'CREDENTIALS_MISSING');
+    await expectRefused(await reflect(bearer(streamToken)), Code.PermissionDenied, 'TOKEN_SCOPE');
+    expect(await reflect(bearer(keys.aRead))).toBeNull();
+  });
+});
+
+function scopeOf(name: string): string {
+  const rule = (ACCESS as Record<string, unknown>)[`waymark.v1.${name}`] as { scope: string };
+  return rule.scope;
+}
+describe('keys and namespaces', () => {
+  it('a namespaced key works in its namespace, with or without naming it; a decision records its key id', async () => {
+    const runs = createClient(RunService, transport());
+    const signals = createClient(SignalService, transport());
+    const started = await runs.startRun({ workflow: 'refund', input: json({ order: 'o-2', amount: 2 }), wait: true, namespace: 'team-a' }, { headers: bearer(keys.a) });
+    expect(started.run?.namespace).toBe('team-a');
+    const id = started.waitingOn[0]!.approvalId;
+    const keyId = keys.a.split('_')[1]!;
+    const decided = await signals.decideApproval({ id, approve: false, by: 'ann' }, { headers: bearer(keys.a) });
+    expect(decided.approval?.decidedByKeyId).toBe(keyId);
+    expect((await signals.getApproval({ id }, { headers: bearer(keys.aRead) })).approval?.decidedByKeyId).toBe(keyId);
+    const { rows } = await s.db.admin.query<{ payload: { keyId?: string; by?: string } }>(
+      "SELECT payload FROM journal WHERE run_id = $1 AND status = 'resolved' AND kind = 'approval'", [started.run!.id]);
+    expect(rows.map((r) => [r.payload.by, r.payload.keyId])).toEqual([['ann', keyId]]);
+  });
+
+  it('an admin key addresses any namespace; its empty namespace is "default"', async () => {
+    const runs = createClient(RunService, transport());
+    expect((await runs.getRun({ runId: parked, namespace: 'team-a' }, { headers: bearer(keys.admin) })).run?.id).toBe(parked);
+    await expectRefused(await call(RunService, RunService.method.getRun, { runId: parked }, bearer(keys.admin)), Code.NotFound, 'RUN_NOT_FOUND');
+  });
+
+  it('AdminService: create (secret once), list (no secrets), revoke (refused at once on this replica); namespaced keys may not administer', async () => {
+    const admin = createClient(AdminService, transport());
+    const asAdmin = { headers: bearer(keys.admin) };
+    const created = await admin.createKey({ name: 'ci', namespace: 'team-c', scopes: ['runs:read', 'runs:write'] }, asAdmin);
+    expect(created.secret).toMatch(/^wmk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    expect(created.key).toMatchObject({ name: 'ci', namespace: 'team-c', scopes: ['runs:read', 'runs:write'], createdByKeyId: keys.admin.split('_')[1] });
+    const listed = await admin.listKeys({ namespace: 'team-c' }, asAdmin);
+    expect(listed.keys.map((k) => k.id)).toEqual([created.key!.id]);
+    expect(toJsonString(ListKeysResponseSchema, listed)).not.toContain(created.secret.slice(22));
+    const runs = createClient(RunService, transport());
+    expect((await runs.listRuns({}, { headers: bearer(created.secret) })).runs).toEqual([]);
+    const revoked = await admin.revokeKey({ id: created.key!.id }, asAdmin);
+    expect(revoked.key?.revokeTime).toBeDefined();
+    await expectRefused(await call(RunService, RunService.method.listRuns, {}, bearer(created.secret)), Code.Unauthenticated, 'KEY_REVOKED');
+    expect((await admin.listKeys({ namespace: 'team-c' }, asAdmin)).keys).toEqual([]);
+    expect((await admin.listKeys({ namespace: 'team-c', includeRevoked: true }, asAdmin)).keys).toHaveLength(1);
+    // Refusals of the admin RPCs' own validation.
+    const bad = await call(AdminService, AdminService.method.createKey, { namespace: 'team-c', scopes: ['admin', 'runs:nope'] }, bearer(keys.admin));
+    expect(bad?.code).toBe(Code.InvalidArgument);
+    await expectRefused(await call(AdminService, AdminService.method.revokeKey, { id: '00000000000000ff' }, bearer(keys.admin)), Code.NotFound, 'KEY_NOT_FOUND');
+    await expectRefused(await call(AdminService, AdminService.method.listKeys, {}, bearer(keys.a)), Code.PermissionDenied, 'SCOPE_MISSING');
+  });
+
+  it('a verified key is served from the cache: no store read per request', async () => {
+    const runs = createClient(RunService, transport());
+    await runs.listRuns({}, { headers: bearer(keys.aRead) });
+    const reads = s.deps.api.keys.storeReads;
+    for (let i = 0; i < 50; i++) await runs.listRuns({}, { headers: bearer(keys.aRead) });
+    expect(s.deps.api.keys.storeReads).toBe(reads);
+  });
+
+  it('CreateStreamToken: another namespace\'s run is NOT_FOUND; ttl is bounded', async () => {
+    await expectRefused(await call(RunService, RunService.method.createStreamToken, { runId: parked }, bearer(keys.b)), Code.NotFound, 'RUN_NOT_FOUND');
+    const tooLong = await call(RunService, RunService.method.createStreamToken, { runId: parked, ttl: durationFromMs(2 * 3_600_000) }, bearer(keys.a));
+    expect(tooLong?.code).toBe(Code.InvalidArgument);
+  });
+});
