@@ -8,6 +8,9 @@ import { STORE_DEFAULTS } from '../store/store-kind.js';
 import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/client-limits.js';
 import { DISPATCHER_DEFAULTS, type DispatcherConfig } from '../webhooks/dispatcher.js';
 import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../server/tls.js';
+import { API_KEY_DEFAULTS } from '../engine/access/api-keys.js';
+import { MIN_SECRET_LENGTH } from '../engine/access/stream-tokens.js';
+import { isLoopbackHost } from '../server/grpc-server.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -21,6 +24,8 @@ const hostPort = (example: string) =>
       const port = Number(v.slice(v.lastIndexOf(':') + 1));
       return port >= 0 && port <= 65535;
     }, 'port must be 0-65535');
+
+const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-fA-F:]+\](:\d{1,5})?$/;
 
 const positiveInt = (what: string) =>
   z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`);
@@ -72,6 +77,15 @@ const schema = z.object({
   WAYMARK_WEBHOOK_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.timeoutMs),
   WAYMARK_WEBHOOK_CLAIM_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.claimTtlMs),
   WAYMARK_WEBHOOK_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.intervalMs),
+  WAYMARK_AUTH: z.enum(['on', 'off'], { error: 'must be on or off (off only with a loopback WAYMARK_ADDR)' }).default('on'),
+  WAYMARK_AUTH_CACHE_MS: positiveInt('a whole number of milliseconds > 0').default(API_KEY_DEFAULTS.cacheMs),
+  WAYMARK_STREAM_TOKEN_SECRET: z.string()
+    .refine((v) => v.split(',').every((s) => s.trim().length >= MIN_SECRET_LENGTH), `must be one or more comma-separated values of at least ${MIN_SECRET_LENGTH} characters each (the first signs)`)
+    .optional(),
+  WAYMARK_CORS_ORIGINS: z.string()
+    .refine((v) => v.split(',').every((o) => o.trim() === '*' || ORIGIN.test(o.trim())), 'must be comma-separated origins like https://app.example.com (scheme, host, optional port), or *')
+    .optional(),
+  WAYMARK_REFLECTION_PUBLIC: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -108,13 +122,25 @@ export interface Config {
   healthAddr: { host: string; port: number } | undefined;
   /** The webhook dispatcher every server runs (webhooks/dispatcher.ts). */
   webhooks: DispatcherConfig;
+  /** Authentication and authorization (docs/security.md). */
+  auth: {
+    /** WAYMARK_AUTH=off: every call unauthenticated; refused unless WAYMARK_ADDR is loopback. */
+    enabled: boolean;
+    /** How long a verified key is trusted before it is read again: the bound on a revocation reaching other replicas. */
+    cacheMs: number;
+    /** Stream-token HMAC secrets, the first signing; undefined: none (dev generates one in the data dir). */
+    streamTokenSecrets: string[] | undefined;
+    /** Origins answered with CORS headers. */
+    corsOrigins: string[];
+    reflectionPublic: boolean;
+  };
 }
 
 /** A setting that failed validation; `message` is the one line printed before exiting. */
 export class ConfigError extends Error {
   constructor(readonly variable: string, readonly expected: string, got: string | undefined) {
-    // A database URL may carry a password: never echo it.
-    const shown = variable === 'DATABASE_URL' ? '' : `=${JSON.stringify(got ?? '')}`;
+    // A database URL may carry a password, and a secret is a secret: never echo them.
+    const shown = variable === 'DATABASE_URL' || variable === 'WAYMARK_STREAM_TOKEN_SECRET' ? '' : `=${JSON.stringify(got ?? '')}`;
     super(`invalid setting ${variable}${shown}: ${expected}`);
   }
 }
@@ -130,9 +156,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const tls = tlsFiles(e);
+  const addr = splitHostPort(e.WAYMARK_ADDR);
+  if (e.WAYMARK_AUTH === 'off' && !isLoopbackHost(addr.host)) {
+    throw new ConfigError('WAYMARK_AUTH', `off is allowed only when WAYMARK_ADDR is a loopback address (127.0.0.1, ::1, localhost), not ${addr.host}; create a key instead (docs/security.md)`, e.WAYMARK_AUTH);
+  }
   return {
     databaseUrl: e.DATABASE_URL,
-    addr: splitHostPort(e.WAYMARK_ADDR),
+    addr,
     metricsAddr: splitHostPort(e.WAYMARK_METRICS_ADDR),
     leaseTtlMs: e.WAYMARK_LEASE_TTL_MS,
     sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
@@ -165,6 +195,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     tls,
     healthAddr: e.WAYMARK_HEALTH_ADDR === undefined ? undefined : splitHostPort(e.WAYMARK_HEALTH_ADDR),
+    auth: {
+      enabled: e.WAYMARK_AUTH === 'on',
+      cacheMs: e.WAYMARK_AUTH_CACHE_MS,
+      streamTokenSecrets: e.WAYMARK_STREAM_TOKEN_SECRET?.split(',').map((s) => s.trim()),
+      corsOrigins: e.WAYMARK_CORS_ORIGINS?.split(',').map((o) => o.trim()) ?? [],
+      reflectionPublic: e.WAYMARK_REFLECTION_PUBLIC === 'true',
+    },
     webhooks: webhookSettings(e),
   };
 }

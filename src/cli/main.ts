@@ -10,6 +10,8 @@ Usage:
   waymark sweeper                       recovery loop for one store: expired leases, deadlines,
                                         sleeps, parents and children (one of several acts)
   waymark migrate                       apply database migrations and exit
+  waymark bootstrap-key [--name NAME]   create an admin API key in the store (DATABASE_URL) and
+                                        print it once: the first key of a deployment
   waymark help | --help | --version
 
 Operator commands (a client of a running server, local or remote; docs/cli.md):
@@ -27,7 +29,8 @@ Options:
 
 Settings (environment): DATABASE_URL, WAYMARK_ADDR, WAYMARK_METRICS_ADDR, WAYMARK_LEASE_TTL_MS,
 WAYMARK_SWEEP_INTERVAL_MS, WAYMARK_SHUTDOWN_GRACE_MS, WAYMARK_WORKFLOWS, WAYMARK_DATA_DIR,
-WAYMARK_LOG_LEVEL, WAYMARK_MAX_PAYLOAD_BYTES, WAYMARK_MAX_REQUEST_BYTES, WAYMARK_CLIENT_MAX_BUFFERED_BYTES,
+WAYMARK_LOG_LEVEL, WAYMARK_AUTH, WAYMARK_AUTH_CACHE_MS, WAYMARK_STREAM_TOKEN_SECRET, WAYMARK_CORS_ORIGINS,
+WAYMARK_REFLECTION_PUBLIC, WAYMARK_MAX_PAYLOAD_BYTES, WAYMARK_MAX_REQUEST_BYTES, WAYMARK_CLIENT_MAX_BUFFERED_BYTES,
 WAYMARK_TLS_CERT_FILE, WAYMARK_TLS_KEY_FILE, WAYMARK_TLS_CLIENT_CA_FILE, WAYMARK_HEALTH_ADDR,
 WAYMARK_WEBHOOK_ALLOW_PRIVATE, WAYMARK_WEBHOOK_MAX_ATTEMPTS. See docs/configuration.md.
 `;
@@ -53,6 +56,7 @@ async function main(argv: string[]): Promise<number> {
       version: { type: 'boolean' },
       workflows: { type: 'string' },
       addr: { type: 'string' },
+      name: { type: 'string' },
     },
   });
   const command = positionals[0] ?? (values.version ? 'version' : 'help');
@@ -83,6 +87,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const logger = createLogger(config.logLevel, { command });
   switch (command) {
+    case 'bootstrap-key': {
+      const { runBootstrapKey } = await import('./bootstrap-key-command.js');
+      return runBootstrapKey(config, logger, { name: typeof values.name === 'string' ? values.name : 'bootstrap admin key', write: (l) => process.stdout.write(l) });
+    }
     case 'migrate': {
       const { runMigrate } = await import('./migrate-command.js');
       return runMigrate(config, logger);

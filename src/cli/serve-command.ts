@@ -4,7 +4,9 @@ import { createAgentRuntime } from '../agent/agent-runtime.js';
 import { DefinitionError } from '../engine/author/errors.js';
 import { EngineApi } from '../engine/engine-api.js';
 import type { Registry } from '../engine/registry.js';
+import { StreamTokens } from '../engine/access/stream-tokens.js';
 import { registerApi } from '../server/api.js';
+import { publicOnlyAuth, type AuthOptions } from '../server/auth.js';
 import { startGrpcServer } from '../server/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
 import { registerReflectionService } from '../server/reflection-service.js';
@@ -14,6 +16,7 @@ import { StreamGate } from '../server/stream-limit.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './database.js';
 import { registerExamples } from './examples.js';
+import { ensureLocalAdminKey, localStreamTokenSecret } from './local-credentials.js';
 import { LIVENESS, startReadiness } from './readiness.js';
 import { loadRegistry, startWorkers } from './workers.js';
 import { waitForStopSignal } from './stop-signal.js';
@@ -80,13 +83,26 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       } : {}),
     });
     // What the API calls; it executes the runs StartRun (wait), signals and decisions make runnable.
-    const engineApi = new EngineApi({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs });
+    const engineApi = new EngineApi({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
     cleanup.push(() => Promise.all([workers.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));
 
+    // Stream tokens need one secret on every replica; dev keeps a generated one in its data dir.
+    const secrets = config.auth.streamTokenSecrets ?? (options.dev ? [await localStreamTokenSecret(config.dataDir)] : undefined);
+    const streamTokens = secrets ? new StreamTokens({ secrets }) : null;
     const api = {
       api: engineApi, logger, limits: config.limits, defaultNamespace: config.namespace,
-      streams: new StreamGate(config.limits.streamsPerReplica),
+      streams: new StreamGate(config.limits.streamsPerReplica), streamTokens,
     };
+    let auth: AuthOptions | 'off' = 'off';
+    if (config.auth.enabled) {
+      auth = {
+        keys: engineApi.keys, streamTokens, reflectionPublic: config.auth.reflectionPublic, defaultNamespace: config.namespace,
+        runVisible: (p) => engineApi.runVisible(p),
+      };
+      if (options.dev) await ensureLocalAdminKey({ dataDir: config.dataDir, keys: engineApi.keys, logger });
+    } else {
+      logger.warn({ address: `${config.addr.host}:${config.addr.port}` }, 'authentication is off (WAYMARK_AUTH=off): every call on this loopback address is served without a key');
+    }
     const server = await startGrpcServer({
       host: config.addr.host,
       port: config.addr.port,
@@ -95,6 +111,8 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       sessionLimits: config.http2,
       clientLimits: config.clients,
       tls: config.tls,
+      auth,
+      corsOrigins: config.auth.corsOrigins,
       routes: (router) => {
         registerApi(router, api);
         registerWebhookService(router, webhookService({
@@ -110,6 +128,8 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       const probes = await startGrpcServer({
         host: config.healthAddr.host, port: config.healthAddr.port, logger: logger.child({ listener: 'health' }),
         maxRequestBytes: 64 * 1024, sessionLimits: config.http2, routes: (router) => registerHealthService(router, health),
+        // Health checks are public whatever WAYMARK_AUTH says; nothing else is served here.
+        auth: publicOnlyAuth(config.namespace),
       });
       cleanup.push(() => probes.close(remaining()));
       logger.info({ address: probes.address }, `health listening on ${probes.address}`);
@@ -117,7 +137,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, tls: config.tls !== undefined, database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, clientLimits: config.clients },
+      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     await workers.start();

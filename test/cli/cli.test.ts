@@ -1,4 +1,8 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { Code, createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { localToken } from '../../src/cli/local-credentials.js';
 import { tmpdir } from 'node:os';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -29,6 +33,11 @@ describe('waymark command', () => {
     ['WAYMARK_WEBHOOK_ALLOW_PRIVATE', 'yes', 'must be true or false'],
     ['WAYMARK_WEBHOOK_CLAIM_TTL_MS', '5000', 'must exceed WAYMARK_WEBHOOK_TIMEOUT_MS (10000)'],
     ['WAYMARK_CLIENT_MAX_BUFFERED_BYTES', '0', 'whole number of bytes > 0'],
+    ['WAYMARK_AUTH', 'maybe', 'must be on or off'],
+    ['WAYMARK_AUTH_CACHE_MS', '0', 'whole number of milliseconds > 0'],
+    ['WAYMARK_STREAM_TOKEN_SECRET', 'short', 'of at least 32 characters'],
+    ['WAYMARK_CORS_ORIGINS', 'app.example.com', 'origins like https://'],
+    ['WAYMARK_REFLECTION_PUBLIC', 'yes', 'must be true or false'],
   ])('refuses %s=%s with one line naming the variable, exit 78', async (variable, value, expected) => {
     const p = WaymarkProcess.start(['server'], { env: { [variable]: value } });
     const { code } = await p.exited;
@@ -38,6 +47,15 @@ describe('waymark command', () => {
     expect(lines[0]).toContain(variable);
     expect(lines[0]).toContain(expected);
     expect(p.stderr).not.toContain('secret'); // a database URL's password is never echoed
+  });
+
+  it('refuses WAYMARK_AUTH=off on an address other machines can reach, exit 78', async () => {
+    const p = WaymarkProcess.start(['server'], { env: { WAYMARK_AUTH: 'off', WAYMARK_ADDR: '0.0.0.0:0' } });
+    expect((await p.exited).code).toBe(78);
+    const lines = p.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('WAYMARK_AUTH');
+    expect(lines[0]).toContain('loopback');
   });
 
   it('refuses bad model settings with exit 78 before touching the database', async () => {
@@ -76,6 +94,23 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     const second = WaymarkProcess.start(['migrate'], { env: { DATABASE_URL: db.url } });
     expect((await second.exited).code).toBe(0);
     expect(second.logs.some((l) => l.msg === 'schema already up to date')).toBe(true);
+  });
+
+  it('bootstrap-key prints a new admin key once, which a server with authentication on accepts', async () => {
+    const boot = WaymarkProcess.start(['bootstrap-key', '--name', 'first'], { env: { DATABASE_URL: db.url, WAYMARK_LOG_LEVEL: 'warn' } });
+    expect((await boot.exited).code).toBe(0);
+    expect(boot.logs).toHaveLength(1);
+    const key = String(boot.logs[0]!.msg);
+    expect(key).toMatch(/^wmk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_AUTH: 'on' } });
+    const address = await p.listening();
+    try {
+      const runs = createClient(RunService, createGrpcTransport({ baseUrl: `http://${address}` }));
+      await expect(runs.listRuns({})).rejects.toMatchObject({ code: Code.Unauthenticated });
+      await runs.listRuns({}, { headers: { authorization: `Bearer ${key}` } });
+    } finally {
+      expect((await p.stop()).code).toBe(0);
+    }
   });
 
   it('serves health over real HTTP/2 and stops cleanly on SIGTERM', async () => {
@@ -136,6 +171,39 @@ describe('waymark dev on the memory store', () => {
     expect(p.logs.find((l) => String(l.msg).startsWith('waymark dev listening on '))).toMatchObject({ store: 'memory' });
     expect(p.logs.some((l) => l.level === 'warn' && String(l.msg).includes('memory store'))).toBe(true);
     expect(p.logs.some((l) => /PostgreSQL|migrations applied/.test(String(l.msg)))).toBe(false);
+  });
+});
+
+describe('waymark dev with authentication on', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'waymark-dev-auth-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('creates a local admin key in the data dir (mode 0600), says where without printing it, and only calls with it are served', async () => {
+    const p = WaymarkProcess.start(['dev'], { env: { DATABASE_URL: 'memory:', WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_AUTH: 'on', WAYMARK_DATA_DIR: dir } });
+    const address = await p.listening();
+    try {
+      const file = path.join(dir, 'local-admin-key');
+      expect((await stat(file)).mode & 0o777).toBe(0o600);
+      const key = (await readFile(file, 'utf8')).trim();
+      expect(key).toMatch(/^wmk_[0-9a-f]{16}_/);
+      expect(p.logs.find((l) => String(l.msg).startsWith('waymark dev listening on '))).toMatchObject({ auth: 'on' });
+      expect(p.logs.some((l) => String(l.msg).includes('local admin key') && String(l.msg).includes(file))).toBe(true);
+      expect(JSON.stringify(p.logs)).not.toContain(key);
+      expect((await stat(path.join(dir, 'stream-token-secret'))).mode & 0o777).toBe(0o600);
+      // What the CLI reads when it talks to a local address without a token.
+      expect(localToken({ address, dataDir: dir })).toBe(key);
+      expect(localToken({ address: 'waymark.example.com:50051', dataDir: dir })).toBeUndefined();
+      const runs = createClient(RunService, createGrpcTransport({ baseUrl: `http://${address}` }));
+      await expect(runs.listWorkflows({})).rejects.toMatchObject({ code: Code.Unauthenticated });
+      expect((await runs.listWorkflows({}, { headers: { authorization: `Bearer ${key}` } })).workflows.length).toBeGreaterThan(0);
+    } finally {
+      expect((await p.stop('SIGTERM')).code).toBe(0);
+    }
   });
 });
 

@@ -43,7 +43,9 @@ export class WaymarkProcess {
   /** `bin`: another copy of bin/waymark.js (a checkout elsewhere); default this one's. */
   static start(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string; bin?: string } = {}): WaymarkProcess {
     // Metrics on a free port: many test processes run at once and the default port is shared.
-    const env: Record<string, string | undefined> = { ...process.env, WAYMARK_LOG_LEVEL: 'info', WAYMARK_METRICS_ADDR: '127.0.0.1:0', ...options.env };
+    // Authentication off unless a test turns it on (WAYMARK_AUTH: 'on'): these processes listen on
+    // loopback addresses, and the server refuses auth off anywhere else.
+    const env: Record<string, string | undefined> = { ...process.env, WAYMARK_LOG_LEVEL: 'info', WAYMARK_METRICS_ADDR: '127.0.0.1:0', WAYMARK_AUTH: 'off', ...options.env };
     for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
     const child = spawn(process.execPath, [options.bin ?? BIN, ...args], { cwd: options.cwd ?? process.cwd(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     return new WaymarkProcess(child);
