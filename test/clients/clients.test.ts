@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink, startRestartControl, unservedRpc } from '../support/restartable-server.js';
 import { opensslAvailable, TestCertificates, type Issued } from '../support/test-certificates.js';
+import { createApiKey } from '../support/api-keys.js';
 
 /*
  * The Go and Python clients' own test suites, run against a real `waymark server` this file
@@ -14,7 +15,9 @@ import { opensslAvailable, TestCertificates, type Issued } from '../support/test
  * replica on the same database (WAYMARK_REPLICA_ADDRESS) with WAYMARK_ROLLING_RESTART_URL, through
  * which a test restarts both one after the other as a rollout does. A third server on the same
  * database serves TLS and requires a client certificate (WAYMARK_TEST_TLS_ADDRESS, with the CA
- * and a client certificate in WAYMARK_TEST_TLS_*_FILE; throwaway files from openssl). The TypeScript
+ * and a client certificate in WAYMARK_TEST_TLS_*_FILE; throwaway files from openssl). A fourth
+ * runs with authentication on (WAYMARK_TEST_AUTH_ADDRESS), with an API key of the default
+ * namespace in WAYMARK_TEST_TOKEN and its id in WAYMARK_TEST_KEY_ID. The TypeScript
  * client's tests are ordinary vitest files (clients/ts/test). A missing toolchain skips its
  * language with a warning naming the setup step (scripts/setup-clients.sh); it never fails
  * silently as a pass.
@@ -35,6 +38,9 @@ let sink: Awaited<ReturnType<typeof startChargeSink>>;
 let tlsServer: RestartableServer | undefined;
 let certs: TestCertificates | undefined;
 let clientCert: Issued | undefined;
+/** The server with authentication on, and the key the clients send to it. */
+let authServer: RestartableServer;
+let authKey: { secret: string; keyId: string };
 /** An RPC the server does not serve yet; the live tests cannot run without the whole API. */
 let unserved: string | undefined;
 
@@ -54,7 +60,9 @@ beforeAll(async () => {
   } else {
     console.warn('clients.test.ts: openssl is missing, so the clients\' TLS tests skip');
   }
-  await Promise.all([server.start(), replica.start(), tlsServer?.start()]);
+  authServer = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url, WAYMARK_AUTH: 'on' });
+  await Promise.all([server.start(), replica.start(), tlsServer?.start(), authServer.start()]);
+  authKey = await createApiKey(db.url, { namespace: 'default', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], name: 'client tests' });
   unserved = await unservedRpc(server.address);
   control = await startRestartControl(server, replica);
 });
@@ -64,6 +72,7 @@ afterAll(async () => {
   await server?.stop();
   await replica?.stop();
   await tlsServer?.stop();
+  await authServer?.stop();
   certs?.remove();
   await sink?.close();
   await db?.drop();
@@ -84,6 +93,7 @@ function run(command: string, args: string[], cwd: string): Promise<Finished> {
       env: {
         ...process.env, WAYMARK_ADDRESS: server.address, WAYMARK_REPLICA_ADDRESS: replica.address,
         WAYMARK_RESTART_URL: control.url, WAYMARK_ROLLING_RESTART_URL: control.url.replace(/\/restart$/, '/rolling-restart'),
+        WAYMARK_TEST_AUTH_ADDRESS: authServer.address, WAYMARK_TEST_TOKEN: authKey.secret, WAYMARK_TEST_KEY_ID: authKey.keyId,
         ...(tlsServer && certs && clientCert ? {
           WAYMARK_TEST_TLS_ADDRESS: tlsServer.address, WAYMARK_TEST_TLS_CA_FILE: certs.caFile,
           WAYMARK_TEST_TLS_CLIENT_CERT_FILE: clientCert.certFile, WAYMARK_TEST_TLS_CLIENT_KEY_FILE: clientCert.keyFile,

@@ -11,6 +11,8 @@ import {
 } from './gen/waymark/v1/run_pb.js';
 import { DriftRecovery, RunService, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
+import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
+import { durationFromMs, timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus } from './names.js';
 import type {
   ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
@@ -37,6 +39,8 @@ export class WaymarkClient {
   readonly runs: Client<typeof RunService>;
   readonly signals: Client<typeof SignalService>;
   readonly health: Client<typeof Health>;
+  /** API keys (AdminService): needs an admin key. */
+  readonly admin: Client<typeof AdminService>;
   /** The namespace of every call; empty means the server's default. */
   readonly namespace: string;
   private readonly timeoutMs: number;
@@ -56,6 +60,7 @@ export class WaymarkClient {
     this.runs = createClient(RunService, transport);
     this.signals = createClient(SignalService, transport);
     this.health = createClient(Health, transport);
+    this.admin = createClient(AdminService, transport);
   }
 
   /** Closes the connection; calls in flight fail. */
@@ -319,6 +324,36 @@ export class WaymarkClient {
     }
     if (!response.applied && response.reason === ALREADY_RESOLVED) throw alreadyResolved(`approval ${id}`, response);
     return { approval, applied: response.applied, reason: response.reason };
+  }
+
+  // API keys and stream tokens (docs/security.md)
+
+  /**
+   * Creates an API key (AdminService; the client's token must be an admin key) for `namespace`
+   * (empty: every namespace) with `scopes`. The answer's `secret` is shown once. Not retried once
+   * sent: a retry could create a second key.
+   */
+  async createKey(params: { name?: string; namespace?: string; scopes: string[] }, options: CallOptions = {}): Promise<{ key: ApiKey; secret: string }> {
+    const r = await this.unary('unsent', options, (_, o) => this.admin.createKey({ name: params.name ?? '', namespace: params.namespace ?? '', scopes: params.scopes }, o));
+    return { key: required(r.key, 'key', 'CreateKey'), secret: r.secret };
+  }
+
+  /** API keys, newest first, without secrets; `namespace` filters, revoked ones only with `includeRevoked`. */
+  async listKeys(filter: CallOptions & { namespace?: string | undefined; includeRevoked?: boolean | undefined } = {}): Promise<ApiKey[]> {
+    const request = { namespace: filter.namespace ?? '', includeRevoked: filter.includeRevoked ?? false };
+    return (await this.unary('safe', filter, (_, o) => this.admin.listKeys(request, o))).keys;
+  }
+
+  /** Revokes a key by id (idempotent: a revoked key is returned unchanged). */
+  async revokeKey(id: string, options: CallOptions = {}): Promise<ApiKey> {
+    return required((await this.unary('safe', options, (_, o) => this.admin.revokeKey({ id }, o))).key, 'key', 'RevokeKey');
+  }
+
+  /** A short-lived read-only token for one run's events (StreamRunEvents and GetRun of that run), e.g. for a browser. */
+  async createStreamToken(runId: string, options: CallOptions & { ttlMs?: number | undefined } = {}): Promise<{ token: string; expiresAt: Date }> {
+    const request = { namespace: this.namespace, runId, ...(options.ttlMs !== undefined ? { ttl: durationFromMs(options.ttlMs) } : {}) };
+    const r = await this.unary('safe', options, (_, o) => this.runs.createStreamToken(request, o));
+    return { token: r.token, expiresAt: timestampDate(required(r.expireTime, 'expire_time', 'CreateStreamToken')) };
   }
 }
 

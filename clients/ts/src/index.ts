@@ -27,3 +27,4 @@ export { RunCancelled, RunFailed } from './run-failed.js';
 export * from './gen/waymark/v1/run_pb.js';
 export * from './gen/waymark/v1/run_service_pb.js';
 export * from './gen/waymark/v1/signal_service_pb.js';
+export * from './gen/waymark/v1/admin_service_pb.js';
