@@ -32,7 +32,9 @@ async function startWaymark(command: 'server' | 'sweeper', databaseUrl: string, 
     cwd: root,
     env: {
       ...process.env, DATABASE_URL: databaseUrl, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0',
-      WAYMARK_WORKFLOWS: 'bench/workflows.ts', WAYMARK_LOG_LEVEL: 'info', WAYMARK_SHUTDOWN_GRACE_MS: '5000', ...env,
+      WAYMARK_WORKFLOWS: 'bench/workflows.ts', WAYMARK_LOG_LEVEL: 'info', WAYMARK_SHUTDOWN_GRACE_MS: '5000',
+      // Loopback, and comparable with the figures before authentication existed (its cost: docs/performance.md).
+      WAYMARK_AUTH: 'off', ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
