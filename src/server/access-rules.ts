@@ -8,7 +8,9 @@ import type { Scope } from '../engine/access/api-keys.js';
  *
  * - `public`: no credentials (health checks: probes carry none).
  * - `reflection`: a valid key of any scope, or none when WAYMARK_REFLECTION_PUBLIC is true.
- * - `{ scope }`: a key carrying the scope. `streamToken`: a stream token for the run the request
+ * - `{ scope }`: a key carrying the scope (`admin` is only ever granted to admin keys, so a rule
+ *   of scope `admin` without `admin: true` is an admin key addressing the request's namespace).
+ *   `streamToken`: a stream token for the run the request
  *   names is accepted instead. `admin`: the key must also be an admin key (no namespace), and the
  *   request's `namespace` field is data (the key's namespace, a filter), not the caller's namespace.
  */
@@ -33,6 +35,14 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'waymark.v1.SignalService/ListApprovals': { scope: 'runs:read' },
   'waymark.v1.SignalService/GetApproval': { scope: 'runs:read' },
   'waymark.v1.SignalService/DecideApproval': { scope: 'approvals:decide' },
+  // Webhooks send run outputs to a URL of the caller's choosing, and an endpoint's URL may carry a
+  // token: managing and listing endpoints takes an admin key; deliveries are run data.
+  'waymark.v1.WebhookService/CreateWebhookEndpoint': { scope: 'admin' },
+  'waymark.v1.WebhookService/ListWebhookEndpoints': { scope: 'admin' },
+  'waymark.v1.WebhookService/DeleteWebhookEndpoint': { scope: 'admin' },
+  'waymark.v1.WebhookService/RotateWebhookSecret': { scope: 'admin' },
+  'waymark.v1.WebhookService/ListWebhookDeliveries': { scope: 'runs:read' },
+  'waymark.v1.WebhookService/RedeliverWebhook': { scope: 'admin' },
   'waymark.v1.AdminService/CreateKey': { scope: 'admin', admin: true },
   'waymark.v1.AdminService/ListKeys': { scope: 'admin', admin: true },
   'waymark.v1.AdminService/RevokeKey': { scope: 'admin', admin: true },

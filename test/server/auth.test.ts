@@ -9,6 +9,7 @@ import { ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { AdminService, ListKeysResponseSchema } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
+import { WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import { ACCESS_RULES as ACCESS } from '../../src/server/access-rules.js';
 import { startApiServer, type ApiServer } from '../support/api-server.js';
@@ -36,6 +37,8 @@ let waiting = '';
 /** team-b's run parked on an approval. */
 let otherApproval = '';
 let streamToken = '';
+/** team-a's webhook endpoint. */
+let endpointId = '';
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -71,12 +74,18 @@ const requests = (): Record<string, object> => ({
   'SignalService/ListApprovals': {},
   'SignalService/GetApproval': { id: approvalId },
   'SignalService/DecideApproval': { id: approvalId, approve: true, by: 'mallory' },
+  'WebhookService/CreateWebhookEndpoint': { url: 'https://hooks.example.com/a' },
+  'WebhookService/ListWebhookEndpoints': {},
+  'WebhookService/DeleteWebhookEndpoint': { endpointId: endpointId },
+  'WebhookService/RotateWebhookSecret': { endpointId: endpointId },
+  'WebhookService/ListWebhookDeliveries': {},
+  'WebhookService/RedeliverWebhook': { deliveryId: 'whd_0' },
   'AdminService/CreateKey': { namespace: 'team-a', scopes: ['runs:read'] },
   'AdminService/ListKeys': {},
   'AdminService/RevokeKey': { id: revokedId },
 });
 
-const SERVICES = [RunService, SignalService, AdminService];
+const SERVICES = [RunService, SignalService, WebhookService, AdminService];
 type Rpc = [name: string, service: DescService, method: DescMethod];
 const rpcs: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method): Rpc => [`${service.name}/${method.name}`, service, method]));
 
@@ -112,6 +121,7 @@ beforeAll(async () => {
   waiting = (await runs.startRun({ workflow: 'wait-signal', input: json({}), wait: true }, asA)).run!.id;
   otherApproval = (await runs.startRun({ workflow: 'refund', input: json({ order: 'o-b', amount: 1 }), wait: true }, { headers: bearer(keys.b) })).waitingOn[0]!.approvalId;
   streamToken = (await runs.createStreamToken({ runId: parked }, asA)).token;
+  endpointId = (await createClient(WebhookService, transport()).createWebhookEndpoint({ namespace: 'team-a', url: 'https://hooks.example.com/a' }, { headers: bearer(keys.admin) })).endpoint!.id;
 }, TIMEOUT);
 
 afterAll(async () => {
@@ -119,7 +129,7 @@ afterAll(async () => {
 }, TIMEOUT);
 
 describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () => {
-  it('covers every RPC of RunService, SignalService and AdminService', () => {
+  it('covers every RPC of RunService, SignalService, WebhookService and AdminService', () => {
     expect(Object.keys(requests()).sort()).toEqual(rpcs.map((r) => r[0]).sort());
   });
 

@@ -13,6 +13,8 @@ import { StreamGate } from '../../src/server/stream-limit.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
 import { registerReflectionService } from '../../src/server/reflection-service.js';
+import { registerWebhookService, webhookService } from '../../src/server/webhook-service.js';
+import { WebhookApi } from '../../src/webhooks/webhook-api.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { FIXTURE_ITEMS, type LogLine } from '../server/api-harness.js';
 import { createMigratedDatabase, type MigratedDatabase } from './database.js';
@@ -71,6 +73,7 @@ export async function startApiServer(options: {
       if (auth) {
         registerHealthService(router, new HealthStatus({ '': 'SERVING' }));
         registerReflectionService(router);
+        registerWebhookService(router, webhookService({ api: new WebhookApi(store, logger), logger, defaultNamespace: 'default', allowPrivate: false }));
       }
     },
     ...(options.clientLimits ? { clientLimits: options.clientLimits } : {}),
@@ -85,6 +88,7 @@ export async function startApiServer(options: {
       const { rows } = await db.admin.query<Record<string, number>>(`SELECT
         (SELECT count(*)::int FROM runs) AS runs, (SELECT count(*)::int FROM journal) AS journal,
         (SELECT count(*)::int FROM signal_inbox) AS inbox, (SELECT count(*)::int FROM suspension_deadlines) AS deadlines,
+        (SELECT count(*)::int FROM webhook_endpoints) AS webhook_endpoints, (SELECT count(*)::int FROM webhook_deliveries) AS webhook_deliveries,
         (SELECT count(*)::int FROM api_keys) AS api_keys, (SELECT count(*)::int FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked_keys`);
       return rows[0]!;
     },
