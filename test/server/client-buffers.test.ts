@@ -46,6 +46,7 @@ afterEach(async () => {
 async function apiServer(): Promise<{ t: ApiHarness; server: GrpcServer }> {
   const t = apiHarness({ items: [...FIXTURE_ITEMS, fatEvents as never], streams: 500 });
   const server = await startGrpcServer({
+    auth: 'off', // loopback, a transport test
     host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerApi(r, t.deps),
     clientLimits: { bufferedBytes: LIMIT, streams: 200 },
   });

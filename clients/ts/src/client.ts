@@ -12,7 +12,7 @@ import {
 import { DriftRecovery, RunService, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
-import { durationFromMs, timestampDate } from '@bufbuild/protobuf/wkt';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus } from './names.js';
 import type {
   ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
