@@ -1,23 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { SCOPES, type ApiKeys } from '../engine/access/api-keys.js';
-import { isLoopbackHost } from '../server/grpc-server.js';
+import { LOCAL_KEY_FILE } from './client/local-token.js';
 
 /*
  * `waymark dev`'s local credentials, kept in the data directory next to the embedded PostgreSQL
  * (docs/security.md "Local development"): an admin key (every namespace, every scope) created on
  * the first start, and the stream-token secret when WAYMARK_STREAM_TOKEN_SECRET is unset. Both
  * files are mode 0600. The key file holds the secret (one line), so local tools can read it:
- * `localToken` is what the CLI calls when it talks to the local default address without a token.
+ * `localToken` (client/local-token.ts) is what the CLI calls when it talks to a loopback address
+ * without a token.
  */
 
-export const LOCAL_KEY_FILE = 'local-admin-key';
 export const STREAM_SECRET_FILE = 'stream-token-secret';
-/** Where `waymark dev` listens by default, and so where the local key is the right credential. */
-export const LOCAL_DEFAULT_ADDRESS = '127.0.0.1:50051';
 
 async function writeSecretFile(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
@@ -66,21 +63,4 @@ export async function localStreamTokenSecret(dataDir: string): Promise<string> {
   const secret = randomBytes(32).toString('base64url');
   await writeSecretFile(file, secret);
   return secret;
-}
-
-/**
- * The token a local client should send when it was given none: the local admin key of `waymark dev`,
- * when `address` is on this machine (the default 127.0.0.1:50051, or any loopback address) and the
- * key file exists in `dataDir` (WAYMARK_DATA_DIR, `.waymark`). Undefined otherwise: a remote server
- * needs an explicit --token / WAYMARK_TOKEN.
- */
-export function localToken(options: { address?: string | undefined; dataDir?: string | undefined } = {}): string | undefined {
-  const address = options.address || LOCAL_DEFAULT_ADDRESS;
-  const host = address.replace(/^[a-z]+:\/\//, '').replace(/:\d+\/?$/, '');
-  if (!isLoopbackHost(host)) return undefined;
-  try {
-    return readFileSync(path.resolve(options.dataDir || process.env.WAYMARK_DATA_DIR || '.waymark', LOCAL_KEY_FILE), 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -2,7 +2,7 @@ import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { Code, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { localToken } from '../../src/cli/local-credentials.js';
+import { localToken } from '../../src/cli/client/local-token.js';
 import { tmpdir } from 'node:os';
 import { existsSync } from 'node:fs';
 import path from 'node:path';

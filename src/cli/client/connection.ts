@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULT_ADDRESS, type ClientOptions, type TlsOptions } from '@waymark-dev/client';
 import type { OptionSpec, Values } from './command-spec.js';
+import { localToken } from './local-token.js';
 import { UsageError } from './exit-codes.js';
 import { parseDuration } from './format.js';
 
@@ -15,7 +16,7 @@ import { parseDuration } from './format.js';
 export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
   addr: { type: 'string', value: 'HOST:PORT', help: `the server (WAYMARK_ADDR, then WAYMARK_ADDRESS; default ${DEFAULT_ADDRESS}, where waymark dev listens)` },
   namespace: { type: 'string', short: 'n', value: 'NAME', help: "the namespace (WAYMARK_NAMESPACE; default the server's, \"default\")" },
-  token: { type: 'string', value: 'TOKEN', help: 'bearer token sent with every call (WAYMARK_TOKEN; prefer the variable: flags show in ps)' },
+  token: { type: 'string', value: 'TOKEN', help: 'bearer token sent with every call (WAYMARK_TOKEN; prefer the variable: flags show in ps). Default on a loopback address: waymark dev\'s key in WAYMARK_DATA_DIR/local-admin-key' },
   tls: { type: 'boolean', help: "TLS with Node's trusted CAs instead of plaintext HTTP/2 (WAYMARK_TLS=1)" },
   ca: { type: 'string', value: 'FILE', help: 'PEM of the CA to trust instead; implies --tls (WAYMARK_CA_FILE)' },
   cert: { type: 'string', value: 'FILE', help: 'PEM client certificate for mTLS, with --key; implies --tls (WAYMARK_CLIENT_CERT_FILE)' },
@@ -63,7 +64,8 @@ export function connectionOf(values: Values, env: NodeJS.ProcessEnv): Connection
   const tls = !tlsWanted ? undefined : Object.keys(files).length > 0 ? files : true;
 
   const namespace = pick('namespace', 'WAYMARK_NAMESPACE');
-  const token = pick('token', 'WAYMARK_TOKEN');
+  // No token for a server on this machine: `waymark dev`'s local admin key, if there is one.
+  const token = pick('token', 'WAYMARK_TOKEN') ?? localToken({ address, dataDir: env.WAYMARK_DATA_DIR });
   return {
     address,
     output,

@@ -7,14 +7,15 @@ import { Output } from './output.js';
 import { RUNS_COMMANDS } from './runs-commands.js';
 import { SIGNALS_COMMANDS } from './signals-commands.js';
 import { WORKFLOWS_COMMANDS } from './workflows-commands.js';
+import { KEYS_COMMANDS } from './keys-commands.js';
 
 /*
- * `waymark runs|approvals|signals|workflows …`: the operator commands. They reach the server only
+ * `waymark runs|approvals|signals|workflows|keys …`: the operator commands. They reach the server only
  * through the TypeScript client package (@waymark-dev/client), as any remote user would; lint
  * keeps this folder off src/gen, src/server and the engine (eslint.config.js).
  */
 
-export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS];
+export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...KEYS_COMMANDS];
 export const GROUPS = [...new Set(COMMANDS.map((c) => c.group))];
 
 export interface Streams {
