@@ -32,7 +32,7 @@ describe('waymark keys', () => {
   it('creates, lists and revokes keys with the local admin key; the CLI uses a created key with --token until it is revoked', { timeout: 120_000 }, async () => {
     const created = await runCli(['keys', 'create', '--namespace', 'payments', '--scope', 'runs:read', '--name', 'payments reader', '-o', 'json'], { address, env });
     expect(created.code, created.stderr).toBe(0);
-    const [{ key, secret }] = jsonLines<{ key: { id: string; namespace: string; scopes: string[] }; secret: string }>(created.stdout);
+    const { key, secret } = jsonLines<{ key: { id: string; namespace: string; scopes: string[] }; secret: string }>(created.stdout)[0]!;
     expect(key).toMatchObject({ namespace: 'payments', scopes: ['runs:read'] });
     expect(secret).toMatch(new RegExp(`^wmk_${key.id}_`));
 
@@ -63,7 +63,7 @@ describe('waymark keys', () => {
     expect(both.stderr.trim().split('\n')).toHaveLength(1);
     const noScope = await runCli(['keys', 'create', '--namespace', 'x'], { address, env });
     expect(noScope.code).toBe(2);
-    const [{ secret }] = jsonLines<{ secret: string }>((await runCli(['keys', 'create', '--namespace', 'ops', '--scope', 'runs:write', '-o', 'json'], { address, env })).stdout);
+    const { secret } = jsonLines<{ secret: string }>((await runCli(['keys', 'create', '--namespace', 'ops', '--scope', 'runs:write', '-o', 'json'], { address, env })).stdout)[0]!;
     const denied = await runCli(['keys', 'list', '--token', secret], { address });
     expect(denied.code).toBe(6);
   });
