@@ -7,6 +7,7 @@ import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
 import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/client-limits.js';
 import { DISPATCHER_DEFAULTS, type DispatcherConfig } from '../webhooks/dispatcher.js';
+import { parseSealingKeys, type SealingKey } from '../engine/runtime/payload-sealer.js';
 import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../server/tls.js';
 import { API_KEY_DEFAULTS } from '../engine/access/api-keys.js';
 import { MIN_SECRET_LENGTH } from '../engine/access/stream-tokens.js';
@@ -70,6 +71,7 @@ const schema = z.object({
   WAYMARK_TLS_CLIENT_AUTH: z.enum(['require', 'optional'], { error: 'must be require or optional' }).default(TLS_DEFAULTS.clientAuth),
   WAYMARK_TLS_RELOAD_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(TLS_DEFAULTS.reloadIntervalMs),
   WAYMARK_HEALTH_ADDR: hostPort('0.0.0.0:50052').optional(),
+  WAYMARK_SECRETS_KEYS: z.string().optional(),
   WAYMARK_WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
   WAYMARK_WEBHOOK_MAX_ATTEMPTS: positiveInt('a whole number > 0').default(DISPATCHER_DEFAULTS.maxAttempts),
   WAYMARK_WEBHOOK_BACKOFF_MS: positiveInt('a whole number of milliseconds > 0').default(DISPATCHER_DEFAULTS.backoffMs),
@@ -134,13 +136,15 @@ export interface Config {
     corsOrigins: string[];
     reflectionPublic: boolean;
   };
+  /** Keys sealing secret tools' payloads, the first sealing (WAYMARK_SECRETS_KEYS); undefined: none. */
+  secretsKeys: SealingKey[] | undefined;
 }
 
 /** A setting that failed validation; `message` is the one line printed before exiting. */
 export class ConfigError extends Error {
   constructor(readonly variable: string, readonly expected: string, got: string | undefined) {
-    // A database URL may carry a password, and a secret is a secret: never echo them.
-    const shown = variable === 'DATABASE_URL' || variable === 'WAYMARK_STREAM_TOKEN_SECRET' ? '' : `=${JSON.stringify(got ?? '')}`;
+    // A database URL may carry a password, and secrets and keys are secrets: never echo them.
+    const shown = variable === 'DATABASE_URL' || variable === 'WAYMARK_STREAM_TOKEN_SECRET' || variable === 'WAYMARK_SECRETS_KEYS' ? '' : `=${JSON.stringify(got ?? '')}`;
     super(`invalid setting ${variable}${shown}: ${expected}`);
   }
 }
@@ -203,7 +207,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reflectionPublic: e.WAYMARK_REFLECTION_PUBLIC === 'true',
     },
     webhooks: webhookSettings(e),
+    secretsKeys: sealingKeys(e.WAYMARK_SECRETS_KEYS),
   };
+}
+
+function sealingKeys(text: string | undefined): SealingKey[] | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseSealingKeys(text);
+  } catch (err) {
+    throw new ConfigError('WAYMARK_SECRETS_KEYS', (err as Error).message, text);
+  }
 }
 
 function webhookSettings(e: Env): DispatcherConfig {

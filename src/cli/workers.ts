@@ -5,6 +5,7 @@ import { Engine } from '../engine/engine.js';
 import { Executor } from '../engine/scheduling/executor.js';
 import { ReplicaPresence } from '../engine/scheduling/replica-presence.js';
 import { Registry } from '../engine/registry.js';
+import { PayloadSealer } from '../engine/runtime/payload-sealer.js';
 import { loadUserModule } from '../engine/user-module.js';
 import { instrumentedStore } from '../store/instrumented-store.js';
 import type { JournalStore } from '../store/store.js';
@@ -45,7 +46,7 @@ export interface Workers {
  * stops the process at once with one line (a DefinitionError) instead of after a database start.
  */
 export async function loadRegistry(config: Config, logger: Logger, agent: WaymarkAgentRuntime): Promise<Registry> {
-  const registry = new Registry({ agent });
+  const registry = new Registry({ agent, sealer: config.secretsKeys ? new PayloadSealer(config.secretsKeys) : null });
   if (config.workflowsPath) {
     const loaded = await loadUserModule(config.workflowsPath, registry);
     logger.info({ path: loaded.path, workflows: loaded.workflows, tools: loaded.tools }, 'workflows module loaded');

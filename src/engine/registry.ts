@@ -2,6 +2,7 @@
 // Must not execute anything or import src/agent: it holds definitions only.
 import { WorkflowNotFoundError } from '../journal/errors.js';
 import type { AgentRuntime } from './runtime/agent-runtime.js';
+import type { PayloadSealer } from './runtime/payload-sealer.js';
 import { builtinTools } from './author/builtin-tools.js';
 import { DefinitionError, ToolNotFoundError } from './author/errors.js';
 import { isTool, type Tool } from './author/tool.js';
@@ -18,9 +19,12 @@ export class Registry {
   private readonly workflowsByName = new Map<string, Workflow>();
   private readonly toolsByName = new Map<string, Tool>();
   readonly agentRuntime: AgentRuntime | null;
+  /** Seals the payloads of secret tools (WAYMARK_SECRETS_KEYS); null: no key, and no secret tool may be registered. */
+  readonly sealer: PayloadSealer | null;
 
-  constructor(options: { builtinTools?: boolean; agent?: AgentRuntime } = {}) {
+  constructor(options: { builtinTools?: boolean; agent?: AgentRuntime; sealer?: PayloadSealer | null } = {}) {
     this.agentRuntime = options.agent ?? null;
+    this.sealer = options.sealer ?? null;
     if (options.builtinTools ?? true) for (const tool of builtinTools()) this.register(tool);
   }
 
@@ -28,7 +32,12 @@ export class Registry {
   register(...items: (Workflow | Tool)[]): this {
     for (const item of items) {
       if (isWorkflow(item)) add(this.workflowsByName, item, 'workflow');
-      else if (isTool(item)) add(this.toolsByName, item, 'tool');
+      else if (isTool(item)) {
+        if (item.secret && !this.sealer) {
+          throw new DefinitionError(`tool "${item.name}"`, 'is marked secret, so its payloads are sealed: set WAYMARK_SECRETS_KEYS (docs/security.md "Secrets")');
+        }
+        add(this.toolsByName, item, 'tool');
+      }
       else throw new DefinitionError('registry', 'only values made by defineWorkflow or defineTool can be registered');
     }
     return this;

@@ -7,6 +7,7 @@ import { statusOf } from '../engine/read/run-events.js';
 import type { JournalEntry as DomainEntry } from '../journal/journal-entry.js';
 import { optionalValue, valueFromJson } from './convert-json.js';
 import { runErrorToProto, runStatusToProto } from './convert-run.js';
+import { redactSealed } from '../journal/sealed-payload.js';
 
 /* Journal entries and the events a stream carries: domain -> proto. */
 
@@ -20,7 +21,8 @@ export function entryToProto(entry: DomainEntry): JournalEntry {
     contentKey: entry.contentKey,
     occurrence: entry.occurrence,
     status: EntryStatus[entry.status.toUpperCase() as keyof typeof EntryStatus],
-    payload: optionalValue(entry.payload),
+    // A secret tool's sealed arguments or result (journal/sealed-payload.ts) never leave the server.
+    payload: optionalValue(redactSealed(entry.payload)),
     error: entry.error ? runErrorToProto(entry.error) : undefined,
     refSeq: entry.refSeq === null ? undefined : BigInt(entry.refSeq),
     idempotencyKey: entry.idempotencyKey ?? '',

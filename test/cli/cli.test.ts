@@ -31,6 +31,7 @@ describe('waymark command', () => {
     ['WAYMARK_TLS_CLIENT_AUTH', 'maybe', 'must be require or optional'],
     ['WAYMARK_HEALTH_ADDR', 'nowhere', 'must be host:port'],
     ['WAYMARK_WEBHOOK_ALLOW_PRIVATE', 'yes', 'must be true or false'],
+    ['WAYMARK_SECRETS_KEYS', 'k1:c2VjcmV0', 'must be 32 bytes in base64'],
     ['WAYMARK_WEBHOOK_CLAIM_TTL_MS', '5000', 'must exceed WAYMARK_WEBHOOK_TIMEOUT_MS (10000)'],
     ['WAYMARK_CLIENT_MAX_BUFFERED_BYTES', '0', 'whole number of bytes > 0'],
     ['WAYMARK_AUTH', 'maybe', 'must be on or off'],

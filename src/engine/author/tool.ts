@@ -39,6 +39,13 @@ export interface ToolDefinition<I extends z.ZodType, R> {
   retry?: RetryOptions;
   /** Start to close of one attempt; when it passes the signal fires and the attempt fails (retryable). Default none. */
   timeout?: Duration;
+  /**
+   * The arguments and result are secret (default false): they are journaled sealed with
+   * AES-256-GCM under a key of WAYMARK_SECRETS_KEYS, opened only when the run replays, and shown
+   * redacted by GetJournal and event streams (docs/security.md "Secrets"). Errors are not sealed:
+   * throw messages without secrets.
+   */
+  secret?: boolean;
   execute(args: z.output<I>, info: ToolCallInfo): R | Promise<R>;
 }
 
@@ -53,6 +60,8 @@ export interface Tool<In = unknown, Out = unknown> {
   readonly retry: RetryPolicy;
   /** Per attempt, in ms; null: none. */
   readonly timeoutMs: number | null;
+  /** Arguments and result journaled sealed (ToolDefinition.secret). Absent on tools of older copies: false. */
+  readonly secret?: boolean;
   isMutating(args: unknown): boolean;
   execute(args: unknown, info: ToolCallInfo): Promise<Out>;
   /** Carries the argument type for `ctx.tool(tool, args)`; never set. */
@@ -91,6 +100,7 @@ export function defineTool<I extends z.ZodType, R>(definition: ToolDefinition<I,
     policy,
     retry,
     timeoutMs,
+    secret: definition.secret === true,
     isMutating: (args: unknown) => (typeof mutating === 'function' ? mutating(args as z.output<I>) : mutating),
     execute: async (args: unknown, info: ToolCallInfo): Promise<Awaited<R>> => await execute(args as z.output<I>, info),
   });

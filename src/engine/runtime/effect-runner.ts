@@ -35,6 +35,11 @@ export interface PerformOptions {
   /** Start to close of one attempt, in ms; absent or null: none. */
   timeoutMs?: number | null;
   /**
+   * A secret tool's payloads: `seal` what is journaled (intent given already sealed, and the
+   * result), `open` what a replay returns. Absent: payloads are journaled as they are.
+   */
+  seal?: { seal(value: Json): Json; open(value: Json): Json };
+  /**
    * Called once, before the attempt starts, when its intent is committed or it is known that none
    * will be (budget admission releases its lock here: the reservation is then in the journal).
    */
@@ -68,7 +73,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   }
   if (decision.action === 'return') {
     exec.hit(call);
-    return decision.value;
+    return options.seal ? options.seal.open(decision.value) : decision.value;
   }
   if (decision.action === 'throw') {
     exec.hit(call);
@@ -126,7 +131,8 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   if ('value' in outcome) {
     const { value } = outcome;
     try {
-      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: value, attempt, ...options.columns?.() })]);
+      const journaled = options.seal ? options.seal.seal(value) : value;
+      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: journaled, attempt, ...options.columns?.() })]);
       crashpoint(call.kind, 'after-terminal');
       return value;
     } catch (error) {

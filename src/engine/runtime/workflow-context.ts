@@ -9,7 +9,8 @@ import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js
 import { toJson } from '../replay/content-key.js';
 import { durationMs, type Duration } from '../author/duration.js';
 import { retryPolicy, STEP_RETRY_DEFAULT, TOOL_RETRY_DEFAULT, type RetryPolicy } from '../author/retry.js';
-import { AgentRuntimeMissingError, ChildRunFailedError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from '../author/errors.js';
+import { AgentRuntimeMissingError, ChildRunFailedError, DefinitionError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from '../author/errors.js';
+import { REDACTED } from '../../journal/sealed-payload.js';
 import { perform, suspend } from './effect-runner.js';
 import type { Execution } from './execution.js';
 import { ANY_JSON_SCHEMA, pinSchema, validatePinned, zodViolations, type PinnedSchema } from '../replay/payload-schema.js';
@@ -81,6 +82,12 @@ export class WorkflowContextImpl implements WorkflowContext {
     const mutating = tool.isMutating(parsed.data);
     const exec = this.execution;
     const call = exec.call('tool', tool.name, argsJson, scope);
+    // A secret tool's arguments and result are journaled sealed, bound to this run (payload-sealer.ts).
+    const sealer = tool.secret ? this.registry.sealer : null;
+    if (tool.secret && !sealer) throw new DefinitionError(`tool "${tool.name}"`, 'is marked secret: set WAYMARK_SECRETS_KEYS');
+    const runId = exec.run.id;
+    const seal = sealer ? { seal: (v: Json) => sealer.seal(v, runId), open: (v: Json) => sealer.open(v, runId) } : undefined;
+    const shownArgs = seal ? REDACTED : argsJson;
     if (tool.policy === 'deny') {
       return perform(exec, call, { twoPhase: false, execute: async () => { throw new ToolApprovalDeniedError(tool.name, 'policy'); } });
     }
@@ -91,11 +98,11 @@ export class WorkflowContextImpl implements WorkflowContext {
       const approval = exec.call('approval', `tool:${tool.name}`, { tool: tool.name, args: argsJson }, scope);
       const decision = await this.awaitApproval(approval, {
         title: `Allow tool "${tool.name}"?`,
-        description: `${tool.description}\nArguments: ${JSON.stringify(argsJson)}`,
+        description: `${tool.description}\nArguments: ${JSON.stringify(shownArgs)}`,
         pinned: DEFAULT_APPROVAL,
         deadline: undefined,
         onTimeout: { approved: false },
-        extra: { tool: tool.name, args: argsJson },
+        extra: { tool: tool.name, args: shownArgs },
       });
       if (!decision.approved) {
         throw new ToolApprovalDeniedError(tool.name, decision.by ?? (decision.timedOut ? 'timeout' : 'unknown'), typeof decision.comment === 'string' ? decision.comment : null);
@@ -103,7 +110,8 @@ export class WorkflowContextImpl implements WorkflowContext {
     }
     return perform(exec, call, {
       twoPhase: mutating,
-      intent: argsJson,
+      intent: seal ? seal.seal(argsJson) : argsJson,
+      seal,
       execute: async (signal) => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey, signal)), `the result of tool "${tool.name}"`),
       // A tool made by another copy of waymark may predate policies: it gets the default.
       retry: tool.retry ?? TOOL_RETRY_DEFAULT,
