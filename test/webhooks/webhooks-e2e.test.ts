@@ -119,7 +119,10 @@ describe('run.finished webhooks from a transactional outbox', () => {
       expect(forRun.map((r) => r.attempt)).toEqual([1, 2, 3]);
       expect(forRun[0]!.body).toMatchObject({ type: 'run.finished', data: { runId, status: 'SUCCEEDED', workflow: 'finish', namespace: 'default' } });
       const row = delivered.find((d) => d.runId === runId)!;
-      expect(row).toMatchObject({ webhookId: id, attempts: 3, lastStatus: 204, lastError: '' });
+      expect(row).toMatchObject({ webhookId: id, lastStatus: 204, lastError: '' });
+      // Attempts count at claim time: one B claimed but was killed before sending is counted too.
+      expect(row.attempts).toBeGreaterThanOrEqual(forRun.length);
+      expect(row.attempts).toBeLessThanOrEqual(forRun.length + 1);
     }
     expect(receiver.accepted).toHaveLength(3);
   });
