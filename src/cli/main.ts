@@ -24,8 +24,9 @@ Operator commands (a client of a running server, local or remote; docs/cli.md):
   them prints its options and an example, e.g. waymark runs start --help.
 
 Options:
-  --workflows FILE   a .ts or .js module whose exported workflows and tools are registered
-                     (also WAYMARK_WORKFLOWS)
+  --workflows FILE   a module in any folder whose exported workflows and tools are registered:
+                     .ts, .mts, .cts, .tsx, .js, .mjs, .cjs or .jsx, with no install, build or
+                     package.json needed (also WAYMARK_WORKFLOWS; docs/workflows.md)
   --addr HOST:PORT   where to serve gRPC, gRPC-Web and Connect (also WAYMARK_ADDR; 127.0.0.1:50051)
 
 Settings (environment): DATABASE_URL, WAYMARK_ADDR, WAYMARK_METRICS_ADDR, WAYMARK_LEASE_TTL_MS,
@@ -43,10 +44,28 @@ const EXIT_USAGE = 64;
 /** The operator commands' groups (src/cli/client/), dispatched before any server setting is read. */
 const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'keys']);
 
+const SERVER_COMMANDS = new Set(['dev', 'server', 'sweeper', 'migrate', 'help', 'version']);
+
+/**
+ * The argv of an operator command, or undefined for a server command. Options may come before the
+ * group (`waymark --addr db:50051 runs list`, as with kubectl and gh): they are moved after the
+ * command, where its parser reads them.
+ */
+function operatorArgv(argv: string[]): string[] | undefined {
+  const at = argv.findIndex((a) => CLIENT_GROUPS.has(a));
+  if (at < 0) return undefined;
+  const leading = argv.slice(0, at);
+  if (leading.length > 0 && (!leading[0]!.startsWith('-') || leading.some((a) => SERVER_COMMANDS.has(a)))) return undefined;
+  const name = argv[at + 1];
+  const named = name !== undefined && !name.startsWith('-');
+  return [argv[at]!, ...(named ? [name] : []), ...leading, ...argv.slice(at + (named ? 2 : 1))];
+}
+
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] !== undefined && CLIENT_GROUPS.has(argv[0])) {
+  const operator = operatorArgv(argv);
+  if (operator !== undefined) {
     const { runOperatorCommand } = await import('./client/operator-cli.js');
-    return runOperatorCommand(argv, process.env, { stdout: process.stdout, stderr: process.stderr });
+    return runOperatorCommand(operator, process.env, { stdout: process.stdout, stderr: process.stderr });
   }
   const { values, positionals } = parseArgs({
     args: argv,

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -5,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { until } from '../support/until.js';
 import type { WaymarkProcess } from '../support/waymark-process.js';
-import { jsonLines, runCli, startOperatorServer, storeSnapshot, type CliResult } from './operator-harness.js';
+import { BIN, cliEnv, jsonLines, runCli, startOperatorServer, storeSnapshot, type CliResult } from './operator-harness.js';
 
 /*
  * Bad input to the operator commands (src/cli/client/), through the built CLI against a real
@@ -70,6 +71,8 @@ describe('bad input: one line, the documented exit code, nothing written', { tim
     ['a missing argument', () => ['runs', 'get'], 2, /missing <run>/],
     ['a bad seq', () => ['runs', 'resume', parked.runId, '--invalidate', 'six'], 2, /--invalidate must be a journal seq/],
     ['an unknown command', () => ['runs', 'restart'], 2, /unknown command "restart"; one of start, get/],
+    ['a start without --input of a workflow that takes one', () => ['runs', 'start', 'refund'], 2, /: no --input was given, and the input of workflow "refund" is invalid: /],
+    ['options before the group', () => ['--addr', address, 'runs', 'get', unknownRun], 3, /^waymark runs get: run .* was not found/],
   ];
 
   // Concurrent: none of them writes, so each one's before-and-after also watches the others.
@@ -108,6 +111,19 @@ describe('bad input: one line, the documented exit code, nothing written', { tim
     const top = await runCli(['--help']);
     for (const c of ['waymark dev', 'waymark runs start|get|list|cancel|journal|events|resume|provenance', 'waymark approvals list|get|complete']) expect(top.stdout).toContain(c);
     expect((await runCli(['runs', '--help'])).stdout).toMatch(/^ {2}resume <run> +Makes a suspended or failed run execute again/m);
+  });
+
+  it('a reader that goes away (| head -1) ends the command quietly with exit 0, even while following', async () => {
+    const run = await parkedRefund('BAD-PIPE');
+    const child = spawn(process.execPath, [BIN, 'runs', 'events', run.runId, '--follow', '-o', 'json'], { env: cliEnv({ WAYMARK_ADDR: address }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+    child.stdout.destroy(); // the reader leaves; the next event written is an EPIPE
+    expect((await cli('approvals', 'complete', run.approvalId, '--decision', 'approve', '--by', 'ana')).code).toBe(0);
+    expect(await exited, stderr).toBe(0);
+    expect(stderr).toBe('');
   });
 
   it('an unreachable server: exit 5 naming the address, after the --timeout', async () => {

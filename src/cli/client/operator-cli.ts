@@ -51,6 +51,12 @@ export async function runOperatorCommand(argv: string[], env: NodeJS.ProcessEnv,
     return EXIT.invalidInput;
   }
   const title = commandTitle(spec);
+  // A reader that went away (`| head -1`, `| jq -e … | head`): stop quietly, as cat and grep do.
+  streams.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.ok);
+    streams.stderr.write(`${title}: cannot write to standard output (${err.message})\n`);
+    process.exit(EXIT.error);
+  });
   let client: WaymarkClient | undefined;
   let address = '';
   let tls = false;

@@ -4,7 +4,7 @@ import {
   RunSchema, RunStatus, StartRunResponseSchema, toRunStatus, type JournalEntry, type Run, type RunProvenance, type RunStatusName, type WaitingOn,
 } from '@waymark-dev/client';
 import type { CommandSpec, Invocation } from './command-spec.js';
-import { EXIT, UsageError } from './exit-codes.js';
+import { errorMessage, EXIT, exitCodeOf, UsageError } from './exit-codes.js';
 import { followRun, stoppedFollowing } from './follow.js';
 import { clip, fields, formatDuration, formatLabels, formatTime, formatUsd, formatValue, millis, table } from './format.js';
 import { readJsonArg, readPairs } from './json-input.js';
@@ -60,7 +60,7 @@ const start: CommandSpec = {
     'or was CANCELLED. Ctrl-C stops waiting and leaves the run as it is.',
   ].join('\n'),
   options: {
-    input: { type: 'string', value: 'JSON|@FILE|-', help: 'the input: JSON, @file for a file, - for standard input' },
+    input: { type: 'string', value: 'JSON|@FILE|-', help: 'the input: JSON, @file for a file, - for standard input (omitted: null)' },
     wait: { type: 'boolean', help: 'follow the run until it ends or parks, with progress' },
     'idempotency-key': { type: 'string', value: 'KEY', help: 'a repeat with the same key returns the first run instead of starting another' },
     budget: { type: 'string', value: 'USD', help: 'spending cap for model calls, in US dollars' },
@@ -82,6 +82,10 @@ const start: CommandSpec = {
     const client = inv.client();
     const started = await client.startRun(workflow, input, {
       ...call(inv), idempotencyKey: str(inv, 'idempotency-key'), labels, budgetUsd, dryRun: inv.values['dry-run'] === true,
+    }).catch((err: unknown) => {
+      // A workflow that takes an input, started without one: say so, not only what null fails.
+      if (raw === undefined && exitCodeOf(err) === EXIT.invalidInput) throw new UsageError(`no --input was given, and ${errorMessage(err, '')}`);
+      throw err;
     });
     let { run, waitingOn } = started;
     if (inv.values.wait === true) {
@@ -231,7 +235,7 @@ const events: CommandSpec = {
 
 const resume: CommandSpec = {
   group: 'runs', name: 'resume', args: ['<run>'],
-  summary: 'Makes a suspended or failed run execute again from its journal; --dry-run previews it.',
+  summary: 'Makes a suspended, failed, cancelled or finished run execute again from its journal; --dry-run previews it.',
   details: [
     'The preview is computed from the journal with no live calls and nothing written: hits (served from',
     'the journal), misses (would run live), skipped, reruns, orphaned entries and invalid resolutions,',
