@@ -44,8 +44,13 @@ describe('waymark keys', () => {
     // The new key reads its namespace; without any token (and no local key file) the server refuses.
     expect((await runCli(['runs', 'list', '--token', secret], { address })).code).toBe(0);
     const anonymous = await runCli(['runs', 'list'], { address, env: { WAYMARK_DATA_DIR: path.join(dir, 'none') } });
-    expect(anonymous.code).not.toBe(0);
+    expect(anonymous.code).toBe(6);
     expect(anonymous.stderr).toMatch(/credentials/i);
+    // …and says where it looked for the local key, which is only read from one folder.
+    expect(anonymous.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(anonymous.stderr).toContain(`no token was given and there is no local key at ${path.join(dir, 'none', 'local-admin-key')}: run this from the folder waymark dev runs in, or set WAYMARK_DATA_DIR`);
+    // A token that is given and refused gets no such hint.
+    expect((await runCli(['runs', 'list', '--token', 'wmk_nope_nope'], { address })).stderr).not.toContain('local key');
 
     const revoked = await runCli(['keys', 'revoke', key.id], { address, env });
     expect(revoked.code, revoked.stderr).toBe(0);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULT_ADDRESS, type ClientOptions, type TlsOptions } from '@waymark-dev/client';
 import type { OptionSpec, Values } from './command-spec.js';
-import { localToken } from './local-token.js';
+import { isLoopbackAddress, localKeyFile, localToken } from './local-token.js';
 import { UsageError } from './exit-codes.js';
 import { parseDuration } from './format.js';
 
@@ -33,6 +33,8 @@ export interface Connection {
   client: ClientOptions;
   output: OutputMode;
   timeoutMs: number;
+  /** Appended to a refused call's line: where the local key was looked for, when none was sent. */
+  credentialsHint: string;
 }
 
 const ADDRESS = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/;
@@ -65,11 +67,17 @@ export function connectionOf(values: Values, env: NodeJS.ProcessEnv): Connection
 
   const namespace = pick('namespace', 'WAYMARK_NAMESPACE');
   // No token for a server on this machine: `waymark dev`'s local admin key, if there is one.
-  const token = pick('token', 'WAYMARK_TOKEN') ?? localToken({ address, dataDir: env.WAYMARK_DATA_DIR });
+  const given = pick('token', 'WAYMARK_TOKEN');
+  const token = given ?? localToken({ address, dataDir: env.WAYMARK_DATA_DIR });
+  // Where a refused call should send the operator: the local key is only read from one folder.
+  const credentialsHint = given === undefined && token === undefined && isLoopbackAddress(address)
+    ? `; no token was given and there is no local key at ${localKeyFile(env.WAYMARK_DATA_DIR)}: run this from the folder waymark dev runs in, or set WAYMARK_DATA_DIR to its data folder`
+    : '';
   return {
     address,
     output,
     timeoutMs,
+    credentialsHint,
     client: { address, tls, token, namespace, timeoutMs, retry: { budgetMs: timeoutMs } },
   };
 }

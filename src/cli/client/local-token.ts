@@ -18,17 +18,25 @@ export function isLoopbackHost(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h);
 }
 
+/** Whether `address` (HOST:PORT, or a URL) is on this machine. */
+export function isLoopbackAddress(address: string): boolean {
+  return isLoopbackHost(address.replace(/^[a-z]+:\/\//, '').replace(/\/$/, '').replace(/:\d+$/, ''));
+}
+
+/** Where the local admin key is read from: `dataDir`, else WAYMARK_DATA_DIR, else `.waymark` in the working directory. */
+export function localKeyFile(dataDir?: string): string {
+  return path.resolve(dataDir || process.env.WAYMARK_DATA_DIR || '.waymark', LOCAL_KEY_FILE);
+}
+
 /**
  * The local admin key, when `address` (default 127.0.0.1:50051) is a loopback address and the key
  * file exists in `dataDir` (default WAYMARK_DATA_DIR, then `.waymark` in the working directory);
  * undefined otherwise.
  */
 export function localToken(options: { address?: string | undefined; dataDir?: string | undefined } = {}): string | undefined {
-  const address = options.address || LOCAL_DEFAULT_ADDRESS;
-  const host = address.replace(/^[a-z]+:\/\//, '').replace(/\/$/, '').replace(/:\d+$/, '');
-  if (!isLoopbackHost(host)) return undefined;
+  if (!isLoopbackAddress(options.address || LOCAL_DEFAULT_ADDRESS)) return undefined;
   try {
-    return readFileSync(path.resolve(options.dataDir || process.env.WAYMARK_DATA_DIR || '.waymark', LOCAL_KEY_FILE), 'utf8').trim() || undefined;
+    return readFileSync(localKeyFile(options.dataDir), 'utf8').trim() || undefined;
   } catch {
     return undefined;
   }

@@ -60,6 +60,7 @@ export async function runOperatorCommand(argv: string[], env: NodeJS.ProcessEnv,
   let client: WaymarkClient | undefined;
   let address = '';
   let tls = false;
+  let credentialsHint = '';
   let out = early;
   const abort = new AbortController();
   const onSigint = (): void => abort.abort(new Interrupted());
@@ -72,6 +73,7 @@ export async function runOperatorCommand(argv: string[], env: NodeJS.ProcessEnv,
     const connection = connectionOf(values, env);
     address = connection.address;
     tls = connection.client.tls !== undefined;
+    credentialsHint = connection.credentialsHint;
     out = new Output(connection.output, streams.stdout, streams.stderr, env);
     process.once('SIGINT', onSigint);
     return await spec.run({
@@ -84,7 +86,8 @@ export async function runOperatorCommand(argv: string[], env: NodeJS.ProcessEnv,
       return EXIT.interrupted;
     }
     const hint = err instanceof UsageError ? ` (see ${title} --help)` : '';
-    out.error(title, `${errorMessage(err, address, tls)}${hint}`);
+    const credentials = exitCodeOf(err) === EXIT.denied ? credentialsHint : '';
+    out.error(title, `${errorMessage(err, address, tls)}${credentials}${hint}`);
     return exitCodeOf(err);
   } finally {
     process.off('SIGINT', onSigint);
