@@ -48,7 +48,7 @@ const schema = z.object({
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
   WAYMARK_REPLICA_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(REPLICA_DEFAULTS.ttlMs),
   WAYMARK_UNROUTABLE_AFTER_MS: positiveInt('a whole number of milliseconds > 0').default(60_000),
-  WAYMARK_WORKFLOWS: z.string().min(1, 'must be a path to a .ts or .js module').optional(),
+  WAYMARK_WORKFLOWS: z.string().min(1, 'must be the path of a workflows module (.ts, .mts, .cts, .tsx, .js, .mjs, .cjs or .jsx)').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
   WAYMARK_NAMESPACE: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be a lowercase name like "default"').default('default'),
   WAYMARK_LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {

@@ -110,7 +110,7 @@ describe('bad input: one line, the documented exit code, nothing written', { tim
     });
     const top = await runCli(['--help']);
     for (const c of ['waymark dev', 'waymark runs start|get|list|cancel|journal|events|resume|provenance', 'waymark approvals list|get|complete']) expect(top.stdout).toContain(c);
-    expect((await runCli(['runs', '--help'])).stdout).toMatch(/^ {2}resume <run> +Makes a suspended or failed run execute again/m);
+    expect((await runCli(['runs', '--help'])).stdout).toMatch(/^ {2}resume <run> +Makes a suspended, failed, cancelled or finished run execute again/m);
   });
 
   it('a reader that goes away (| head -1) ends the command quietly with exit 0, even while following', async () => {
