@@ -1,5 +1,7 @@
 import { readdirSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Health, HealthCheckResponse_ServingStatus } from '../../src/gen/grpc/health/v1/health_pb.js';
@@ -14,12 +16,24 @@ import { FrameType, PREFACE, SETTINGS, frame } from './h2-frames.js';
  * Raw HTTP/2 frame abuse (issue 16, "Must show"): fast-check generates connections that send bad
  * HPACK, lying lengths, WINDOW_UPDATE, RST_STREAM, SETTINGS and PING floods and half-valid
  * requests, then close or just stop. After each batch the server still answers, and its open
- * sockets and stream slots are back to their baseline. The message-level fuzz suite is another
- * file (h16-input). Short in `npm test`; WAYMARK_FUZZ=full runs 10,000 connections.
+ * sockets, stream slots and heap are back to their baseline (the server runs in this process: the
+ * heap is measured after a forced garbage collection). The message-level fuzz suite is
+ * fuzz-messages.test.ts. Short in `npm test`; WAYMARK_FUZZ=full (npm run test:fuzz) runs 7,500
+ * connections in 2,500 batches.
  */
 
 const FULL = process.env.WAYMARK_FUZZ === 'full';
 const RUNS = FULL ? 2_500 : 15;
+/** Heap after a batch may exceed the baseline by this (allocator slack, lazily built caches), not more. */
+const HEAP_SLACK = 32 * 1024 * 1024;
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+function heapUsed(): number {
+  gc();
+  return process.memoryUsage().heapUsed;
+}
 
 let t: ApiHarness;
 let server: GrpcServer;
@@ -109,10 +123,12 @@ function abuse(frames: Buffer[], close: boolean): Promise<net.Socket> {
 }
 
 describe('raw HTTP/2 frame abuse', () => {
-  it(`${RUNS} batches of 3 abusive connections: no crash; sockets and stream slots back to baseline after each`, { timeout: FULL ? 3_600_000 : 120_000 }, async () => {
+  it(`${RUNS} batches of 3 abusive connections: no crash; sockets, stream slots and heap back to baseline after each`, { timeout: FULL ? 3_600_000 : 120_000 }, async () => {
     const client = grpcJsClient(server.address);
     expect((await unaryCall(client, Health.method.check, {})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
     const baseline = openSockets();
+    const heapBaseline = heapUsed();
+    let heapPeak = 0;
     await fc.assert(fc.asyncProperty(fc.array(connection, { minLength: 3, maxLength: 3 }), async (connections) => {
       const sockets = await Promise.all(connections.map((c) => abuse(c.frames, c.close)));
       await vi.waitFor(() => {
@@ -122,7 +138,11 @@ describe('raw HTTP/2 frame abuse', () => {
         expect(openSockets()).toBeLessThanOrEqual(baseline);
       }, { timeout: 10_000, interval: 50 });
       expect((await unaryCall(client, Health.method.check, {})).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      const heap = heapUsed() - heapBaseline;
+      heapPeak = Math.max(heapPeak, heap);
+      expect(heap, 'heap over its baseline after a batch').toBeLessThan(HEAP_SLACK);
     }), { numRuns: RUNS });
     client.close();
+    console.info(`http2 abuse: ${RUNS} batches, ${RUNS * 3} connections; heap at most ${(heapPeak / 1048576).toFixed(1)} MiB over its baseline after a batch`);
   });
 });

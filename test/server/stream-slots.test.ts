@@ -1,4 +1,6 @@
 import http2 from 'node:http2';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { defineWorkflow } from 'waymark';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -8,6 +10,7 @@ import { registerApi } from '../../src/server/api.js';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import { apiHarness, FIXTURE_ITEMS, json, type ApiHarness } from './api-harness.js';
 import { stalledReader, type StalledReader } from './raw-http2.js';
+import { until } from '../support/until.js';
 
 /*
  * Issue 16, finding 1: a StreamRunEvents client that stops reading while the server is blocked on
@@ -102,11 +105,24 @@ describe('stream slots under flow control (issue 16, finding 1)', () => {
 
 /*
  * The soak: batches of slow readers that vanish in turn by every way above, against one replica
- * whose stream limit is the batch size, so a single leaked slot fails the next batch. Short in
- * `npm test`; `WAYMARK_SOAK=full` runs thousands of readers over a few minutes.
+ * whose stream limit is the batch size, so a single leaked slot fails the next batch; after each
+ * batch the heap (after a forced garbage collection; the server runs in this process) is back
+ * near its baseline, so a leak of what a reader held (its blocked message, its read-ahead) fails
+ * too. Short in `npm test`; `WAYMARK_SOAK=full` runs thousands of readers over a few minutes.
  */
 const FULL = process.env.WAYMARK_SOAK === 'full';
 const SOAK = FULL ? { batches: 60, readers: 40 } : { batches: 3, readers: 20 };
+/** Each batch of readers holds 2-4 MiB (a blocked 100 KB event each, and its read-ahead): two leaked batches pass this. */
+const HEAP_SLACK = 4 * 1024 * 1024;
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+function heapUsed(): number {
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
 
 describe('soak: slow and vanishing stream readers', () => {
   it(`${SOAK.batches * SOAK.readers} readers in ${SOAK.batches} batches leave the replica serving its full stream limit`, { timeout: FULL ? 900_000 : 60_000 }, async () => {
@@ -117,13 +133,21 @@ describe('soak: slow and vanishing stream readers', () => {
     await tick(t, runId, 0);
     await tick(t, runId, 1);
     const ways = Object.values(gone);
+    const baseline = heapUsed();
+    let peak = 0;
     for (let b = 0; b < SOAK.batches; b++) {
       const readers = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }));
       await Promise.all(readers.map((r) => r.responded));
       expect(t.deps.streams.open).toBe(SOAK.readers);
       readers.forEach((r, i) => ways[(b + i) % ways.length]!(r));
       await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 10_000 });
+      // What the readers held goes with them (closed sessions let go of their buffers shortly after).
+      await until(`the heap back near its baseline after batch ${b}`, () => {
+        const over = heapUsed() - baseline;
+        return over < HEAP_SLACK ? over : undefined;
+      }, 10_000).then((over) => (peak = Math.max(peak, over)));
     }
+    console.info(`soak: ${SOAK.batches * SOAK.readers} readers in ${SOAK.batches} batches; heap at most ${(peak / 1048576).toFixed(1)} MiB over its baseline after a batch`);
     // The full limit again, with readers that do read: each gets the whole history.
     const fresh = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }, 1 << 20));
     await Promise.all(fresh.map((r) => r.responded));
