@@ -118,7 +118,33 @@ function isClosed(res: http2.Http2ServerResponse): boolean {
 }
 
 /** Writes a Connect response; rejects (and throws the reason into the handler) when the stream closes first. */
-async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2ServerResponse, budget?: WriteBudget): Promise<void> {
+/**
+ * `budget` as one stream uses it: what the stream still has counted is given back, all at once,
+ * when it closes (one listener per stream, however many writes are outstanding).
+ */
+function streamBudget(res: http2.Http2ServerResponse, budget: WriteBudget): WriteBudget {
+  let held = 0;
+  res.stream.once('close', () => {
+    if (held > 0) budget.give(held);
+    held = 0;
+  });
+  return {
+    take: (bytes) => {
+      if (res.stream.closed || !budget.take(bytes)) return false;
+      held += bytes;
+      return true;
+    },
+    give: (bytes) => {
+      const back = Math.min(bytes, held);
+      held -= back;
+      if (back > 0) budget.give(back);
+    },
+    refused: budget.refused,
+  };
+}
+
+async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2ServerResponse, whole?: WriteBudget): Promise<void> {
+  const budget = whole && streamBudget(res, whole);
   const it = uRes.body?.[Symbol.asyncIterator]();
   try {
     if (it) {
@@ -155,19 +181,11 @@ function writeChunk(res: http2.Http2ServerResponse, chunk: Uint8Array, budget?: 
     res.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
     return Promise.reject(bufferLimit());
   }
-  // Counted until Node reports the bytes written to the socket, or the stream closes.
-  let given = !budget;
-  const give = (): void => {
-    if (given) return;
-    given = true;
-    res.stream.off('close', give);
-    budget!.give(bytes);
-  };
-  if (budget) res.stream.once('close', give);
+  // Counted until Node reports the bytes written to the socket, or the stream closes (streamBudget).
   return untilClosedOr(res, (done) => {
     const onDrain = (): void => done();
     const flushed = res.write(chunk, (err) => {
-      give();
+      budget?.give(bytes);
       if (err) done(err);
     });
     // Past the stream's high-water mark (HTTP/2 flow control): go on once it drains.
