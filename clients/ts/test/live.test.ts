@@ -45,6 +45,19 @@ afterAll(async () => {
 
 const key = (prefix: string): string => `${prefix}-${randomBytes(6).toString('hex')}`;
 
+/** Awaits `step`, or fails after `ms` naming the step and the server's last lines (a hang says where it hung). */
+async function within<T>(ms: number, what: string, step: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer after ${ms} ms; server's last lines:\n${server.tail()}`)), ms);
+  });
+  try {
+    return await Promise.race([step, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function toArray<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
@@ -174,13 +187,13 @@ describe('TypeScript client, live', () => {
     }
 
     // FlowDrift: a parked run of a strict workflow, then the server restarts with a new definition.
-    const parked = await client.startRun('drift_probe', {}, { wait: true, timeoutMs: 60_000 });
+    const parked = await within(60_000, 'start drift_probe and wait for it to park', client.startRun('drift_probe', {}, { wait: true, timeoutMs: 60_000 }));
     expect(parked.run.status).toBe(RunStatus.SUSPENDED);
-    await server.restart({ bumpDrift: true });
-    const drift = await client.resume(parked.run.id).catch((e: unknown) => e);
+    await within(60_000, 'restart the server with a new drift_probe', server.restart({ bumpDrift: true }));
+    const drift = await within(30_000, 'resume the drifted run', client.resume(parked.run.id, { timeoutMs: 30_000 }).catch((e: unknown) => e));
     expect(drift).toBeInstanceOf(FlowDrift);
     expect((drift as FlowDrift).choices).toEqual(['restart', 'abandon']);
-    const abandoned = await client.resume(parked.run.id, { driftRecovery: DriftRecovery.ABANDON });
+    const abandoned = await within(30_000, 'abandon the drifted run', client.resume(parked.run.id, { driftRecovery: DriftRecovery.ABANDON, timeoutMs: 30_000 }));
     expect(abandoned.run.status).toBe(RunStatus.CANCELLED);
   });
 });
