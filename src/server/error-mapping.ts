@@ -32,7 +32,8 @@ export const ERROR_DOMAIN = 'waymark';
 
 type Detail = NonNullable<ConstructorParameters<typeof ConnectError>[3]>[number];
 
-const info = (reason: string, metadata: Record<string, string | number | undefined> = {}): Detail => ({
+/** A google.rpc.ErrorInfo of this server's domain (framework-errors.ts uses it too). */
+export const info = (reason: string, metadata: Record<string, string | number | undefined> = {}): Detail => ({
   desc: ErrorInfoSchema,
   value: {
     reason, domain: ERROR_DOMAIN,

@@ -5,7 +5,7 @@ import { codeToHttpStatus, createEndStreamSerialization, endStreamFlag, errorFro
 import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { ErrorInfoSchema, QuotaFailureSchema } from '../gen/google/rpc/error_details_pb.js';
-import { boundedDetails, boundedText, decodeErrorStatus, ERROR_DOMAIN, MAX_MESSAGE_CHARS } from './error-mapping.js';
+import { decodeErrorStatus, info, status } from './error-mapping.js';
 import { INTERNAL_MESSAGE, isServerFault } from './server-faults.js';
 
 /*
@@ -26,15 +26,7 @@ type Detail = ConnectError['details'][number];
  * A ConnectError carrying `details` (built here, or decoded from the wire), within the bounds every
  * status keeps (error-mapping.ts `status`): Connect's messages can echo a path, a content type or a key.
  */
-function errorWith(message: string, code: Code, details: Detail[]): ConnectError {
-  const err = new ConnectError(boundedText(message, MAX_MESSAGE_CHARS), code);
-  err.details.push(...(boundedDetails(details as never) as Detail[]));
-  return err;
-}
-
-const info = (reason: string, metadata: Record<string, string> = {}): Detail => ({
-  desc: ErrorInfoSchema, value: { reason, domain: ERROR_DOMAIN, metadata },
-});
+const errorWith = (message: string, code: Code, details: Detail[]): ConnectError => status(message, code, details as never);
 
 /** The gRPC spelling of a code: `NOT_FOUND`, `CANCELLED`. */
 export function grpcCodeName(code: Code): string {
