@@ -97,15 +97,17 @@ function bufferLimit(): ConnectError {
 }
 
 /**
- * Whether `chunk` of `uRes` carries a status rather than a message: those are small, bounded
- * (error-mapping.ts), and must reach the client whatever it holds.
+ * Whether a chunk of `uRes` carries a status rather than a message: those are small, bounded
+ * (error-mapping.ts), and must reach the client whatever it holds. Read once per response, after
+ * its first chunk (its headers and status are final then).
  */
-function isStatusChunk(uRes: UniversalServerResponse, chunk: Uint8Array): boolean {
+function statusChunks(uRes: UniversalServerResponse): (chunk: Uint8Array) => boolean {
   const type = uRes.header?.get('content-type') ?? '';
-  if (type.startsWith('application/grpc-web')) return (chunk[0]! & 0x80) === 0x80;
-  if (type.startsWith('application/grpc')) return false; // the status is in the trailers
-  if (type.startsWith('application/connect+')) return (chunk[0]! & 0x02) === 0x02;
-  return uRes.status !== 200; // a Connect unary error body
+  if (type.startsWith('application/grpc-web')) return (chunk) => (chunk[0]! & 0x80) === 0x80;
+  if (type.startsWith('application/grpc')) return () => false; // the status is in the trailers
+  if (type.startsWith('application/connect+')) return (chunk) => (chunk[0]! & 0x02) === 0x02;
+  const unaryError = uRes.status !== 200; // a Connect unary error body
+  return () => unaryError;
 }
 
 /** The error a write fails with once the client has closed the stream. */
@@ -151,10 +153,11 @@ async function writeResponse(uRes: UniversalServerResponse, res: http2.Http2Serv
       // Headers go out after the first chunk, so a handler can still set them before it yields.
       let chunk = await it.next();
       res.writeHead(uRes.status, nodeHeaders(uRes.header));
+      const isStatus = statusChunks(uRes);
       for (; chunk.done !== true; chunk = await it.next()) {
         try {
           const bytes = chunk.value as Uint8Array;
-          await writeChunk(res, bytes, isStatusChunk(uRes, bytes) ? undefined : budget);
+          await writeChunk(res, bytes, isStatus(bytes) ? undefined : budget);
         } catch (err) {
           await it.throw?.(err).catch(() => undefined);
           throw err;
