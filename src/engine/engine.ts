@@ -480,7 +480,6 @@ export class Engine {
     }
   }
 
-  /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
   /** Gives the lease back (the run is PENDING again) for a replica that serves the run's definition. */
   private async handBack(lease: Lease, run: Run, log: Logger, why: string): Promise<ExecuteResult> {
     try {
@@ -501,6 +500,7 @@ export class Engine {
     }
   }
 
+  /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
   private async end(
     lease: Lease, run: Run, status: { status: RunStatus; output?: Json; error?: RunError }, log: Logger, waitingOn: Waiting[] = [],
   ): Promise<ExecuteResult> {
@@ -559,7 +559,7 @@ export class Engine {
     log.info({ deadline: run.deadlineAt }, 'run timed out: its deadline passed while executing here');
     const result = await this.end(lease, run, { status: 'FAILED', error: runTimedOutRecord(run) }, log);
     if (result.outcome === 'failed') {
-      await runChildrenCancel(this.ender, { runId: run.id, namespace: run.namespace }, { ...PARENT_TIMED_OUT_ENDING })
+      await runChildrenCancel(this.ender, { runId: run.id, namespace: run.namespace }, PARENT_TIMED_OUT_ENDING)
         .catch((err: unknown) => log.warn({ err }, 'could not cancel the children of a timed-out run; the sweeper will'));
     }
     return result;
