@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { WebhookDispatcher, type AttemptReport } from '../../src/webhooks/dispatcher.js';
 import { newWebhookSecret } from '../../src/webhooks/signing.js';
+import { until } from '../support/until.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
 /*
@@ -38,7 +39,7 @@ function dispatcher(store: MemoryStore, config: Partial<ConstructorParameters<ty
 
 /** Runs looks until one attempts something (the retry delay is 1 ms of real time). */
 async function attemptNext(d: WebhookDispatcher): Promise<void> {
-  while ((await d.dispatchOnce()) === 0) await new Promise((r) => setTimeout(r, 2));
+  await until('a due delivery to attempt', async () => ((await d.dispatchOnce()) > 0 ? true : undefined), 60_000, 2);
 }
 
 describe('WebhookDispatcher', () => {
