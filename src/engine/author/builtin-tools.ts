@@ -32,6 +32,28 @@ export class HttpStatusError extends WaymarkError {
   }
 }
 
+/**
+ * The signal of one request: aborted with the effect's `signal` (long-lived: the execution's) or
+ * after `timeoutMs`. Unlike AbortSignal.any, it stops listening to `signal` once `release`d, so
+ * requests do not pile up on the execution's signal.
+ */
+function requestSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const fromSignal = (): void => controller.abort(signal.reason);
+  const fromTimeout = (): void => controller.abort(timeout.reason);
+  if (signal.aborted) fromSignal();
+  signal.addEventListener('abort', fromSignal, { once: true });
+  timeout.addEventListener('abort', fromTimeout, { once: true });
+  return {
+    signal: controller.signal,
+    release: () => {
+      signal.removeEventListener('abort', fromSignal);
+      timeout.removeEventListener('abort', fromTimeout);
+    },
+  };
+}
+
 export const httpTool = defineTool({
   name: 'http',
   description: 'Makes an HTTP request and returns { status, headers, body }. The effect\'s idempotency key is sent as the Idempotency-Key header. GET and HEAD are read-only; other methods are mutating.',
@@ -55,9 +77,15 @@ export const httpTool = defineTool({
         if (!headers.has('content-type')) headers.set('content-type', 'application/json');
       }
     }
-    const timeout = AbortSignal.timeout(args.timeoutMs);
-    const response = await fetch(args.url, { method: args.method, headers, body, signal: AbortSignal.any([signal, timeout]) });
-    const text = await response.text();
+    const request = requestSignal(signal, args.timeoutMs);
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(args.url, { method: args.method, headers, body, signal: request.signal });
+      text = await response.text();
+    } finally {
+      request.release();
+    }
     if (response.status >= 500 || RETRIED_STATUSES.has(response.status)) {
       throw new HttpStatusError(response.status, args.url, retryAfterHeaderMs(response.headers.get('retry-after')), text.slice(0, ERROR_BODY_CHARS));
     }
