@@ -13,6 +13,12 @@ import type {
 
 const MS = `* interval '1 millisecond'`;
 
+/** A timestamptz as the ISO 8601 UTC text JavaScript's toISOString writes. */
+const isoUtc = (ts: string): string => `to_char(${ts} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** Whether the element `s` of an endpoint's `secrets` is unexpired (and so signs). */
+const SECRET_LIVE = `COALESCE((s->>'expiresAt')::timestamptz, 'infinity') > now()`;
+
 /**
  * The outbox insert, as a CTE body: for every row of `src` (a run just set terminal, with the
  * columns id, namespace, workflow_name, workflow_version, status, output, error and next_seq, its
@@ -24,7 +30,7 @@ export function runFinishedOutboxInsert(src: string): string {
   return `INSERT INTO webhook_deliveries (id, message_id, endpoint_id, namespace, event_type, run_id, payload)
     SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), 'msg_' || s.id || '_' || (s.next_seq - 1), e.id, s.namespace,
            'run.finished', s.id,
-           jsonb_build_object('type', 'run.finished', 'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           jsonb_build_object('type', 'run.finished', 'timestamp', ${isoUtc('now()')},
              'data', jsonb_build_object('runId', s.id, 'namespace', s.namespace, 'workflow', s.workflow_name,
                'workflowVersion', s.workflow_version, 'status', s.status, 'output', s.output, 'error', s.error))
       FROM ${src} s JOIN webhook_endpoints e ON e.namespace = s.namespace AND 'run.finished' = ANY (e.events)
@@ -83,9 +89,9 @@ export function endpointRotate(p: WebhookEndpointRotateParams): pg.QueryConfig {
         jsonb_build_array(jsonb_build_object('secret', $3::text, 'expiresAt', NULL))
         || COALESCE((
           SELECT jsonb_agg(jsonb_build_object('secret', s->>'secret', 'expiresAt',
-                   to_char(LEAST(COALESCE((s->>'expiresAt')::timestamptz, 'infinity'), now() + $4::integer ${MS}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+                   ${isoUtc(`LEAST(COALESCE((s->>'expiresAt')::timestamptz, 'infinity'), now() + $4::integer ${MS})`)}))
             FROM jsonb_array_elements(secrets) s
-           WHERE COALESCE((s->>'expiresAt')::timestamptz, 'infinity') > now() AND $4::integer > 0
+           WHERE ${SECRET_LIVE} AND $4::integer > 0
         ), '[]'::jsonb)
       WHERE namespace = $1 AND id = $2
       RETURNING ${ENDPOINT_COLUMNS}`,
@@ -131,7 +137,7 @@ export function deliveryClaim(p: WebhookDeliveryClaimParams): pg.QueryConfig {
       )
       SELECT to_jsonb(c) AS delivery, e.url,
              COALESCE((SELECT array_agg(s->>'secret') FROM jsonb_array_elements(e.secrets) s
-                        WHERE COALESCE((s->>'expiresAt')::timestamptz, 'infinity') > now()), '{}') AS secrets
+                        WHERE ${SECRET_LIVE}), '{}') AS secrets
         FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id`,
     values: [p.limit, p.claimTtlMs, p.claimToken],
   };
