@@ -5,7 +5,7 @@ import { WebhookDeliveryNotFoundError, WebhookDeliveryPendingError, WebhookEndpo
 import type {
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams,
   WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
-  WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams,
+  WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WebhookSecret,
 } from '../webhook-params.js';
 
 /*
@@ -73,7 +73,7 @@ export class MemoryWebhooks {
     const now = this.now();
     const until = new Date(now.getTime() + p.overlapMs);
     const kept = p.overlapMs > 0
-      ? ep.secrets.filter((s) => s.expiresAt === null || s.expiresAt.getTime() > now.getTime())
+      ? ep.secrets.filter((s) => signs(s, now.getTime()))
         .map((s) => ({ secret: s.secret, expiresAt: s.expiresAt !== null && s.expiresAt < until ? s.expiresAt : until }))
       : [];
     ep.secrets = [{ secret: p.secret, expiresAt: null }, ...kept];
@@ -92,7 +92,7 @@ export class MemoryWebhooks {
       r.claimToken = p.claimToken;
       r.delivery.attempts += 1;
       const ep = this.endpoints.get(r.delivery.endpointId)!;
-      const secrets = ep.secrets.filter((s) => s.expiresAt === null || s.expiresAt.getTime() > now).map((s) => s.secret);
+      const secrets = ep.secrets.filter((s) => signs(s, now)).map((s) => s.secret);
       return { delivery: structuredClone(r.delivery), claimToken: p.claimToken, url: ep.url, secrets };
     });
   }
@@ -140,4 +140,9 @@ export class MemoryWebhooks {
     if (!ep || ep.namespace !== namespace) throw new WebhookEndpointNotFoundError(id);
     return ep;
   }
+}
+
+/** Whether a secret is unexpired at `now` (ms), and so signs. */
+function signs(s: WebhookSecret, now: number): boolean {
+  return s.expiresAt === null || s.expiresAt.getTime() > now;
 }
