@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import {
   ApprovalDecision, ApprovalSchema, DecideApprovalResponseSchema, toApprovalState, type Approval, type ApprovalStateName,
 } from '@waymark-dev/client';
-import type { CommandSpec, Invocation } from './command-spec.js';
+import { call, list, str, type CommandSpec } from './command-spec.js';
 import { EXIT, UsageError } from './exit-codes.js';
 import { fields, formatLabels, formatTime, formatValue, table } from './format.js';
 import { readJsonArg, readPairs } from './json-input.js';
@@ -14,9 +14,6 @@ import { headerBold } from './runs-commands.js';
 
 const STATES: ApprovalStateName[] = ['PENDING', 'APPROVED', 'DENIED', 'TIMED_OUT', 'CANCELLED'];
 
-const str = (inv: Invocation, name: string): string | undefined => (typeof inv.values[name] === 'string' ? (inv.values[name] as string) : undefined);
-const list = (inv: Invocation, name: string): string[] => (Array.isArray(inv.values[name]) ? (inv.values[name] as string[]) : []);
-const call = (inv: Invocation) => ({ timeoutMs: inv.timeoutMs, signal: inv.signal });
 
 function approvalFields(out: Output, a: Approval): string {
   const pairs: Array<[string, string]> = [

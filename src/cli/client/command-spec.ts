@@ -35,6 +35,13 @@ export interface Invocation {
   timeoutMs: number;
 }
 
+/** A string option's value, or undefined when it was not given. */
+export const str = (inv: Invocation, name: string): string | undefined => (typeof inv.values[name] === 'string' ? (inv.values[name] as string) : undefined);
+/** A repeatable option's values (empty when it was not given). */
+export const list = (inv: Invocation, name: string): string[] => (Array.isArray(inv.values[name]) ? (inv.values[name] as string[]) : []);
+/** The per-call options of a unary client call: --timeout and Ctrl-C. */
+export const call = (inv: Invocation) => ({ timeoutMs: inv.timeoutMs, signal: inv.signal });
+
 export interface CommandSpec {
   group: string;
   name: string;

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { ApiKeySchema, CreateKeyResponseSchema, type ApiKey } from '@waymark-dev/client';
-import type { CommandSpec, Invocation } from './command-spec.js';
+import { call, list, str, type CommandSpec } from './command-spec.js';
 import { EXIT, UsageError } from './exit-codes.js';
 import { fields, formatTime, table } from './format.js';
 import type { Output } from './output.js';
@@ -10,9 +10,6 @@ import { headerBold } from './runs-commands.js';
 
 const SCOPES = ['runs:read', 'runs:write', 'approvals:decide', 'signals:send', 'admin'];
 
-const str = (inv: Invocation, name: string): string | undefined => (typeof inv.values[name] === 'string' ? (inv.values[name] as string) : undefined);
-const list = (inv: Invocation, name: string): string[] => (Array.isArray(inv.values[name]) ? (inv.values[name] as string[]) : []);
-const call = (inv: Invocation) => ({ timeoutMs: inv.timeoutMs, signal: inv.signal });
 
 function keyFields(out: Output, k: ApiKey): string {
   const pairs: Array<[string, string]> = [

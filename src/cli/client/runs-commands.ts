@@ -3,7 +3,7 @@ import {
   GetRunResponseSchema, JournalEntrySchema, ResumeOutcome, ResumePreviewSchema, ResumeRunResponseSchema, RunEventSchema, RunProvenanceSchema,
   RunSchema, RunStatus, StartRunResponseSchema, toRunStatus, type JournalEntry, type Run, type RunProvenance, type RunStatusName, type WaitingOn,
 } from '@waymark-dev/client';
-import type { CommandSpec, Invocation } from './command-spec.js';
+import { call, list, str, type CommandSpec } from './command-spec.js';
 import { errorMessage, EXIT, exitCodeOf, UsageError } from './exit-codes.js';
 import { followRun, stoppedFollowing } from './follow.js';
 import { clip, fields, formatDuration, formatLabels, formatTime, formatUsd, formatValue, millis, table } from './format.js';
@@ -15,9 +15,6 @@ import { entryDetail, entryStatusText, eventLine, resolvedBy, runStatusText } fr
 
 const RUN_STATUSES: RunStatusName[] = ['PENDING', 'RUNNING', 'SUSPENDED', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 
-const str = (inv: Invocation, name: string): string | undefined => (typeof inv.values[name] === 'string' ? (inv.values[name] as string) : undefined);
-const list = (inv: Invocation, name: string): string[] => (Array.isArray(inv.values[name]) ? (inv.values[name] as string[]) : []);
-const call = (inv: Invocation) => ({ timeoutMs: inv.timeoutMs, signal: inv.signal });
 
 function seqArg(flag: string, text: string): bigint {
   if (!/^\d{1,18}$/.test(text)) throw new UsageError(`--${flag} must be a journal seq (a whole number >= 0); got "${text}"`);

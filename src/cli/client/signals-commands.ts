@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { SendSignalResponseSchema } from '@waymark-dev/client';
-import type { CommandSpec } from './command-spec.js';
+import { call, str, type CommandSpec } from './command-spec.js';
 import { EXIT } from './exit-codes.js';
 import { readJsonArg } from './json-input.js';
 
@@ -17,10 +17,10 @@ const send: CommandSpec = {
   examples: [`waymark signals send 01a23172-033b-7f93-91d6-20d4a94c98dd documents --payload '{"received":true}' --signal-id mail-4711`],
   async run(inv) {
     const [runId, name] = inv.args as [string, string];
-    const raw = typeof inv.values.payload === 'string' ? inv.values.payload : undefined;
+    const raw = str(inv, 'payload');
     const payload = raw === undefined ? undefined : readJsonArg('payload', raw);
-    const signalId = typeof inv.values['signal-id'] === 'string' ? inv.values['signal-id'] : undefined;
-    const r = await inv.client().sendSignal(runId, name, payload, { timeoutMs: inv.timeoutMs, signal: inv.signal, signalId });
+    const signalId = str(inv, 'signal-id');
+    const r = await inv.client().sendSignal(runId, name, payload, { ...call(inv), signalId });
     if (inv.out.json) {
       inv.out.jsonLine(SendSignalResponseSchema, create(SendSignalResponseSchema, r));
     } else if (r.buffered) {
