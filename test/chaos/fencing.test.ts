@@ -77,7 +77,10 @@ describe('fencing: racing replicas and a stalled owner', () => {
       expect(run.leaseEpoch).toBeGreaterThanOrEqual(3);
       takeovers += (run.leaseEpoch - 1) / 2;
       // One owner at a time: exactly one execution could write the run's end.
-      const ended = servers.flatMap((s) => s.logs.filter((l) => l.msg === 'execution ended' && l.runId === runId));
+      // The winner logs its end after the commit that waitEnded saw: await the line, then count them all.
+      const endedLine = (l: { msg?: unknown; runId?: unknown }) => l.msg === 'execution ended' && l.runId === runId;
+      await Promise.any(servers.map((s) => s.waitForLog(endedLine, 30_000)));
+      const ended = servers.flatMap((s) => s.logs.filter(endedLine));
       expect(ended).toHaveLength(1);
       expect(ended[0]!.status).toBe('SUCCEEDED');
       const violations = await driver.journalViolations([runId]);
