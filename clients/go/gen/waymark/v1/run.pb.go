@@ -1332,7 +1332,7 @@ func (x *Approval) GetDecidedByKeyId() string {
 // What a parked run waits for: one open suspension.
 type WaitingOn struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The kind of suspension: approval, signal, sleep or child.
+	// The kind of suspension: approval, signal, sleep, child, or tool (a remote tool call).
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The suspension's name: the signal name, the approval title, the child workflow.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
@@ -1341,7 +1341,13 @@ type WaitingOn struct {
 	// The approval's id, for kind "approval"; empty otherwise.
 	ApprovalId string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	// When the suspension times out or the timer fires; unset if never.
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// For kind "tool" (a remote tool call dispatched to workers, docs/workers.md): how many live
+	// workers serve the tool now; 0 means the call waits for a worker to connect.
+	LiveWorkers uint32 `protobuf:"varint,6,opt,name=live_workers,json=liveWorkers,proto3" json:"live_workers,omitempty"`
+	// For kind "tool": what the call waits for, for people ("a worker of tool charge_back (none
+	// connected)", "worker w-1 (attempt 2)").
+	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1409,6 +1415,20 @@ func (x *WaitingOn) GetDeadline() *timestamppb.Timestamp {
 		return x.Deadline
 	}
 	return nil
+}
+
+func (x *WaitingOn) GetLiveWorkers() uint32 {
+	if x != nil {
+		return x.LiveWorkers
+	}
+	return 0
+}
+
+func (x *WaitingOn) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
 }
 
 // What a resume would do, computed by replaying the journal with zero live calls.
@@ -1820,14 +1840,16 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x11decided_by_key_id\x18\x11 \x01(\tR\x0edecidedByKeyId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9e\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd9\x01\n" +
 	"\tWaitingOn\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x03R\x03seq\x12\x1f\n" +
 	"\vapproval_id\x18\x04 \x01(\tR\n" +
 	"approvalId\x126\n" +
-	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\"\xef\x01\n" +
+	"\bdeadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12!\n" +
+	"\flive_workers\x18\x06 \x01(\rR\vliveWorkers\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\xef\x01\n" +
 	"\rResumePreview\x12\x12\n" +
 	"\x04hits\x18\x01 \x01(\x05R\x04hits\x12\x16\n" +
 	"\x06misses\x18\x02 \x01(\x05R\x06misses\x12\x18\n" +

@@ -772,14 +772,24 @@ class WaitingOn(_message.Message):
     SEQ_FIELD_NUMBER: _builtins.int
     APPROVAL_ID_FIELD_NUMBER: _builtins.int
     DEADLINE_FIELD_NUMBER: _builtins.int
+    LIVE_WORKERS_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
-    """The kind of suspension: approval, signal, sleep or child."""
+    """The kind of suspension: approval, signal, sleep, child, or tool (a remote tool call)."""
     name: _builtins.str
     """The suspension's name: the signal name, the approval title, the child workflow."""
     seq: _builtins.int
     """The seq of the suspension entry."""
     approval_id: _builtins.str
     """The approval's id, for kind "approval"; empty otherwise."""
+    live_workers: _builtins.int
+    """For kind "tool" (a remote tool call dispatched to workers, docs/workers.md): how many live
+    workers serve the tool now; 0 means the call waits for a worker to connect.
+    """
+    detail: _builtins.str
+    """For kind "tool": what the call waits for, for people ("a worker of tool charge_back (none
+    connected)", "worker w-1 (attempt 2)").
+    """
     @_builtins.property
     def deadline(self) -> _timestamp_pb2.Timestamp:
         """When the suspension times out or the timer fires; unset if never."""
@@ -792,10 +802,12 @@ class WaitingOn(_message.Message):
         seq: _builtins.int = ...,
         approval_id: _builtins.str = ...,
         deadline: _timestamp_pb2.Timestamp | None = ...,
+        live_workers: _builtins.int = ...,
+        detail: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_id", b"approval_id", "deadline", b"deadline", "kind", b"kind", "name", b"name", "seq", b"seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_id", b"approval_id", "deadline", b"deadline", "detail", b"detail", "kind", b"kind", "live_workers", b"live_workers", "name", b"name", "seq", b"seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
