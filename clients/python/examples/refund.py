@@ -1,10 +1,14 @@
 """The refund example of clients/python/README.md: start the run, follow its events, approve it
 when it parks, print the result. Run it against `npm start` (waymark dev):
-`python examples/refund.py [address] [order]`. test/clients/packaging.test.ts installs the wheel
-into a fresh virtualenv, checks this file with `mypy --strict` there and runs it."""
+`python examples/refund.py [address] [order]`. Against a server with TLS and authentication it
+reads the variables the CLI reads: WAYMARK_CA_FILE (TLS, trusting that CA), WAYMARK_TOKEN (the API
+key) and WAYMARK_NAMESPACE. test/clients/packaging.test.ts installs the wheel into a fresh
+virtualenv, checks this file with `mypy --strict` there and runs it;
+test/clients/refund-tls.test.ts runs it over TLS with a key."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import waymark
@@ -12,8 +16,15 @@ from waymark import EntryStatus, RunStatus
 
 
 def main(address: str = "127.0.0.1:50051", order: str = "A-1001") -> None:
+    ca_file = os.environ.get("WAYMARK_CA_FILE")
     # connect_timeout: fail at once, with waymark.Unavailable, when no server answers.
-    with waymark.Client(address, connect_timeout=10) as client:
+    with waymark.Client(
+        address,
+        tls=waymark.tls_credentials(ca_file=ca_file) if ca_file else False,
+        token=os.environ.get("WAYMARK_TOKEN") or None,  # authorization: Bearer <key> on every call
+        namespace=os.environ.get("WAYMARK_NAMESPACE", ""),
+        connect_timeout=10,
+    ) as client:
         started = client.start_run("refund", {"order": order, "amount": 42.5}, idempotency_key=f"refund-{order}")
         run_id = started.run.id
         print("run", run_id)

@@ -1,8 +1,11 @@
 // Command refund is the example of clients/go/README.md as an application: start a refund run,
 // follow its events, approve it when it parks, wait for its result. Run it against `npm start`
-// (waymark dev): `go run ./examples/refund [address] [order]`. test/clients/packaging.test.ts
-// copies it into a fresh module outside the repository, which uses this client through a
-// `replace`, and runs `go vet` and the program there against a live server.
+// (waymark dev): `go run ./examples/refund [address] [order]`. Against a server with TLS and
+// authentication it reads the variables the CLI reads: WAYMARK_CA_FILE (TLS, trusting that CA),
+// WAYMARK_TOKEN (the API key) and WAYMARK_NAMESPACE. test/clients/packaging.test.ts copies it
+// into a fresh module outside the repository, which uses this client through a `replace`, and
+// runs `go vet` and the program there against a live server; test/clients/refund-tls.test.ts
+// runs it over TLS with a key.
 package main
 
 import (
@@ -29,7 +32,21 @@ func main() {
 	defer cancel()
 
 	// WithFailFast: Dial fails with *waymark.UnavailableError when no server answers in 10s.
-	client, err := waymark.Dial(address, waymark.WithFailFast(10*time.Second))
+	options := []waymark.Option{waymark.WithFailFast(10 * time.Second)}
+	if caFile := os.Getenv("WAYMARK_CA_FILE"); caFile != "" {
+		config, err := waymark.TLSConfig(waymark.TLSFiles{CAFile: caFile})
+		if err != nil {
+			log.Fatal(err)
+		}
+		options = append(options, waymark.WithTLS(config))
+	}
+	if token := os.Getenv("WAYMARK_TOKEN"); token != "" {
+		options = append(options, waymark.WithToken(token)) // authorization: Bearer <key> on every call
+	}
+	if namespace := os.Getenv("WAYMARK_NAMESPACE"); namespace != "" {
+		options = append(options, waymark.WithNamespace(namespace))
+	}
+	client, err := waymark.Dial(address, options...)
 	if err != nil {
 		log.Fatal(err)
 	}
