@@ -1,6 +1,6 @@
 import http2 from 'node:http2';
 import { setMaxListeners } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import type { Logger } from 'pino';
 import { authInterceptor, type AuthOptions } from './auth.js';
@@ -138,6 +138,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   const sessionLimits: SessionLimits = { ...DEFAULT_SESSION_LIMITS, ...options.sessionLimits };
   const sessions = new Set<http2.ServerHttp2Session>();
+  // The accepted TCP sockets, under their sessions. Node's session.close() on a session whose
+  // client has not yet sent the HTTP/2 preface (a connection just accepted, a port probe, a
+  // slow client) marks the session destroyed without closing its socket, and server.close()
+  // then waits for that socket forever: shutdown destroys what is left here after the grace.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   server.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
@@ -165,7 +174,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   let closing: Promise<void> | undefined;
   const close = (graceMs: number): Promise<void> =>
     (closing ??= (async () => {
-      logger.info({ graceMs, connections: sessions.size }, 'grpc server draining');
+      logger.info({ graceMs, connections: sockets.size }, 'grpc server draining');
       stopWatching();
       draining.abort(serverShutdownError());
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -174,8 +183,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       if (!(await settlesWithin(closed, graceMs))) {
         stopping.abort(serverShutdownError());
         if (!(await settlesWithin(closed, ABORT_FLUSH_MS))) {
-          logger.warn({ connections: sessions.size }, 'grpc server destroying connections that outlived the grace period');
+          logger.warn({ connections: sockets.size }, 'grpc server destroying connections that outlived the grace period');
           for (const session of sessions) session.destroy();
+          for (const socket of sockets) socket.destroy();
           await closed;
         }
       }

@@ -5,6 +5,7 @@ import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { localToken } from '../../src/cli/client/local-token.js';
 import { tmpdir } from 'node:os';
 import { existsSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HealthCheckResponse_ServingStatus, Health } from '../../src/gen/grpc/health/v1/health_pb.js';
@@ -132,6 +133,26 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     expect(listeningAt).toBeGreaterThanOrEqual(0);
     expect(executorAt).toBeGreaterThan(listeningAt);
     expect(p.logs[executorAt]).toMatchObject({ concurrency: 16 }); // the default
+  });
+
+  it.each([
+    ['that never sent a byte', ''],
+    ['that sent half the HTTP/2 preface', 'PRI * HTTP/2.0\r\n'],
+  ])('stops on SIGTERM while a client holds a connection %s (it used to wait for that socket forever)', async (_what, bytes) => {
+    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_SHUTDOWN_GRACE_MS: '300', WAYMARK_SHUTDOWN_SETTLE_MS: '100' } });
+    const address = await p.listening();
+    const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+    const socket = net.connect(port, host);
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    if (bytes) socket.write(bytes);
+    // Bounded well under the test's own timeout: before the fix the process never exited.
+    const exit = await Promise.race([p.stop('SIGTERM'), new Promise((resolve) => setTimeout(() => resolve('still running 20 s after SIGTERM'), 20_000))]);
+    socket.destroy();
+    if (exit === 'still running 20 s after SIGTERM') await p.stop('SIGKILL');
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(p.logs.some((l) => l.msg === 'grpc server stopped')).toBe(true);
+    expect(p.logs.some((l) => l.msg === 'stopped')).toBe(true);
   });
 
   it('hands WAYMARK_EXECUTOR_CONCURRENCY to the executor, which reports it when it starts', async () => {
