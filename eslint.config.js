@@ -48,6 +48,7 @@ export default tseslint.config(
             zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
             zone('engine/author', ['engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
             zone('engine/runtime', ['engine/scheduling', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (engine.ts) and the scheduler call it, not the reverse.'),
+            zone('engine/flow', ['engine/runtime', 'engine/scheduling', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/user-module.ts'], 'engine/flow/ is declarative flows over the ctx interface: it reaches effects through ctx (author/workflow.ts), never the runtime, the use cases or the scheduler.'),
             // Every store kind, present or future (a folder under store/), is reached only through store/open-store.ts
             // (the package root may still export MemoryStore, for users testing their workflows).
             {

@@ -5,7 +5,7 @@
  */
 export { defineWorkflow, isWorkflow, DEFAULT_APPROVAL_SCHEMA } from './engine/author/workflow.js';
 export type {
-  ApprovalDecision, ApprovalRequest, DriftPolicy, SignalOptions, StepInfo, StepOptions, Workflow, WorkflowContext, WorkflowDefinition,
+  ApprovalDecision, ApprovalRequest, DriftPolicy, SignalOptions, StepInfo, StepOptions, ToolCallOptions, Workflow, WorkflowContext, WorkflowDefinition,
 } from './engine/author/workflow.js';
 export { defineTool, isTool } from './engine/author/tool.js';
 export type { Tool, ToolCallInfo, ToolDefinition, ToolPolicy } from './engine/author/tool.js';
@@ -26,6 +26,7 @@ export {
   InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
   EffectTimeoutError, NonRetryableError, RetriesExhaustedError, RunTimedOutError,
+  FlowNameTakenError, FlowNotFoundError, FlowRunError, InvalidFlowError,
 } from './engine/author/errors.js';
 export type { RetryOptions } from './engine/author/retry.js';
 export type { FieldViolation } from './engine/author/errors.js';

@@ -19,7 +19,8 @@ import { RunNotFoundError } from '../journal/errors.js';
 import { isRunId } from '../store/run-id.js';
 import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
 import type { Waiting } from './runtime/suspension.js';
-import type { ServedWorkflow } from '../store/store.js';
+import type { FlowRecord, ServedWorkflow } from '../store/store.js';
+import type { FlowDefinition } from './flow/flow-definition.js';
 
 /*
  * The engine as the API sees it: one method per RPC, each the whole use case, so a handler
@@ -138,8 +139,23 @@ export class EngineApi {
   }
 
   /** ListWorkflows: what the store's live replicas serve, one entry per name and digest (routing). */
-  workflows(): Promise<{ workflow: ServedWorkflow; replicas: string[] }[]> {
-    return this.engine.workflowsServed();
+  workflows(params: { namespace: string }): Promise<{ workflow: ServedWorkflow; replicas: string[] }[]> {
+    return this.engine.workflowsServed(params);
+  }
+
+  /** RegisterFlow: validate (InvalidFlowError, nothing stored), then store the next version or return the same one. */
+  flowRegister(params: { namespace: string; flow: FlowDefinition }): Promise<{ flow: FlowRecord; created: boolean }> {
+    return this.engine.flows.register(params);
+  }
+
+  /** GetFlow: one version, the latest by default. */
+  flowGet(params: { namespace: string; name: string; version?: number }): Promise<FlowRecord> {
+    return this.engine.flows.get(params);
+  }
+
+  /** ListFlows: the latest version of each flow of the namespace. */
+  flowList(params: { namespace: string }): Promise<FlowRecord[]> {
+    return this.engine.flows.list(params);
   }
 
   /** SendSignal: resolves the oldest open wait of the name, or buffers; a run it made runnable executes here. */

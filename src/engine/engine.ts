@@ -21,6 +21,7 @@ import { replayHistory, type ReplayPreview } from './runtime/resume-preview.js';
 import { resolutionIsValid, waitingOf, type Waiting } from './runtime/suspension.js';
 import type { Workflow } from './author/workflow.js';
 import { WorkflowContextImpl, type ChildStarter } from './runtime/workflow-context.js';
+import { FlowCatalog } from './flow/flow-catalog.js';
 
 export interface EngineOptions {
   store: JournalStore;
@@ -93,6 +94,8 @@ export class Engine {
   readonly holder: string;
   readonly leaseTtlMs: number;
   readonly events = new EventEmitter<EngineEvents>();
+  /** The declarative flows of the store (flow/flow-catalog.ts): every replica serves them. */
+  readonly flows: FlowCatalog;
   private readonly logger: Logger;
   private readonly clock: () => Promise<Date>;
   private readonly renewEveryMs: number;
@@ -112,6 +115,7 @@ export class Engine {
     const clock = options.clock;
     this.clock = clock ? async () => clock() : () => this.store.clockNow();
     this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(options.leaseTtlMs / 3));
+    this.flows = new FlowCatalog(this.store, this.registry);
   }
 
   /**
@@ -120,7 +124,9 @@ export class Engine {
    * it ends or parks.
    */
   async runStart(params: RunStartParams): Promise<{ run: Run; created: boolean; execution: ExecuteResult | null; waitingOn: Waiting[] }> {
-    const local = this.registry.has(params.workflowName) ? this.registry.workflow(params.workflowName) : null;
+    // A declarative flow of the namespace is local to every replica (it lives in the store).
+    const local = this.registry.has(params.workflowName) ? this.registry.workflow(params.workflowName)
+      : await this.flows.workflowFor(params.namespace, params.workflowName);
     // Routing (docs/recovery.md "Routing"): a workflow this replica lacks is started for a live
     // replica that serves it (its newest definition), validated against that replica's input schema.
     const workflow: Pick<Workflow, 'name' | 'version' | 'digest'> & { timeoutMs?: number | null } = local ?? (await this.servedElsewhere(params.workflowName));
@@ -172,7 +178,7 @@ export class Engine {
    * replicas serving it, by name, newest replica first; this replica's own definitions are always
    * in it, registered or not yet.
    */
-  async workflowsServed(): Promise<{ workflow: ServedWorkflow; replicas: string[] }[]> {
+  async workflowsServed(params: { namespace?: string } = {}): Promise<{ workflow: ServedWorkflow; replicas: string[] }[]> {
     const byKey = new Map<string, { workflow: ServedWorkflow; replicas: string[] }>();
     const add = (workflow: ServedWorkflow, replica: string | null) => {
       const key = `${workflow.name}\u0000${workflow.digest}`;
@@ -180,8 +186,19 @@ export class Engine {
       if (replica !== null && !entry.replicas.includes(replica)) entry.replicas.push(replica);
       byKey.set(key, entry);
     };
-    for (const replica of await this.store.replicaList()) for (const w of replica.workflows) add(w, replica.replicaId);
+    const replicas = await this.store.replicaList();
+    for (const replica of replicas) for (const w of replica.workflows) add(w, replica.replicaId);
     for (const w of this.serves()) add(w, null);
+    // The namespace's flows: every live replica serves them (they live in the store).
+    if (params.namespace !== undefined) {
+      for (const record of await this.flows.list({ namespace: params.namespace })) {
+        const w = this.flows.workflowOf(record);
+        const served: ServedWorkflow = {
+          name: w.name, version: w.version, digest: w.digest, drift: w.drift, description: w.description, inputSchema: w.inputSchema, timeoutMs: w.timeoutMs,
+        };
+        byKey.set(`${w.name}\u0000${w.digest}`, { workflow: served, replicas: replicas.map((r) => r.replicaId) });
+      }
+    }
     return [...byKey.values()].sort((a, b) => (a.workflow.name < b.workflow.name ? -1 : a.workflow.name > b.workflow.name ? 1 : 0));
   }
 
@@ -219,7 +236,7 @@ export class Engine {
     while (results.length < maxRuns) {
       const leases = await this.store.runClaim({
         holder: this.holder, ttlMs: this.leaseTtlMs, limit: Math.min(params.limit ?? 10, maxRuns - results.length),
-        ...(params.namespace ? { namespace: params.namespace } : {}), serves: this.serves(),
+        ...(params.namespace ? { namespace: params.namespace } : {}), serves: this.serves(), flows: true,
       });
       if (leases.length === 0) break;
       for (const lease of leases) results.push(await this.executeLeased(lease));
@@ -267,7 +284,7 @@ export class Engine {
     const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
     const entries = await this.store.journalList({ runId: run.id, namespace: params.namespace });
     return replayHistory({
-      run, entries, workflow: this.registry.workflow(run.workflowName), registry: this.registry, logger: this.logger,
+      run, entries, workflow: await this.definitionOf(run), registry: this.registry, logger: this.logger,
       ...(params.invalidate ? { invalidate: params.invalidate } : {}),
     });
   }
@@ -282,7 +299,7 @@ export class Engine {
     runId: string; namespace: string; invalidate?: number[]; execute?: boolean; drift?: 'restart' | 'abandon';
   }): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null; runId: string; runnable: boolean }> {
     const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
-    const workflow = this.registry.workflow(run.workflowName);
+    const workflow = await this.definitionOf(run);
     if (run.workflowDigest !== workflow.digest) {
       if (params.drift) return { ...(await this.recoverDrift(run, params.drift)), runId: run.id, runnable: false };
       if (workflow.drift === 'strict') throw new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
@@ -397,9 +414,9 @@ export class Engine {
     const log = this.logger.child({ runId, workflow: run.workflowName });
     let workflow: Workflow;
     try {
-      workflow = this.registry.workflow(run.workflowName);
+      workflow = await this.definitionOf(run);
     } catch (error) {
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      if (!(error instanceof WorkflowNotFoundError)) return this.stopped(runId, error);
       // Routing: not ours to execute (an inline execution on the wrong replica). Handed back
       // PENDING for a replica that serves it; the sweeper reports it while none does.
       return this.handBack(lease, run, log, 'this replica does not serve the workflow');
@@ -478,6 +495,17 @@ export class Engine {
         return this.end(lease, run, { status: 'SUCCEEDED', output }, log);
       }
     }
+  }
+
+  /**
+   * The definition a run executes here: the registry's code workflow, else the latest version of
+   * the flow of that name in the run's namespace. WorkflowNotFoundError when this replica has neither.
+   */
+  private async definitionOf(run: Run): Promise<Workflow> {
+    if (this.registry.has(run.workflowName)) return this.registry.workflow(run.workflowName);
+    const flow = await this.flows.workflowFor(run.namespace, run.workflowName);
+    if (!flow) throw new WorkflowNotFoundError(run.workflowName);
+    return flow;
   }
 
   /** Gives the lease back (the run is PENDING again) for a replica that serves the run's definition. */

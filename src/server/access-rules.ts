@@ -31,6 +31,11 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'waymark.v1.RunService/ListWorkflows': { scope: 'runs:read' },
   'waymark.v1.RunService/GetRunProvenance': { scope: 'runs:read' },
   'waymark.v1.RunService/CreateStreamToken': { scope: 'runs:read' },
+  // A flow can call any registered tool with any arguments (http included): registering one is an
+  // admin's act in its namespace, as deploying code is; reading flows is run data.
+  'waymark.v1.FlowService/RegisterFlow': { scope: 'admin' },
+  'waymark.v1.FlowService/GetFlow': { scope: 'runs:read' },
+  'waymark.v1.FlowService/ListFlows': { scope: 'runs:read' },
   'waymark.v1.SignalService/SendSignal': { scope: 'signals:send' },
   'waymark.v1.SignalService/ListApprovals': { scope: 'runs:read' },
   'waymark.v1.SignalService/GetApproval': { scope: 'runs:read' },

@@ -10,7 +10,7 @@ import {
   StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../journal/errors.js';
 import {
-  ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
+  ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
   NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
 } from '../engine/author/errors.js';
 import { InvalidPageTokenError } from '../engine/read/page-token.js';
@@ -118,6 +118,16 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
     return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason)]);
   }
   if (err instanceof InvalidInputError) return status(m, Code.InvalidArgument, [badRequest(err.violations, 'input'), info(err.reason)]);
+  if (err instanceof InvalidFlowError) return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason, { flow: err.flowName })]);
+  if (err instanceof FlowNameTakenError) {
+    return status(m, Code.AlreadyExists, [info(err.reason, { flow: err.flowName }), badRequest([{ field: 'flow.name', description: 'a code workflow has this name' }])]);
+  }
+  if (err instanceof FlowNotFoundError) {
+    return status(m, Code.NotFound, [
+      info(err.reason, { flow: err.flowName, ...(err.version !== null ? { version: String(err.version) } : {}) }),
+      resource('waymark.v1.Flow', err.version === null ? err.flowName : `${err.flowName}@${err.version}`, 'no such flow (version) in this namespace'),
+    ]);
+  }
   if (err instanceof InvalidResolutionError) {
     return status(m, Code.InvalidArgument, [badRequest(err.violations, 'payload'), info(err.reason, { run_id: err.runId, seq: err.seq })]);
   }

@@ -118,9 +118,9 @@ export function runServiceImpl(deps: ApiDeps): ServiceImpl<typeof RunService> {
 
     async listWorkflows(req) {
       const c = check();
-      c.namespace(req.namespace);
+      const namespace = c.namespace(req.namespace);
       c.done();
-      return { workflows: (await api.workflows()).map(({ workflow, replicas }) => workflowToProto(workflow, replicas)) };
+      return { workflows: (await api.workflows({ namespace })).map(({ workflow, replicas }) => workflowToProto(workflow, replicas)) };
     },
 
     async getRunProvenance(req) {

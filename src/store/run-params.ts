@@ -92,6 +92,11 @@ export interface RunClaimParams {
    * workflow's drift policy). Absent: any run (tests, and an embedding with one registry).
    */
   serves?: readonly { name: string; digest: string }[];
+  /**
+   * Routing of declarative flows: with `serves`, also claim runs whose workflow is a flow
+   * registered in the run's namespace (flows live in the store, so every replica serves them).
+   */
+  flows?: boolean;
 }
 
 export interface RunStatusSetParams {

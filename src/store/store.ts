@@ -1,6 +1,7 @@
 import type { Limits } from '../journal/limits.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../journal/run.js';
+import type { FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult } from './flow-params.js';
 import type { ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams } from './api-key-params.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
@@ -26,6 +27,7 @@ import type {
 } from './webhook-params.js';
 
 export type * from './api-key-params.js';
+export type * from './flow-params.js';
 export type * from './journal-params.js';
 export type * from './run-params.js';
 export type * from './suspension-params.js';
@@ -307,6 +309,17 @@ export interface JournalStore {
   apiKeyList(params: ApiKeyListParams): Promise<ApiKeyRecord[]>;
   /** Sets revokedAt (the store's clock) once; a revoked key is returned unchanged; null for an unknown id. */
   apiKeyRevoke(params: ApiKeyRevokeParams): Promise<ApiKeyRecord | null>;
+
+  /**
+   * Stores a new version of a flow (the latest version's number plus one), unless the latest
+   * version's digest is `digest`: then nothing is written and that version is returned with
+   * `created: false`. Concurrent registrations of one name get distinct versions.
+   */
+  flowRegister(params: FlowRegisterParams): Promise<FlowRegisterResult>;
+  /** One version (the latest without `version`); null when the name or version is unknown in the namespace. */
+  flowGet(params: FlowGetParams): Promise<FlowRecord | null>;
+  /** The latest version of each flow of the namespace, by name. */
+  flowList(params: FlowListParams): Promise<FlowRecord[]>;
 
   /** The store's clock; leases and deadlines use it, never the worker's. */
   clockNow(): Promise<Date>;

@@ -3,6 +3,7 @@ import type { ConformanceHarness, HarnessFactory } from './harness.js';
 import { apiKeysSection } from './api-keys.conformance.js';
 import { attemptsSection } from './attempts.conformance.js';
 import { budgetLockSection } from './budget-lock.conformance.js';
+import { flowsSection } from './flows.conformance.js';
 import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { leasesSection } from './leases.conformance.js';
@@ -58,6 +59,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('wake-ups and following', () => wakeupsSection(ctx));
     describe('budget locks', () => budgetLockSection(ctx));
     describe('routing', () => routingSection(ctx));
+    describe('flows', () => flowsSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));
     describe('API keys', () => apiKeysSection(ctx));

@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, webhook_endpoints, webhook_deliveries, api_keys');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, webhook_endpoints, webhook_deliveries, api_keys, flows');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {

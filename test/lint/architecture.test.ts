@@ -100,6 +100,15 @@ describe('architecture rules', () => {
     expect(await ruleIds('src/engine/runtime/probe.ts', down)).toEqual([]);
   });
 
+  it('inside engine/, flows reach effects through ctx only: not the runtime, the use cases or the scheduler', async () => {
+    for (const from of ['../runtime/effect-runner.js', '../engine.js', '../engine-api.js', '../scheduling/executor.js']) {
+      const code = `import * as m from '${from}';\nexport const p = m;\n`;
+      expect(await ruleIds('src/engine/flow/probe.ts', code), from).toContain('import-x/no-restricted-paths');
+    }
+    const down = "import { Registry } from '../registry.js';\nimport { canonicalJson } from '../replay/content-key.js';\nexport const p = [Registry, canonicalJson];\n";
+    expect(await ruleIds('src/engine/flow/probe.ts', down)).toEqual([]);
+  });
+
   it('inside engine/, the author API imports runtime/ types only, and never the use cases', async () => {
     const probe = 'src/engine/author/probe.ts';
     const value = "import { Execution } from '../runtime/execution.js';\nexport const p = Execution;\n";

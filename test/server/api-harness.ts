@@ -10,6 +10,7 @@ import { Registry } from '../../src/engine/registry.js';
 import type { Tool } from '../../src/engine/author/tool.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
 import { BadRequestSchema, ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
+import { FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
@@ -33,6 +34,7 @@ export interface ApiHarness {
   deps: ApiDeps;
   runs: Client<typeof RunService>;
   signals: Client<typeof SignalService>;
+  flows: Client<typeof FlowService>;
   logs: LogLine[];
   /** Resolves with the next execution of `runId` that ends with one of `outcomes`. */
   executionEnded(runId: string, outcomes?: ExecuteResult['outcome'][]): Promise<ExecuteResult>;
@@ -66,6 +68,7 @@ export function apiHarness(options: {
     store, engine, deps, logs,
     runs: createClient(RunService, transport),
     signals: createClient(SignalService, transport),
+    flows: createClient(FlowService, transport),
     executionEnded(runId, outcomes = ['succeeded', 'failed', 'suspended']) {
       return new Promise((resolve) => {
         const on = (result: ExecuteResult) => {

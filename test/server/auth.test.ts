@@ -7,6 +7,7 @@ import { SCOPES } from '../../src/engine/access/api-keys.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { AdminService, ListKeysResponseSchema } from '../../src/gen/waymark/v1/admin_service_pb.js';
+import { FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
@@ -80,12 +81,15 @@ const requests = (): Record<string, object> => ({
   'WebhookService/RotateWebhookSecret': { endpointId: endpointId },
   'WebhookService/ListWebhookDeliveries': {},
   'WebhookService/RedeliverWebhook': { deliveryId: 'whd_0' },
+  'FlowService/RegisterFlow': { flow: { name: 'auth-flow', start: 'done', nodes: [{ id: 'done', kind: { case: 'end', value: {} } }] } },
+  'FlowService/GetFlow': { name: 'auth-flow' },
+  'FlowService/ListFlows': {},
   'AdminService/CreateKey': { namespace: 'team-a', scopes: ['runs:read'] },
   'AdminService/ListKeys': {},
   'AdminService/RevokeKey': { id: revokedId },
 });
 
-const SERVICES = [RunService, SignalService, WebhookService, AdminService];
+const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService];
 type Rpc = [name: string, service: DescService, method: DescMethod];
 const rpcs: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method): Rpc => [`${service.name}/${method.name}`, service, method]));
 

@@ -236,3 +236,41 @@ export class RunTimedOutError extends WaymarkError {
     super(`run ${runId} did not finish before its deadline ${deadline.toISOString()}; it was failed and its unfinished child runs were cancelled (give it a longer timeout in StartRun or defineWorkflow)`);
   }
 }
+
+/** RegisterFlow refused a flow: every problem with its exact field path (docs/flows.md "Validation"). Nothing was stored. */
+export class InvalidFlowError extends WaymarkError {
+  readonly reason = 'INVALID_FLOW';
+  constructor(readonly flowName: string, readonly violations: FieldViolation[]) {
+    super(`flow "${flowName}" is invalid: ${describe(violations)}; fix these fields and register it again (nothing was stored)`);
+  }
+}
+
+/** RegisterFlow under a name a code workflow has: StartRun would be ambiguous. */
+export class FlowNameTakenError extends WaymarkError {
+  readonly reason = 'FLOW_NAME_TAKEN';
+  constructor(readonly flowName: string) {
+    super(`"${flowName}" is the name of a code workflow this deployment serves; give the flow another name`);
+  }
+}
+
+/** GetFlow of a name or version the namespace does not have. */
+export class FlowNotFoundError extends WaymarkError {
+  readonly reason = 'FLOW_NOT_FOUND';
+  constructor(readonly flowName: string, readonly version: number | null) {
+    super(version === null
+      ? `flow "${flowName}" is not registered in this namespace; ListFlows shows the registered ones`
+      : `flow "${flowName}" has no version ${version} in this namespace; GetFlow without a version returns the latest`);
+  }
+}
+
+/**
+ * A flow run could not go on: a node entered more often than its max_visits (`FLOW_LOOP_BOUND`), a
+ * branch with no true condition and no default (`FLOW_NO_BRANCH`), a condition that did not give a
+ * bool (`FLOW_CONDITION`), a write that breaks the state schema or an agent answer that breaks its
+ * output schema (`FLOW_STATE`). The run fails with it (docs/flows.md "Running a flow").
+ */
+export class FlowRunError extends WaymarkError {
+  constructor(readonly reason: 'FLOW_LOOP_BOUND' | 'FLOW_NO_BRANCH' | 'FLOW_CONDITION' | 'FLOW_STATE', readonly node: string, detail: string) {
+    super(`flow node "${node}": ${detail}`);
+  }
+}

@@ -42,6 +42,14 @@ export interface StepOptions {
   timeout?: Duration;
 }
 
+/** Options of one ctx.tool call; each replaces the tool's own for this call (a flow node's `retry` and `timeout`). */
+export interface ToolCallOptions {
+  /** Over the tool's own policy: fields given here win. */
+  retry?: RetryOptions;
+  /** Start to close of one attempt. */
+  timeout?: Duration;
+}
+
 export const DEFAULT_APPROVAL_SCHEMA = z.object({ approved: z.boolean(), comment: z.string().optional() });
 type DefaultApproval = typeof DEFAULT_APPROVAL_SCHEMA;
 
@@ -77,8 +85,8 @@ export interface WorkflowContext {
   /** Runs `fn` and journals its result (JSON, one write), replayed after; `{ intent: true }` journals an intent first. */
   step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>, options?: StepOptions): Promise<Awaited<T>>;
   /** Calls a registered tool with validated arguments, exactly once given its idempotency key. */
-  tool<A, R>(tool: Tool<A, R>, args: A): Promise<R>;
-  tool(name: string, args: unknown): Promise<unknown>;
+  tool<A, R>(tool: Tool<A, R>, args: A, options?: ToolCallOptions): Promise<R>;
+  tool(name: string, args: unknown, options?: ToolCallOptions): Promise<unknown>;
   /** The current time, journaled (the store's clock unless the engine was given one). */
   now(): Promise<Date>;
   /** A random UUID, journaled. */

@@ -20,7 +20,7 @@ import { resolutionPayload, type SuspensionPayload } from './suspension.js';
 import { isTool, type Tool } from '../author/tool.js';
 import {
   DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
-  type StepInfo, type StepOptions, type Workflow, type WorkflowContext,
+  type StepInfo, type StepOptions, type ToolCallOptions, type Workflow, type WorkflowContext,
 } from '../author/workflow.js';
 
 /** How ctx.child creates (or finds again) the child run; the Engine supplies it. */
@@ -71,11 +71,12 @@ export class WorkflowContextImpl implements WorkflowContext {
     return value as Awaited<T>;
   }
 
-  tool<A, R>(tool: Tool<A, R>, args: A): Promise<R>;
-  tool(name: string, args: unknown): Promise<unknown>;
-  async tool(nameOrTool: string | Tool, args: unknown): Promise<unknown> {
+  tool<A, R>(tool: Tool<A, R>, args: A, options?: ToolCallOptions): Promise<R>;
+  tool(name: string, args: unknown, options?: ToolCallOptions): Promise<unknown>;
+  async tool(nameOrTool: string | Tool, args: unknown, options: ToolCallOptions = {}): Promise<unknown> {
     const scope = this.here;
     const tool = isTool(nameOrTool) ? nameOrTool : this.registry.tool(nameOrTool);
+    const limits = options.retry !== undefined || options.timeout !== undefined ? toolCallLimits(tool, options) : null;
     const argsJson = toJson(args, `the arguments of tool "${tool.name}"`);
     const parsed = tool.input.safeParse(args);
     if (!parsed.success) throw new InvalidInputError(`the arguments of tool "${tool.name}"`, zodViolations(parsed.error));
@@ -114,8 +115,8 @@ export class WorkflowContextImpl implements WorkflowContext {
       seal,
       execute: async (signal) => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey, signal)), `the result of tool "${tool.name}"`),
       // A tool made by another copy of waymark may predate policies: it gets the default.
-      retry: tool.retry ?? TOOL_RETRY_DEFAULT,
-      timeoutMs: tool.timeoutMs ?? null,
+      retry: limits?.retry ?? tool.retry ?? TOOL_RETRY_DEFAULT,
+      timeoutMs: limits ? limits.timeoutMs : tool.timeoutMs ?? null,
     });
   }
 
@@ -280,9 +281,17 @@ function stripMeta(decision: ApprovalDecision<Record<string, Json>>): Record<str
   return rest;
 }
 
+/** A tool call's own retry policy (over the tool's) and timeout; InvalidInputError (nothing runs) for bad ones. */
+function toolCallLimits(tool: Tool, options: ToolCallOptions): { retry: RetryPolicy; timeoutMs: number | null } {
+  const { retry, timeoutMs } = stepLimits(tool.name, options, tool.retry ?? TOOL_RETRY_DEFAULT, 'the options of tool call');
+  return { retry, timeoutMs: options.timeout === undefined ? tool.timeoutMs ?? null : timeoutMs };
+}
+
 /** The retry policy and timeout a step asked for; InvalidInputError (nothing runs) for bad ones. */
-function stepLimits(name: string, options: StepOptions): { retry: RetryPolicy; timeoutMs: number | null } {
-  const retry = retryPolicy(STEP_RETRY_DEFAULT, options.retry);
+function stepLimits(
+  name: string, options: Pick<StepOptions, 'retry' | 'timeout'>, base: RetryPolicy = STEP_RETRY_DEFAULT, subject = 'the options of step',
+): { retry: RetryPolicy; timeoutMs: number | null } {
+  const retry = retryPolicy(base, options.retry);
   const violations = Array.isArray(retry) ? [...retry] : [];
   let timeoutMs: number | null = null;
   if (options.timeout !== undefined) {
@@ -293,6 +302,6 @@ function stepLimits(name: string, options: StepOptions): { retry: RetryPolicy; t
       violations.push({ field: 'timeout', description: (error as Error).message });
     }
   }
-  if (violations.length > 0 || Array.isArray(retry)) throw new InvalidInputError(`the options of step "${name}"`, violations);
+  if (violations.length > 0 || Array.isArray(retry)) throw new InvalidInputError(`${subject} "${name}"`, violations);
   return { retry, timeoutMs };
 }

@@ -159,7 +159,7 @@ export class Executor {
       try {
         leases = await this.store.runClaim({
           holder: this.holder, ttlMs: this.engine.leaseTtlMs, limit: free, ...(this.namespace ? { namespace: this.namespace } : {}),
-          serves: this.engine.serves(),
+          serves: this.engine.serves(), flows: true,
         });
       } catch (error) {
         this.logger.warn({ err: error }, 'claiming runs failed; retrying at the next wake-up or poll');

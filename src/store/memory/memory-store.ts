@@ -9,6 +9,7 @@ import { newRunId } from '../run-id.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type {
   ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
+  FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
@@ -26,6 +27,7 @@ import {
 } from '../write-checks.js';
 import { oldestOpenSuspension, openSignalWait, suspensionPage } from './memory-signals.js';
 import { MemoryWakeups } from './memory-wakeups.js';
+import { MemoryFlows } from './memory-flows.js';
 import { MemoryWebhooks } from './memory-webhooks.js';
 import type {
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams,
@@ -183,7 +185,8 @@ export class MemoryStore implements JournalStore {
       .map((r) => r.run)
       .filter((r) => r.status === 'PENDING' && leaseFreeAt(r, now) &&
         (params.namespace === undefined || r.namespace === params.namespace) &&
-        (!serves || serves.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || !digestServed(live, r)))))
+        (!serves || serves.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || !digestServed(live, r))) ||
+          (params.flows === true && this.flows.isFlow(r.namespace, r.workflowName))))
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compare(a.id, b.id))
       .slice(0, Math.max(0, params.limit));
     return claimable.map((run) => {
@@ -467,6 +470,20 @@ export class MemoryStore implements JournalStore {
     return this.now();
   }
 
+  private readonly flows = new MemoryFlows(() => this.now());
+
+  async flowRegister(params: FlowRegisterParams): Promise<FlowRegisterResult> {
+    return this.flows.flowRegister(params);
+  }
+
+  async flowGet(params: FlowGetParams): Promise<FlowRecord | null> {
+    return this.flows.flowGet(params);
+  }
+
+  async flowList(params: FlowListParams): Promise<FlowRecord[]> {
+    return this.flows.flowList(params);
+  }
+
   private readonly apiKeys = new Map<string, ApiKeyRecord>();
 
   async apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord> {
@@ -519,7 +536,7 @@ export class MemoryStore implements JournalStore {
     const live = this.liveReplicas(now);
     return [...this.runs.values()].map((r) => r.run)
       .filter((r) => r.status === 'PENDING' && r.updatedAt.getTime() <= now.getTime() - params.olderThanMs &&
-        !live.some((rep) => rep.workflows.some((w) => w.name === r.workflowName)))
+        !live.some((rep) => rep.workflows.some((w) => w.name === r.workflowName)) && !this.flows.isFlow(r.namespace, r.workflowName))
       .sort((a, b) => a.updatedAt.getTime() - b.updatedAt.getTime() || compare(a.id, b.id))
       .slice(0, params.limit)
       .map((r) => ({ runId: r.id, namespace: r.namespace, workflowName: r.workflowName, workflowDigest: r.workflowDigest, pendingSince: r.updatedAt }));

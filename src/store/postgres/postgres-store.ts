@@ -9,6 +9,7 @@ import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.
 import { isRunId, newRunId } from '../run-id.js';
 import type {
   ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
+  FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
@@ -35,6 +36,7 @@ import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './
 import * as signals from './signals-ops.js';
 import * as webhooks from './webhooks-ops.js';
 import * as akq from './api-keys-queries.js';
+import * as fq from './flows-queries.js';
 import * as repq from './replicas-queries.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
@@ -195,7 +197,7 @@ export class PostgresStore implements JournalStore {
     if (params.limit <= 0) return [];
     const serves = params.serves ? servesJson(params.serves) : null;
     const { rows } = await this.query<rq.LeaseRow & { created_at: Date }>(rq.runClaim({
-      holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null, serves,
+      holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null, serves, flows: params.flows ?? false,
     }));
     // UPDATE ... RETURNING has no order; hand runs out oldest first as the memory store does.
     rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1));
@@ -511,6 +513,30 @@ export class PostgresStore implements JournalStore {
   async apiKeyRevoke(params: ApiKeyRevokeParams): Promise<ApiKeyRecord | null> {
     const row = (await this.query<akq.ApiKeyRow>(akq.apiKeyRevoke(params.id))).rows[0];
     return row ? akq.toApiKey(row) : null;
+  }
+
+  async flowRegister(params: FlowRegisterParams): Promise<FlowRegisterResult> {
+    // A concurrent registration of the same name took the version this one computed: try again
+    // (it then finds that version, or the next number). Bounded: each retry means another writer won.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const row = (await this.query<fq.FlowRow>(fq.flowInsertNext(params))).rows[0];
+        if (row) return { flow: fq.toFlow(row), created: true };
+        const latest = (await this.query<fq.FlowRow>(fq.flowSelect({ namespace: params.namespace, name: params.name, version: null }))).rows[0];
+        if (latest && latest.digest === params.digest) return { flow: fq.toFlow(latest), created: false };
+      } catch (err) {
+        if (sqlState(err) !== '23505' || attempt >= 10) throw err;
+      }
+    }
+  }
+
+  async flowGet(params: FlowGetParams): Promise<FlowRecord | null> {
+    const row = (await this.query<fq.FlowRow>(fq.flowSelect({ namespace: params.namespace, name: params.name, version: params.version ?? null }))).rows[0];
+    return row ? fq.toFlow(row) : null;
+  }
+
+  async flowList(params: FlowListParams): Promise<FlowRecord[]> {
+    return (await this.query<fq.FlowRow>(fq.flowListLatest(params.namespace))).rows.map(fq.toFlow);
   }
 
   async clockNow(): Promise<Date> {

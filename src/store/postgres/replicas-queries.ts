@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Json } from '../../journal/run.js';
 import type { ReplicaInfo, ServedWorkflow } from '../store.js';
+import { RUN_IS_FLOW } from './flows-queries.js';
 
 /*
  * Named statements on `replicas` (migration 0007): routing runs to the replicas that serve their
@@ -51,13 +52,13 @@ export const LIVE_REPLICA_SERVES_DIGEST = `EXISTS (SELECT 1 FROM replicas rp WHE
 const LIVE_REPLICA_SERVES_NAME = `EXISTS (SELECT 1 FROM replicas rp WHERE rp.expires_at > clock_timestamp()
   AND rp.workflows @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)))`;
 
-/** PENDING runs for longer than `olderThanMs` whose workflow no live replica serves, oldest first. */
+/** PENDING runs for longer than `olderThanMs` whose workflow no live replica serves (and is no flow: every replica serves those), oldest first. */
 export function runListUnroutable(p: { olderThanMs: number; limit: number }): pg.QueryConfig {
   return {
     name: 'runs_list_unroutable',
     text: `SELECT r.id, r.namespace, r.workflow_name, r.workflow_digest, r.updated_at FROM runs r
       WHERE r.status = 'PENDING' AND r.updated_at <= now() - $1::integer ${MS}
-        AND NOT ${LIVE_REPLICA_SERVES_NAME}
+        AND NOT ${LIVE_REPLICA_SERVES_NAME} AND NOT ${RUN_IS_FLOW}
       ORDER BY r.updated_at, r.id LIMIT $2`,
     values: [p.olderThanMs, p.limit],
   };

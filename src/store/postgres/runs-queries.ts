@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js';
 import type { RunCreateParams } from '../store.js';
 import { statusEntryInsert } from './journal-queries.js';
+import { RUN_IS_FLOW } from './flows-queries.js';
 import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
 import { runFinishedOutboxInsert } from './webhooks-queries.js';
 
@@ -157,23 +158,25 @@ export function runLeaseRelease(lease: Lease): pg.QueryConfig {
  * target row: either alone measured 0 double claims, the bare subquery 1,250 of 2,000
  * (reliability.md §2.7); test/store/claiming.test.ts runs 4 claimers over 2,000 runs.
  */
-export function runClaim(p: { holder: string; ttlMs: number; limit: number; namespace: string | null; serves: string | null }): pg.QueryConfig {
+export function runClaim(p: { holder: string; ttlMs: number; limit: number; namespace: string | null; serves: string | null; flows: boolean }): pg.QueryConfig {
   return {
     name: 'runs_claim',
     // $5 (routing, docs/recovery.md "Routing"): the definitions the claimer serves, as JSON
     // [{ name, digest }]; a run is claimed for its exact digest, or for its name when no live
     // replica serves its digest (the engine then applies the drift policy). NULL claims any run.
+    // $6: also runs of a declarative flow of the run's namespace (every replica serves flows).
     text: `WITH candidates AS (
         SELECT id FROM runs r WHERE status = 'PENDING' AND ($4::text IS NULL OR namespace = $4)
           AND ($5::jsonb IS NULL OR $5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'digest', r.workflow_digest))
-            OR ($5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)) AND NOT ${LIVE_REPLICA_SERVES_DIGEST}))
+            OR ($5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)) AND NOT ${LIVE_REPLICA_SERVES_DIGEST})
+            OR ($6::boolean AND ${RUN_IS_FLOW}))
         ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
       )
       UPDATE runs r SET status = 'RUNNING', lease_epoch = r.lease_epoch + 1, lease_holder = $1,
         lease_expires_at = clock_timestamp() + $2::integer ${MS}, resume_requested = false, updated_at = now()
       FROM candidates c WHERE r.id = c.id AND r.status = 'PENDING'
       RETURNING r.id, r.lease_holder, r.lease_epoch, r.lease_expires_at, r.created_at`,
-    values: [p.holder, p.ttlMs, p.limit, p.namespace, p.serves],
+    values: [p.holder, p.ttlMs, p.limit, p.namespace, p.serves, p.flows],
   };
 }
 

@@ -1,0 +1,386 @@
+// flow/: validates a flow before it is stored: every problem as a field violation with its exact path.
+// Pure: what the server knows (tools, models, workflows) is passed in; nothing is read or written here.
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Json } from '../../journal/run.js';
+import type { FieldViolation } from '../author/errors.js';
+import { retryPolicy, TOOL_RETRY_DEFAULT, type RetryOptions } from '../author/retry.js';
+import { compileCondition } from './flow-cel.js';
+import {
+  declaredState, nodeKind, NODE_KINDS, protoDurationMs, type FlowDefinition, type FlowNodeDef, type NodeKind,
+} from './flow-definition.js';
+import { templateReads, templateStrings } from './flow-template.js';
+
+/*
+ * The registration rules (docs/flows.md "Validation"). Paths are the proto's snake_case field
+ * names from the request's `flow` (`flow.nodes[2].tool.tool`, `flow.edges[3].condition`), as every
+ * BadRequest of the API names its fields. All problems are reported at once.
+ */
+
+/** What the server knows, for the names a flow refers to. */
+export interface FlowKnowledge {
+  /** Whether a tool of this name is registered (or built in). */
+  tool(name: string): boolean;
+  /** Null when the model name resolves; else why it does not. Absent: no agent runtime. */
+  model?: (name: string) => string | null;
+  /** Whether a workflow or flow of this name can be started from this flow's namespace. */
+  workflow(name: string): boolean;
+}
+
+const FLOW_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const SIGNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const MAX_NODES = 500;
+/** Compile-only: the same options as the payload validator (replay/payload-schema.ts). */
+const ajv = new Ajv2020({ allErrors: false, strict: false, validateFormats: false });
+
+const SNAKE: Record<string, string> = {
+  outputSchema: 'output_schema', payloadSchema: 'payload_schema', onTimeout: 'on_timeout', maxSteps: 'max_steps',
+  maxAttempts: 'max_attempts', initialInterval: 'initial_interval', backoffCoefficient: 'backoff_coefficient',
+  maxInterval: 'max_interval', nonRetryable: 'non_retryable',
+};
+
+export function validateFlow(flow: FlowDefinition, knows: FlowKnowledge): FieldViolation[] {
+  const v: FieldViolation[] = [];
+  const fail = (field: string, description: string) => v.push({ field: `flow${field ? `.${field}` : ''}`, description });
+
+  if (typeof flow.name !== 'string' || !FLOW_NAME.test(flow.name)) {
+    fail('name', 'a flow name is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  }
+  // A broken state schema is one problem: names read from it are then not checked against it.
+  const schemaOk = checkStateSchema(flow.stateSchema, fail);
+  const declared: ReadonlySet<string> = schemaOk ? declaredState(flow) : (ANY_NAME as ReadonlySet<string>);
+  if (flow.timeout !== undefined) checkDuration(flow.timeout, 'timeout', fail);
+
+  const nodes = flow.nodes ?? [];
+  if (nodes.length === 0) fail('nodes', 'a flow needs at least one node (and an end node)');
+  if (nodes.length > MAX_NODES) fail('nodes', `at most ${MAX_NODES} nodes`);
+  const index = new Map<string, number>();
+  nodes.forEach((node, i) => {
+    if (typeof node.id !== 'string' || !NODE_ID.test(node.id)) fail(`nodes[${i}].id`, 'a node id is 1-64 letters, digits, "_" or "-"');
+    else if (index.has(node.id)) fail(`nodes[${i}].id`, `"${node.id}" is already the id of nodes[${index.get(node.id)}]`);
+    else index.set(node.id, i);
+  });
+  const kinds = nodes.map((node, i) => {
+    const kind = nodeKind(node);
+    if (!kind) {
+      const set = NODE_KINDS.filter((k) => node[k] !== undefined);
+      fail(`nodes[${i}]`, set.length === 0 ? `sets no kind: set one of ${NODE_KINDS.join(', ')}` : `sets ${set.join(' and ')}: a node has exactly one kind`);
+    }
+    return kind;
+  });
+  const nodeRef = (id: string | undefined, field: string): boolean => {
+    if (!id) {
+      fail(field, 'names no node');
+      return false;
+    }
+    if (!index.has(id)) {
+      fail(field, `names node "${id}", which the flow does not have`);
+      return false;
+    }
+    return true;
+  };
+
+  nodeRef(flow.start, 'start');
+
+  nodes.forEach((node, i) => {
+    const kind = kinds[i];
+    if (kind) checkNode(node, kind, `nodes[${i}]`, { declared, knows, fail, nodeRef });
+    if (node.retry !== undefined) {
+      if (kind !== 'tool' && kind !== 'agent') fail(`nodes[${i}].retry`, 'only tool and agent nodes retry');
+      else checkRetry(node, `nodes[${i}].retry`, fail);
+    }
+    if (node.timeout !== undefined) {
+      if (kind !== 'tool' && kind !== 'agent') fail(`nodes[${i}].timeout`, 'only tool and agent nodes have an attempt timeout (waits have a deadline)');
+      else checkDuration(node.timeout, `nodes[${i}].timeout`, fail);
+    }
+    if (node.maxVisits !== undefined && !(Number.isInteger(node.maxVisits) && node.maxVisits >= 0)) fail(`nodes[${i}].max_visits`, 'must be a whole number >= 0');
+  });
+
+  // Edges: each names known nodes; conditions only out of a branch, each compiling over declared state.
+  const out = new Map<string, number[]>();
+  (flow.edges ?? []).forEach((edge, k) => {
+    const fromOk = nodeRef(edge.from, `edges[${k}].from`);
+    const toOk = nodeRef(edge.to, `edges[${k}].to`);
+    if (!fromOk) return;
+    const fromKind = kinds[index.get(edge.from!)!];
+    if (fromKind === 'end') fail(`edges[${k}].from`, `"${edge.from}" is an end node: an end has no outgoing edge`);
+    if (edge.condition) {
+      if (fromKind !== 'branch') fail(`edges[${k}].condition`, `only an edge leaving a branch node has a condition ("${edge.from}" is ${fromKind ?? 'not a valid node'})`);
+      else {
+        const compiled = compileCondition(edge.condition, declared);
+        if (typeof compiled === 'string') fail(`edges[${k}].condition`, `the CEL condition ${compiled}`);
+      }
+    }
+    // Counted even when `to` is unknown, so one bad edge is one violation (not also a missing edge).
+    out.set(edge.from!, [...(out.get(edge.from!) ?? []), k]);
+    void toOk;
+  });
+  nodes.forEach((node, i) => {
+    const kind = kinds[i];
+    if (!kind || !index.has(node.id) || index.get(node.id) !== i) return;
+    const edges = out.get(node.id) ?? [];
+    if (kind === 'branch') {
+      if (edges.length === 0) fail(`nodes[${i}]`, `branch "${node.id}" has no outgoing edge`);
+      const unconditional = edges.filter((k) => !flow.edges![k]!.condition);
+      if (unconditional.length > 1) fail(`edges[${unconditional[1]}].condition`, `branch "${node.id}" already has an edge without a condition (edges[${unconditional[0]}], its default)`);
+    } else if (kind === 'parallel') {
+      if (edges.length === 0) fail(`nodes[${i}]`, `parallel "${node.id}" has no outgoing edge (one per branch)`);
+    } else if (kind !== 'end' && edges.length !== 1) {
+      fail(`nodes[${i}]`, `${kind} node "${node.id}" needs exactly one outgoing edge, has ${edges.length}`);
+    }
+  });
+  if (v.length > 0) return v; // the graph checks below assume well-formed nodes and edges
+
+  const successors = (id: string): string[] => (out.get(id) ?? []).map((k) => flow.edges![k]!.to!);
+  checkGraph(flow, nodes, kinds as NodeKind[], index, successors, fail);
+  return v;
+}
+
+interface NodeCheck {
+  declared: ReadonlySet<string>;
+  knows: FlowKnowledge;
+  fail: (field: string, description: string) => void;
+  nodeRef: (id: string | undefined, field: string) => boolean;
+}
+
+function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck): void {
+  const { declared, knows, fail } = c;
+  const here = `${at}.${kind}`;
+  const templates = (value: Json | undefined, field: string) => {
+    for (const { field: f, text } of templateStrings(value, `${here}.${field}`)) checkTemplate(text, f, declared, fail);
+  };
+  const into = (value: string | undefined) => {
+    if (value && !declared.has(value)) fail(`${here}.into`, `writes state.${value}, which the state schema does not declare`);
+  };
+  switch (kind) {
+    case 'agent': {
+      const a = node.agent!;
+      if (!knows.model) fail(here, 'the server has no agent runtime, so agent nodes cannot run');
+      else if (!a.model) fail(`${here}.model`, 'names no model');
+      else {
+        const problem = knows.model(a.model);
+        if (problem) fail(`${here}.model`, problem);
+      }
+      (a.tools ?? []).forEach((t, j) => {
+        if (!knows.tool(t)) fail(`${here}.tools[${j}]`, `names tool "${t}", which is not registered`);
+      });
+      if (!a.prompt) fail(`${here}.prompt`, 'an agent needs a prompt');
+      templates(a.prompt, 'prompt');
+      templates(a.instructions, 'instructions');
+      if (a.outputSchema !== undefined) checkSchema(a.outputSchema, `${here}.output_schema`, fail);
+      into(a.into);
+      break;
+    }
+    case 'tool': {
+      const t = node.tool!;
+      if (!t.tool) fail(`${here}.tool`, 'names no tool');
+      else if (!knows.tool(t.tool)) fail(`${here}.tool`, `names tool "${t.tool}", which is not registered`);
+      templates(t.arguments, 'arguments');
+      into(t.into);
+      break;
+    }
+    case 'approval': {
+      const a = node.approval!;
+      if (!a.title) fail(`${here}.title`, 'an approval needs a title');
+      templates(a.title, 'title');
+      templates(a.description, 'description');
+      if (a.deadline !== undefined) checkDuration(a.deadline, `${here}.deadline`, fail);
+      into(a.into);
+      break;
+    }
+    case 'signal': {
+      const s = node.signal!;
+      if (!s.name || !SIGNAL_NAME.test(s.name)) fail(`${here}.name`, 'a signal name is 1-128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+      if (s.payloadSchema !== undefined) checkSchema(s.payloadSchema, `${here}.payload_schema`, fail);
+      if (s.deadline !== undefined) checkDuration(s.deadline, `${here}.deadline`, fail);
+      into(s.into);
+      break;
+    }
+    case 'parallel':
+      c.nodeRef(node.parallel!.join, `${here}.join`);
+      break;
+    case 'child': {
+      const ch = node.child!;
+      if (!ch.workflow) fail(`${here}.workflow`, 'names no workflow');
+      else if (!knows.workflow(ch.workflow)) fail(`${here}.workflow`, `names "${ch.workflow}", which is neither a registered workflow nor a flow of this namespace`);
+      templates(ch.input, 'input');
+      into(ch.into);
+      break;
+    }
+    case 'end':
+      templates(node.end!.output, 'output');
+      break;
+    case 'branch':
+      break;
+  }
+}
+
+function checkTemplate(text: string, field: string, declared: ReadonlySet<string>, fail: NodeCheck['fail']): void {
+  for (const read of templateReads(text)) {
+    if (!read.path) fail(field, `the placeholder ${read.text} is not a state path: write {{ state.<property> }}`);
+    else if (!declared.has(read.path[0]!)) fail(field, `the placeholder ${read.text} reads state.${read.path[0]}, which the state schema does not declare`);
+  }
+}
+
+/** Whether the state schema is usable (absent is: any object, no declared names). */
+function checkStateSchema(schema: Json | undefined, fail: NodeCheck['fail']): boolean {
+  if (schema === undefined) return true;
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    fail('state_schema', 'must be a JSON Schema object ({ "type": "object", "properties": { ... } })');
+    return false;
+  }
+  let ok = true;
+  const problem = (field: string, description: string) => {
+    ok = false;
+    fail(field, description);
+  };
+  if (schema.type !== undefined && schema.type !== 'object') problem('state_schema', `the state is an object: "type" must be "object", not ${JSON.stringify(schema.type)}`);
+  const properties = schema.properties;
+  if (properties !== undefined && (properties === null || typeof properties !== 'object' || Array.isArray(properties))) {
+    problem('state_schema.properties', 'must be an object of property schemas');
+  }
+  if (ok) checkSchema(schema, 'state_schema', problem);
+  return ok;
+}
+
+/** Stands in for the declared names when the state schema is broken (see validateFlow). */
+const ANY_NAME = { has: () => true, [Symbol.iterator]: () => [][Symbol.iterator]() };
+
+function checkSchema(schema: Json, field: string, fail: NodeCheck['fail']): void {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+    if (typeof schema !== 'boolean') fail(field, 'must be a JSON Schema (an object or a boolean)');
+    return;
+  }
+  try {
+    ajv.compile(schema);
+  } catch (error) {
+    fail(field, `is not a valid JSON Schema: ${(error as Error).message}`);
+  }
+}
+
+function checkDuration(text: unknown, field: string, fail: NodeCheck['fail']): void {
+  const ms = typeof text === 'string' ? protoDurationMs(text) : null;
+  if (ms === null) fail(field, `must be a duration such as "90s", not ${JSON.stringify(text)}`);
+  else if (ms < 1) fail(field, 'must be at least 1ms');
+}
+
+function checkRetry(node: FlowNodeDef, field: string, fail: NodeCheck['fail']): void {
+  const r = node.retry!;
+  for (const [key, value] of Object.entries({ initialInterval: r.initialInterval, maxInterval: r.maxInterval })) {
+    if (value !== undefined) checkDuration(value, `${field}.${SNAKE[key]}`, fail);
+  }
+  const policy = retryPolicy(TOOL_RETRY_DEFAULT, retryOptionsOf(r));
+  if (Array.isArray(policy)) {
+    for (const p of policy) {
+      const key = p.field.replace(/^retry\./, '');
+      if (key !== 'initialInterval' && key !== 'maxInterval') fail(`${field}.${SNAKE[key] ?? key}`, p.description);
+    }
+  }
+}
+
+/** A node's retry policy as RetryOptions (unset and zero fields keep the effect's default). */
+export function retryOptionsOf(r: NonNullable<FlowNodeDef['retry']>): RetryOptions {
+  const ms = (d: string | undefined) => (d === undefined ? undefined : protoDurationMs(d) ?? undefined);
+  return {
+    ...(r.maxAttempts ? { maxAttempts: r.maxAttempts } : {}),
+    ...(ms(r.initialInterval) !== undefined ? { initialInterval: ms(r.initialInterval)! } : {}),
+    ...(r.backoffCoefficient ? { backoffCoefficient: r.backoffCoefficient } : {}),
+    ...(ms(r.maxInterval) !== undefined ? { maxInterval: ms(r.maxInterval)! } : {}),
+    ...(r.nonRetryable?.length ? { nonRetryable: r.nonRetryable } : {}),
+  };
+}
+
+/**
+ * The graph rules: an end reachable from start, every node reachable, every cycle bounded
+ * (some node on it sets max_visits), every parallel branch reaching its join before any end.
+ */
+function checkGraph(
+  flow: FlowDefinition, nodes: FlowNodeDef[], kinds: NodeKind[], index: Map<string, number>,
+  successors: (id: string) => string[], fail: NodeCheck['fail'],
+): void {
+  const reachable = new Set<string>();
+  const stack = [flow.start!];
+  while (stack.length > 0) {
+    const id = stack.pop()!;
+    if (reachable.has(id)) continue;
+    reachable.add(id);
+    stack.push(...successors(id));
+    const join = nodes[index.get(id)!]!.parallel?.join;
+    if (join) stack.push(join);
+  }
+  if (![...reachable].some((id) => kinds[index.get(id)!] === 'end')) fail('start', `no end node is reachable from "${flow.start}"`);
+  nodes.forEach((node, i) => {
+    if (!reachable.has(node.id)) fail(`nodes[${i}]`, `${kinds[i]} node "${node.id}" is not reachable from start "${flow.start}"`);
+  });
+
+  for (const cycle of unboundedCycles(nodes, successors)) {
+    const first = cycle[0]!;
+    fail(`nodes[${index.get(first)}].max_visits`, `node "${first}" is on a cycle (${[...cycle, first].join(' -> ')}) with no bound: set max_visits on one of its nodes`);
+  }
+
+  nodes.forEach((node, i) => {
+    const join = node.parallel?.join;
+    if (!join) return;
+    for (const start of successors(node.id)) {
+      const seen = new Set<string>();
+      const walk = [start];
+      let reachesJoin = false;
+      while (walk.length > 0) {
+        const id = walk.pop()!;
+        if (id === join) {
+          reachesJoin = true;
+          continue;
+        }
+        if (seen.has(id)) continue;
+        seen.add(id);
+        if (kinds[index.get(id)!] === 'end') {
+          fail(`nodes[${i}].parallel.join`, `the branch starting at "${start}" reaches end node "${id}" before the join "${join}"`);
+          return;
+        }
+        if (id === node.id) {
+          fail(`nodes[${i}].parallel.join`, `the branch starting at "${start}" comes back to the parallel node "${node.id}" before the join "${join}"`);
+          return;
+        }
+        walk.push(...successors(id));
+        const inner = nodes[index.get(id)!]!.parallel?.join;
+        if (inner) walk.push(inner);
+      }
+      if (!reachesJoin) fail(`nodes[${i}].parallel.join`, `the branch starting at "${start}" never reaches the join "${join}"`);
+    }
+  });
+}
+
+/** The strongly connected components that are cycles with no node setting max_visits (Tarjan). */
+function unboundedCycles(nodes: FlowNodeDef[], successors: (id: string) => string[]): string[][] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const cycles: string[][] = [];
+  let counter = 0;
+  const visit = (id: string): void => {
+    order.set(id, counter);
+    low.set(id, counter++);
+    stack.push(id);
+    onStack.add(id);
+    for (const next of successors(id)) {
+      if (!order.has(next)) {
+        visit(next);
+        low.set(id, Math.min(low.get(id)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(id, Math.min(low.get(id)!, order.get(next)!));
+    }
+    if (low.get(id) !== order.get(id)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== id);
+    const isCycle = component.length > 1 || successors(id).includes(id);
+    if (isCycle && !component.some((m) => (byId.get(m)!.maxVisits ?? 0) > 0)) cycles.push(component.reverse());
+  };
+  for (const node of nodes) if (!order.has(node.id)) visit(node.id);
+  return cycles;
+}
