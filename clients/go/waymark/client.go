@@ -45,6 +45,9 @@ type Client struct {
 	// Runs and Signals are the generated stubs, for anything the wrapper does not cover.
 	Runs    waymarkv1.RunServiceClient
 	Signals waymarkv1.SignalServiceClient
+	// Workers is the WorkerService stub, which package worker (clients/go/worker) serves tools
+	// through; ListTools is the call an application makes itself.
+	Workers waymarkv1.WorkerServiceClient
 }
 
 // Backoff paces the reconnects of an event stream: the first wait is up to Initial, each further
@@ -158,6 +161,7 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	c.conn = conn
 	c.Runs = waymarkv1.NewRunServiceClient(conn)
 	c.Signals = waymarkv1.NewSignalServiceClient(conn)
+	c.Workers = waymarkv1.NewWorkerServiceClient(conn)
 	if o.failFast > 0 {
 		if err := c.waitReady(address, o.failFast); err != nil {
 			_ = conn.Close()
@@ -188,6 +192,9 @@ func (c *Client) waitReady(address string, timeout time.Duration) error {
 		Code: codes.Unavailable, Message: msg, Metadata: map[string]string{}, status: status.New(codes.Unavailable, msg),
 	}}
 }
+
+// Namespace is the namespace the client's calls name (WithNamespace; "" is "default").
+func (c *Client) Namespace() string { return c.namespace }
 
 // Close closes the connection; streams in progress end with an error.
 func (c *Client) Close() error { return c.conn.Close() }

@@ -37,13 +37,19 @@ var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * t
 // CancelRun is (cancelling a cancelled run returns it unchanged); ResumeRun is as a dry run, a
 // plain resume and DRIFT_RECOVERY_ABANDON. A resume with invalidate or DRIFT_RECOVERY_RESTART is
 // not (a repeat unpins the entries again, or starts a second new run): it is sent once, after
-// waiting for a connection.
+// waiting for a connection. Of WorkerService, RegisterWorker is (it replaces the declaration),
+// Heartbeat is (it extends the claim), CompleteTask is (the fencing token makes a repeat of an
+// applied result answer applied = false, or ABORTED, and journal nothing) and ListTools is a
+// read; PollTask is not (a poll whose answer was lost claimed a task that then waits for its
+// claim to lapse): the worker's own loop polls again.
 func repeatable(method string, req any) bool {
 	switch method {
 	case "/waymark.v1.RunService/GetRun", "/waymark.v1.RunService/ListRuns", "/waymark.v1.RunService/GetJournal",
 		"/waymark.v1.RunService/ListWorkflows", "/waymark.v1.RunService/GetRunProvenance",
 		"/waymark.v1.SignalService/ListApprovals", "/waymark.v1.SignalService/GetApproval",
-		"/waymark.v1.RunService/CancelRun":
+		"/waymark.v1.RunService/CancelRun",
+		"/waymark.v1.WorkerService/ListTools", "/waymark.v1.WorkerService/RegisterWorker",
+		"/waymark.v1.WorkerService/Heartbeat", "/waymark.v1.WorkerService/CompleteTask":
 		return true
 	case "/waymark.v1.RunService/StartRun":
 		r, ok := req.(*waymarkv1.StartRunRequest)

@@ -294,3 +294,19 @@ func TestDialFailFast(t *testing.T) {
 		t.Fatalf("want *UnavailableError from a server not serving, got %v", err)
 	}
 }
+
+// WorkerService: the worker's calls the fence or the declaration make safe to repeat are
+// retried; a poll is not (its lost answer claimed a task).
+func TestRepeatableWorkerCalls(t *testing.T) {
+	for method, want := range map[string]bool{
+		"/waymark.v1.WorkerService/RegisterWorker": true,
+		"/waymark.v1.WorkerService/Heartbeat":      true,
+		"/waymark.v1.WorkerService/CompleteTask":   true,
+		"/waymark.v1.WorkerService/ListTools":      true,
+		"/waymark.v1.WorkerService/PollTask":       false,
+	} {
+		if got := repeatable(method, nil); got != want {
+			t.Errorf("repeatable(%s) = %v, want %v", method, got, want)
+		}
+	}
+}
