@@ -1,6 +1,7 @@
 """Waymark client: start, follow, resume and approve durable AI-agent runs over gRPC.
 
-``waymark.Client`` is the blocking client, ``waymark.AsyncClient`` the asyncio one; both raise
+``waymark.Client`` is the blocking client, ``waymark.AsyncClient`` the asyncio one, ``waymark.Worker`` serves remote tools (sync and
+``async def`` functions) that runs call; both raise
 the typed errors of :mod:`waymark.errors` and retry as docs/clients.md says. ``waymark.RunStatus``
 and the other enums of :mod:`waymark.enums` name the API's enum values. The generated protobuf and gRPC modules are
 ``waymark.v1.*`` (``run_pb2``, ``run_service_pb2_grpc``, ...).
@@ -16,6 +17,7 @@ from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
 from waymark.tls import tls_credentials  # noqa: E402
+from waymark.worker import NonRetryableError, Task, ToolError, Worker  # noqa: E402
 from waymark.enums import ApprovalState, DriftRecovery, EntryStatus, RunStatus  # noqa: E402
 from waymark.errors import (  # noqa: E402
     AlreadyResolved,
@@ -50,6 +52,7 @@ __all__ = [
     "IdempotencyConflict",
     "InvalidArgument",
     "LeaseLost",
+    "NonRetryableError",
     "PayloadTooLarge",
     "Reconnect",
     "RetryPolicy",
@@ -57,8 +60,11 @@ __all__ = [
     "RunFailed",
     "RunNotFound",
     "RunStatus",
+    "Task",
+    "ToolError",
     "Unavailable",
     "WaymarkError",
+    "Worker",
     "WorkflowNotFound",
     "WrongState",
     "from_value",

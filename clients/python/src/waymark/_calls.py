@@ -81,10 +81,14 @@ class RetryPolicy:
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
 )
+# Of WorkerService: RegisterWorker replaces the declaration, Heartbeat extends the claim,
+# CompleteTask is fenced (a repeat of an applied result journals nothing), ListTools is a read.
+# PollTask is not (a poll whose answer was lost claimed a task): the worker polls again itself.
+_WORKER_REPEATS = frozenset({"RegisterWorker", "Heartbeat", "CompleteTask", "ListTools"})
 
 
 def repeatable(method: str, request: Any) -> bool:
-    if method in _READS:
+    if method in _READS or method in _WORKER_REPEATS:
         return True
     if method == "StartRun":
         return bool(request.idempotency_key)

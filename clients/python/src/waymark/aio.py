@@ -20,6 +20,7 @@ from waymark.v1 import (
     run_service_pb2_grpc,
     signal_service_pb2,
     signal_service_pb2_grpc,
+    worker_service_pb2_grpc,
 )
 
 __all__ = ["AsyncClient"]
@@ -65,6 +66,7 @@ class AsyncClient:
         self._metadata = _calls.metadata(token)
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
+        self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
 
     async def wait_ready(self, timeout: float) -> None:
         """The readiness check; see :meth:`waymark.Client.wait_ready`."""

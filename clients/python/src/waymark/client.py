@@ -19,6 +19,7 @@ from waymark.v1 import (
     run_service_pb2_grpc,
     signal_service_pb2,
     signal_service_pb2_grpc,
+    worker_service_pb2_grpc,
 )
 
 __all__ = ["Client"]
@@ -41,7 +42,8 @@ class Client:
     for a connection and raise :class:`waymark.Unavailable` when none comes in that many
     seconds (default: connect on the first call). Use as a context manager, or call :meth:`close`.
 
-    The generated stubs are ``client.runs`` and ``client.signals``, for anything not wrapped here
+    The generated stubs are ``client.runs``, ``client.signals`` and ``client.workers`` (WorkerService, which
+    :class:`waymark.Worker` serves tools through), for anything not wrapped here
     (they do not retry).
     """
 
@@ -76,6 +78,7 @@ class Client:
         self._metadata = _calls.metadata(token)
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
+        self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
         if connect_timeout is not None:
             try:
                 self.wait_ready(connect_timeout)
