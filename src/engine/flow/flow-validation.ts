@@ -48,7 +48,7 @@ export function validateFlow(flow: FlowDefinition, knows: FlowKnowledge): FieldV
   }
   // A broken state schema is one problem: names read from it are then not checked against it.
   const schemaOk = checkStateSchema(flow.stateSchema, fail);
-  const declared: ReadonlySet<string> = schemaOk ? declaredState(flow) : (ANY_NAME as ReadonlySet<string>);
+  const declared: ReadonlySet<string> = schemaOk ? declaredState(flow) : ANY_NAME;
   if (flow.timeout !== undefined) checkDuration(flow.timeout, 'timeout', fail);
 
   const nodes = flow.nodes ?? [];
@@ -244,7 +244,12 @@ function checkStateSchema(schema: Json | undefined, fail: NodeCheck['fail']): bo
 }
 
 /** Stands in for the declared names when the state schema is broken (see validateFlow). */
-const ANY_NAME = { has: () => true, [Symbol.iterator]: () => [][Symbol.iterator]() };
+class AnyName extends Set<string> {
+  override has(): boolean {
+    return true;
+  }
+}
+const ANY_NAME: ReadonlySet<string> = new AnyName();
 
 function checkSchema(schema: Json, field: string, fail: NodeCheck['fail']): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
