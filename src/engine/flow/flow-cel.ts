@@ -14,6 +14,8 @@ import type { Json } from '../../journal/run.js';
 const env = celEnv();
 
 type Expr = ReturnType<typeof parse>['expr'];
+/** Operators the evaluator implements itself (short-circuit, indexing, macros), not as functions of the environment. */
+const SPECIAL_FORMS = new Set(['_&&_', '_||_', '_?_:_', '_[_]', '@not_strictly_false']);
 
 export interface CompiledCondition {
   evaluate(state: Record<string, Json>): CelResult;
@@ -67,7 +69,7 @@ function readProblem(expr: Expr | undefined, declared: ReadonlySet<string>, boun
     }
     case 'callExpr': {
       const call = kind.value;
-      if (!env.funcs.find(call.function)) return `calls "${call.function}", which CEL does not have`;
+      if (!SPECIAL_FORMS.has(call.function) && !env.funcs.find(call.function)) return `calls "${call.function}", which CEL does not have`;
       const [first, second] = call.args;
       if (call.function === '_[_]' && first?.exprKind.case === 'identExpr' && first.exprKind.value.name === 'state' && !bound.has('state')) {
         if (second?.exprKind.case !== 'constExpr' || second.exprKind.value.constantKind.case !== 'stringValue') {
