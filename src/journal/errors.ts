@@ -127,6 +127,14 @@ export class ApiKeyNotFoundError extends WaymarkError {
   }
 }
 
+/** AdminService: the client certificate is bound to another API key already (a certificate authenticates one key, ever). */
+export class ClientCertificateTakenError extends WaymarkError {
+  readonly reason = 'CLIENT_CERT_TAKEN';
+  constructor(readonly fingerprint: string) {
+    super(`the client certificate ${fingerprint} is bound to another API key already; issue a new certificate for this key`);
+  }
+}
+
 /** CreateStreamToken on a server with no WAYMARK_STREAM_TOKEN_SECRET: it cannot sign tokens every replica accepts. */
 export class StreamTokensDisabledError extends WaymarkError {
   readonly reason = 'STREAM_TOKENS_DISABLED';

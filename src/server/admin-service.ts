@@ -16,11 +16,13 @@ import { unimplemented } from './unimplemented.js';
  */
 
 const KEY_ID = /^[0-9a-f]{16}$/;
+const FINGERPRINT = /^[0-9a-f]{64}$/;
 
 export function apiKeyToProto(k: ApiKey): ApiKeyProto {
   return create(ApiKeySchema, {
     id: k.id, name: k.name, namespace: k.namespace ?? '', scopes: k.scopes, createTime: timestampFromDate(k.createdAt),
     revokeTime: k.revokedAt ? timestampFromDate(k.revokedAt) : undefined, createdByKeyId: k.createdByKeyId ?? '',
+    clientCertSha256: k.clientCertSha256 ?? '',
   });
 }
 
@@ -41,8 +43,12 @@ export function adminServiceImpl(deps: ApiDeps): ServiceImpl<typeof AdminService
         else c.fail(`scopes[${i}]`, `unknown scope "${s.slice(0, 64)}"; one of ${SCOPES.join(', ')}`);
       });
       if (namespace !== null && scopes.includes('admin')) c.fail('scopes', '"admin" is allowed only on a key of every namespace (an empty namespace)');
+      const clientCertSha256 = req.clientCertSha256.replace(/:/g, '').toLowerCase() || null;
+      if (clientCertSha256 !== null && !FINGERPRINT.test(clientCertSha256)) {
+        c.fail('client_cert_sha256', 'must be the SHA-256 of the DER certificate: 64 hex digits (colons allowed)');
+      }
       c.done();
-      const { key, secret } = await keys.create({ name, namespace, scopes, createdByKeyId: callerKeyId(ctx.values.get(callerKey)) });
+      const { key, secret } = await keys.create({ name, namespace, scopes, createdByKeyId: callerKeyId(ctx.values.get(callerKey)), clientCertSha256 });
       return { key: apiKeyToProto(key), secret };
     },
 

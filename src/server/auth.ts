@@ -5,12 +5,15 @@ import { ApprovalNotFoundError } from '../engine/author/errors.js';
 import { ErrorInfoSchema, ResourceInfoSchema } from '../gen/google/rpc/error_details_pb.js';
 import { RunNotFoundError } from '../journal/errors.js';
 import { ACCESS_RULES } from './access-rules.js';
+import { clientCertificateKey, type ClientCertificate } from './client-certificate.js';
 import { domainStatus, ERROR_DOMAIN } from './error-mapping.js';
 
 /*
  * Authentication and authorization, in one place before any handler (docs/security.md): every RPC
  * is looked up in ACCESS_RULES (access-rules.ts); all but health checks (and reflection, when
- * public) need `authorization: Bearer <API key | stream token>`. A refusal is thrown before
+ * public) need `authorization: Bearer <API key | stream token>`, or, with no such header, a
+ * verified mTLS client certificate bound to an API key (the bearer decides when both are sent).
+ * A refusal is thrown before
  * `next(req)`, so nothing is written, and its message and metadata never carry the credential.
  *
  * The namespace comes from the credential: a namespaced key's calls are in its namespace (an
@@ -36,7 +39,11 @@ export function callerKeyId(caller: Caller): string | null {
 }
 
 export interface AuthOptions {
-  keys: { verify(secret: string): Promise<KeyVerification> };
+  keys: {
+    verify(secret: string): Promise<KeyVerification>;
+    /** The key a verified client certificate (SHA-256 of its DER) is bound to. */
+    verifyClientCertificate(fingerprint: string): Promise<KeyVerification>;
+  };
   /** Null when no WAYMARK_STREAM_TOKEN_SECRET is set: no stream token verifies. */
   streamTokens: StreamTokens | null;
   /** Reflection without credentials (WAYMARK_REFLECTION_PUBLIC). */
@@ -59,6 +66,11 @@ const REFUSED = {
   invalid: () => unauthenticated('CREDENTIALS_INVALID', 'the API key or stream token is not valid; check it, or create a key with `waymark keys create`'),
   revoked: (keyId: string) => unauthenticated('KEY_REVOKED', `API key ${keyId} was revoked; use another key`, { key_id: keyId }),
   expired: () => unauthenticated('TOKEN_EXPIRED', 'the stream token expired; mint a new one with CreateStreamToken'),
+  unbound: (fingerprint: string) => unauthenticated(
+    'CERTIFICATE_NOT_BOUND',
+    'the client certificate is bound to no API key: send "authorization: Bearer <API key>", or bind it with `waymark keys create --client-cert FILE` (docs/security.md)',
+    { fingerprint_sha256: fingerprint },
+  ),
 };
 
 function scopeMissing(scope: string, rpc: string, key: ApiKey, admin: boolean): ConnectError {
@@ -96,7 +108,14 @@ function addressed(message: RequestFields): { runId: string; notFound: ConnectEr
 }
 
 export function authInterceptor(options: AuthOptions): Interceptor {
-  const authenticate = async (header: string | null): Promise<Caller> => {
+  const authenticate = async (header: string | null, certificate: ClientCertificate | undefined): Promise<Caller> => {
+    if ((header === null || header === '') && certificate) {
+      const v = await options.keys.verifyClientCertificate(certificate.fingerprint256);
+      if (v.ok) return { kind: 'key', key: v.key };
+      // The holder of the certificate's private key proved possession: like a bearer of the real secret, it may learn of the revocation.
+      if (v.why === 'revoked') throw REFUSED.revoked(v.keyId);
+      throw REFUSED.unbound(certificate.fingerprint256);
+    }
     if (header === null || header === '') throw REFUSED.missing();
     const credential = BEARER.exec(header)?.[1];
     if (!credential) throw REFUSED.malformed();
@@ -107,7 +126,7 @@ export function authInterceptor(options: AuthOptions): Interceptor {
     }
     const v = await options.keys.verify(credential);
     if (v.ok) return { kind: 'key', key: v.key };
-    if (v.why === 'revoked') throw REFUSED.revoked(credential.split('_', 2)[1]!);
+    if (v.why === 'revoked') throw REFUSED.revoked(v.keyId);
     throw v.why === 'malformed' ? REFUSED.malformed() : REFUSED.invalid();
   };
 
@@ -117,7 +136,7 @@ export function authInterceptor(options: AuthOptions): Interceptor {
     // Fail closed: a service registered without a rule is a bug, answered INTERNAL (and logged).
     if (rule === undefined) throw new Error(`no access rule for ${rpc} in src/server/access-rules.ts`);
     if (rule === 'public' || (rule === 'reflection' && options.reflectionPublic)) return next(req);
-    const caller = await authenticate(req.header.get('authorization'));
+    const caller = await authenticate(req.header.get('authorization'), req.contextValues.get(clientCertificateKey));
     req.contextValues.set(callerKey, caller);
     if (rule === 'reflection') {
       if (caller.kind !== 'key') throw tokenScope(req.method.name);
@@ -169,7 +188,7 @@ export function authInterceptor(options: AuthOptions): Interceptor {
  */
 export function publicOnlyAuth(defaultNamespace: string): AuthOptions {
   return {
-    keys: { verify: async () => ({ ok: false, why: 'invalid' }) }, streamTokens: null, reflectionPublic: false, defaultNamespace,
+    keys: { verify: async () => ({ ok: false, why: 'invalid' }), verifyClientCertificate: async () => ({ ok: false, why: 'invalid' }) }, streamTokens: null, reflectionPublic: false, defaultNamespace,
     runVisible: async () => false,
   };
 }

@@ -6,7 +6,7 @@ import {
   BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
 } from '../gen/google/rpc/error_details_pb.js';
 import {
-  ApiKeyNotFoundError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
+  ApiKeyNotFoundError, ClientCertificateTakenError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../journal/errors.js';
 import {
@@ -162,6 +162,9 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
   }
   if (err instanceof ApiKeyNotFoundError) {
     return status(m, Code.NotFound, [info(err.reason, { key_id: err.keyId }), resource('waymark.v1.ApiKey', err.keyId, 'no such API key')]);
+  }
+  if (err instanceof ClientCertificateTakenError) {
+    return status(m, Code.AlreadyExists, [info(err.reason, { fingerprint_sha256: err.fingerprint })]);
   }
   if (err instanceof StreamTokensDisabledError) {
     return status(m, Code.FailedPrecondition, [info(err.reason), precondition('STREAM_TOKENS_DISABLED', 'server', 'set WAYMARK_STREAM_TOKEN_SECRET on every replica')]);

@@ -19,9 +19,15 @@ export interface ApiKeyRecord {
   revokedAt: Date | null;
   /** The key that created it through the API; null for keys created locally (dev, bootstrap). */
   createdByKeyId: string | null;
+  /**
+   * Hex SHA-256 of the DER client certificate bound to the key (mTLS), or null. Unique over every
+   * key, revoked ones included: a second key with a bound certificate fails with
+   * ClientCertificateTakenError.
+   */
+  clientCertSha256: string | null;
 }
 
-export type ApiKeyCreateParams = Omit<ApiKeyRecord, 'createdAt' | 'revokedAt'>;
+export type ApiKeyCreateParams = Omit<ApiKeyRecord, 'createdAt' | 'revokedAt' | 'clientCertSha256'> & { clientCertSha256?: string | null };
 
 export interface ApiKeyGetParams {
   id: string;
@@ -31,6 +37,11 @@ export interface ApiKeyListParams {
   /** Only keys of this namespace; null: only admin keys; absent: every key. */
   namespace?: string | null;
   includeRevoked: boolean;
+}
+
+export interface ApiKeyGetByClientCertParams {
+  /** Hex SHA-256 of the DER certificate, lowercase. */
+  clientCertSha256: string;
 }
 
 export interface ApiKeyRevokeParams {

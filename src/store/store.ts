@@ -2,7 +2,7 @@ import type { Limits } from '../journal/limits.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../journal/run.js';
 import type { FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult } from './flow-params.js';
-import type { ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams } from './api-key-params.js';
+import type { ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams } from './api-key-params.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
   JournalResolveResult, WakeupSubscribeParams, WakeupUnsubscribe,
@@ -305,6 +305,8 @@ export interface JournalStore {
   apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord>;
   /** One key by id, revoked or not; null when there is none. */
   apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null>;
+  /** The key (revoked or not) its client certificate is bound to, by fingerprint; null when none is. */
+  apiKeyGetByClientCert(params: ApiKeyGetByClientCertParams): Promise<ApiKeyRecord | null>;
   /** Keys newest first (createdAt, then id), revoked ones only with `includeRevoked`. */
   apiKeyList(params: ApiKeyListParams): Promise<ApiKeyRecord[]>;
   /** Sets revokedAt (the store's clock) once; a revoked key is returned unchanged; null for an unknown id. */

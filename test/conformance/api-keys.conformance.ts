@@ -1,10 +1,12 @@
 import { expect, it } from 'vitest';
+import { ClientCertificateTakenError } from '../../src/journal/errors.js';
 import type { ApiKeyCreateParams } from '../../src/store/store.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 /*
  * API keys (docs/security.md "API keys"): stored with the hash of their secret, found by id,
- * listed newest first by namespace (null: admin keys), revoked once and kept.
+ * listed newest first by namespace (null: admin keys), revoked once and kept; found by the
+ * fingerprint of the client certificate bound to them, which no second key may take.
  */
 
 function key(id: string, overrides: Partial<ApiKeyCreateParams> = {}): ApiKeyCreateParams {
@@ -24,6 +26,30 @@ export function apiKeysSection({ h }: SuiteContext): void {
     expect(await store.apiKeyGet({ id: 'nope' })).toBeNull();
     // An admin key has no namespace.
     expect((await store.apiKeyCreate(key('k2', { namespace: null, scopes: ['admin'] }))).namespace).toBeNull();
+  });
+
+  it('a key with a client certificate is found by its fingerprint, revoked or not; a key without one has null; an unknown fingerprint is null', async () => {
+    const { store } = h();
+    const fp = 'ab'.repeat(32);
+    const bound = await store.apiKeyCreate(key('c1', { clientCertSha256: fp }));
+    expect(bound.clientCertSha256).toBe(fp);
+    expect((await store.apiKeyCreate(key('c2'))).clientCertSha256).toBeNull();
+    expect(await store.apiKeyGetByClientCert({ clientCertSha256: fp })).toEqual(bound);
+    expect(await store.apiKeyGetByClientCert({ clientCertSha256: 'cd'.repeat(32) })).toBeNull();
+    const revoked = await store.apiKeyRevoke({ id: 'c1' });
+    expect(await store.apiKeyGetByClientCert({ clientCertSha256: fp })).toEqual(revoked);
+  });
+
+  it('a certificate bound to a key, even a revoked one, is refused for another key (ClientCertificateTakenError), which is not created', async () => {
+    const { store } = h();
+    const fp = 'ef'.repeat(32);
+    await store.apiKeyCreate(key('t1', { clientCertSha256: fp }));
+    await store.apiKeyRevoke({ id: 't1' });
+    const taken = store.apiKeyCreate(key('t2', { clientCertSha256: fp }));
+    await expect(taken).rejects.toBeInstanceOf(ClientCertificateTakenError);
+    await expect(taken).rejects.toMatchObject({ fingerprint: fp });
+    expect(await store.apiKeyGet({ id: 't2' })).toBeNull();
+    expect((await store.apiKeyGetByClientCert({ clientCertSha256: fp }))?.id).toBe('t1');
   });
 
   it('an id already taken is refused and the first key is unchanged', async () => {

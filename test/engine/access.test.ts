@@ -18,11 +18,30 @@ describe('API keys', () => {
     expect((await b.verify(secret)).ok).toBe(true);
     expect((await a.verify(secret)).ok).toBe(true);
     await a.revoke(key.id);
-    expect(await a.verify(secret)).toEqual({ ok: false, why: 'revoked' });
+    expect(await a.verify(secret)).toEqual({ ok: false, why: 'revoked', keyId: key.id });
     now = 4_999;
     expect((await b.verify(secret)).ok).toBe(true); // the documented window (WAYMARK_AUTH_CACHE_MS)
     now = 5_000;
-    expect(await b.verify(secret)).toEqual({ ok: false, why: 'revoked' });
+    expect(await b.verify(secret)).toEqual({ ok: false, why: 'revoked', keyId: key.id });
+  });
+
+  it('a bound client certificate verifies as its key; revoked: refused at once here, within the cache lifetime elsewhere; unbound: invalid', async () => {
+    const store = new MemoryStore();
+    let now = 0;
+    const a = new ApiKeys({ store, cacheMs: 5_000, now: () => now });
+    const b = new ApiKeys({ store, cacheMs: 5_000, now: () => now });
+    const fingerprint = '0f'.repeat(32);
+    const { key } = await a.create({ name: 'k', namespace: 'ns', scopes: ['runs:read'], createdByKeyId: null, clientCertSha256: fingerprint });
+    expect(await b.verifyClientCertificate(fingerprint)).toMatchObject({ ok: true, key: { id: key.id, namespace: 'ns', clientCertSha256: fingerprint } });
+    expect(await a.verifyClientCertificate('1e'.repeat(32))).toEqual({ ok: false, why: 'invalid' });
+    expect(await a.verifyClientCertificate('not hex')).toEqual({ ok: false, why: 'malformed' });
+    await a.verifyClientCertificate(fingerprint);
+    await a.revoke(key.id);
+    expect(await a.verifyClientCertificate(fingerprint)).toEqual({ ok: false, why: 'revoked', keyId: key.id });
+    now = 4_999;
+    expect((await b.verifyClientCertificate(fingerprint)).ok).toBe(true);
+    now = 5_000;
+    expect(await b.verifyClientCertificate(fingerprint)).toEqual({ ok: false, why: 'revoked', keyId: key.id });
   });
 
   it('verifies from the cache, one store read per id and lifetime, shared by concurrent calls', async () => {

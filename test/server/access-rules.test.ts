@@ -32,7 +32,7 @@ async function generatedServices(): Promise<DescService[]> {
 }
 
 const denyAll = (reflectionPublic: boolean): AuthOptions => ({
-  keys: { verify: async () => ({ ok: false, why: 'invalid' }) }, streamTokens: null, reflectionPublic, defaultNamespace: 'default', runVisible: async () => false,
+  keys: { verify: async () => ({ ok: false, why: 'invalid' }), verifyClientCertificate: async () => ({ ok: false, why: 'invalid' }) }, streamTokens: null, reflectionPublic, defaultNamespace: 'default', runVisible: async () => false,
 });
 
 describe('ACCESS_RULES', () => {

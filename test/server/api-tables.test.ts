@@ -21,6 +21,7 @@ import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/jo
 import { DEFAULT_CLIENT_LIMITS } from '../../src/server/client-limits.js';
 import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/request-validation.js';
 import { connectJson, grpcFrame, grpcRaw, rawRequest, startApiServer, type ApiServer, type RawResponse } from '../support/api-server.js';
+import { TestCertificates } from '../support/test-certificates.js';
 import { json } from './api-harness.js';
 import { stalledReader } from './raw-http2.js';
 
@@ -315,6 +316,12 @@ describe('docs/api.md "Errors"', () => {
       const { secret } = await authed.deps.api.keys.create({ name: 'admin', namespace: null, scopes: ['admin'], createdByKeyId: null });
       return failure(authedAdmin.revokeKey({ id: '0123456789abcdef' }, { headers: { authorization: `Bearer ${secret}` } }));
     },
+    'ALREADY_EXISTS CLIENT_CERT_TAKEN': async () => {
+      const { secret } = await authed.deps.api.keys.create({ name: 'admin', namespace: null, scopes: ['admin'], createdByKeyId: null });
+      const asAdmin = { headers: { authorization: `Bearer ${secret}` } };
+      await authedAdmin.createKey({ namespace: 'team-a', scopes: ['runs:read'], clientCertSha256: 'ab'.repeat(32) }, asAdmin);
+      return failure(authedAdmin.createKey({ namespace: 'team-b', scopes: ['runs:read'], clientCertSha256: 'ab'.repeat(32) }, asAdmin));
+    },
     'ALREADY_EXISTS IDEMPOTENCY_KEY_REUSED': async () => {
       await runs.startRun({ workflow: 'echo-flow', input: json({}), idempotencyKey: 'table-key' });
       return failure(runs.startRun({ workflow: 'wait-signal', input: json({}), idempotencyKey: 'table-key' }));
@@ -343,6 +350,22 @@ describe('docs/api.md "Errors"', () => {
       const { secret, key } = await authed.deps.api.keys.create({ name: 'old', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null });
       await authed.deps.api.keys.revoke(key.id);
       return failure(authedRuns.getRun({ runId: UNKNOWN_RUN }, { headers: { authorization: `Bearer ${secret}` } }));
+    },
+    'UNAUTHENTICATED CERTIFICATE_NOT_BOUND': async () => {
+      // A server with mTLS, and a client certificate its CA signed that no key is bound to.
+      const certs = new TestCertificates();
+      const served = certs.server();
+      const client = certs.client('unbound');
+      const mtls = await startApiServer({
+        prefix: 'waymark_tables_mtls', auth: {}, tls: { certFile: served.certFile, keyFile: served.keyFile, clientCaFile: certs.caFile },
+      });
+      try {
+        const t = createGrpcTransport({ baseUrl: mtls.server.url, nodeOptions: { ca: certs.ca, cert: client.cert, key: client.key } });
+        return await failure(createClient(RunService, t).getRun({ runId: UNKNOWN_RUN }));
+      } finally {
+        await mtls.close();
+        certs.remove();
+      }
     },
     'UNAUTHENTICATED TOKEN_EXPIRED': async () => {
       const { token } = new StreamTokens({ secrets: [AUTH_SECRET], now: () => Date.now() - 60_000 }).mint({ namespace: 'default', runId: UNKNOWN_RUN, ttlMs: 1_000 });

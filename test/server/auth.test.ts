@@ -8,12 +8,15 @@ import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { AdminService, ListKeysResponseSchema } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
+import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import { ACCESS_RULES as ACCESS } from '../../src/server/access-rules.js';
 import { startApiServer, type ApiServer } from '../support/api-server.js';
+import { until } from '../support/until.js';
+import { opensslAvailable, TestCertificates, type Issued } from '../support/test-certificates.js';
 import { json } from './api-harness.js';
 
 /*
@@ -21,6 +24,10 @@ import { json } from './api-harness.js';
  * table of every RPC of the API, each called with every kind of bad credential. Each refusal must
  * carry the documented code and reason, write nothing (row counts of every table, before and
  * after), and echo no credential and nothing of the namespace the caller may not see.
+ *
+ * With openssl, the server serves TLS and asks for client certificates (mTLS, `optional`): calls
+ * without one are the bearer cases; certificates bound to keys (CreateKey's client_cert_sha256)
+ * authenticate without a header, and an unbound or revoked one is refused like a bad key.
  */
 
 const TIMEOUT = 120_000;
@@ -28,7 +35,15 @@ const SECRET = 'a-stream-token-secret-of-32-characters-or-more';
 const UNKNOWN_RUN = '018f0000-0000-7000-8000-000000000000';
 
 let s: ApiServer;
-const transport = () => createGrpcTransport({ baseUrl: s.server.url });
+/** The test CA, and client certificates: bound to keys.a, keys.aRead and the revoked key; one unbound; one of another CA. */
+let certs: TestCertificates | undefined;
+let otherCa: TestCertificates | undefined;
+const cert: Partial<Record<'a' | 'aRead' | 'revoked' | 'unbound' | 'foreign', Issued>> = {};
+/** HTTP/2 to the server: over TLS trusting the test CA when openssl is there, presenting `client` if given. */
+const transport = (client?: Issued) => createGrpcTransport({
+  baseUrl: s.server.url,
+  ...(certs ? { nodeOptions: { ca: certs.ca, ...(client ? { cert: client.cert, key: client.key } : {}) } } : {}),
+});
 const keys: Record<'admin' | 'a' | 'aRead' | 'b' | 'revoked', string> = { admin: '', a: '', aRead: '', b: '', revoked: '' };
 let revokedId = '';
 /** team-a resources: a run parked on an approval, one parked on a signal. */
@@ -44,8 +59,8 @@ let endpointId = '';
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** Calls `method` with `headers`; the ConnectError, or null when it succeeded. */
-async function call(service: DescService, method: DescMethod, request: object, headers: Record<string, string>): Promise<ConnectError | null> {
-  const client = createClient(service, transport()) as unknown as Record<string, (req: object, opts: object) => unknown>;
+async function call(service: DescService, method: DescMethod, request: object, headers: Record<string, string>, certificate?: Issued): Promise<ConnectError | null> {
+  const client = createClient(service, transport(certificate)) as unknown as Record<string, (req: object, opts: object) => unknown>;
   try {
     const result = client[method.localName]!(create(method.input, request as never), { headers, timeoutMs: 10_000 });
     if (method.methodKind === 'server_streaming') {
@@ -107,13 +122,29 @@ async function expectRefused(err: ConnectError | null, code: Code, reason: strin
 }
 
 beforeAll(async () => {
-  s = await startApiServer({ prefix: 'waymark_auth', auth: { streamTokenSecret: SECRET } });
+  if (opensslAvailable) {
+    certs = new TestCertificates();
+    otherCa = new TestCertificates('Another CA');
+    for (const name of ['a', 'aRead', 'revoked', 'unbound'] as const) cert[name] = certs.client(`client-${name}`);
+    cert.foreign = otherCa.client('client-foreign');
+  } else {
+    console.warn('auth.test.ts: openssl is missing, so the server runs h2c and the client-certificate cases skip');
+  }
+  const server = certs?.server();
+  s = await startApiServer({
+    prefix: 'waymark_auth', auth: { streamTokenSecret: SECRET },
+    ...(certs && server ? { tls: { certFile: server.certFile, keyFile: server.keyFile, clientCaFile: certs.caFile, clientAuth: 'optional' } } : {}),
+  });
   const k = s.deps.api.keys;
   keys.admin = (await k.create({ name: 'admin', namespace: null, scopes: [...SCOPES], createdByKeyId: null })).secret;
-  keys.a = (await k.create({ name: 'a', namespace: 'team-a', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], createdByKeyId: null })).secret;
-  keys.aRead = (await k.create({ name: 'a read', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null })).secret;
+  keys.a = (await k.create({
+    name: 'a', namespace: 'team-a', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], createdByKeyId: null, clientCertSha256: cert.a?.fingerprint256,
+  })).secret;
+  keys.aRead = (await k.create({ name: 'a read', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null, clientCertSha256: cert.aRead?.fingerprint256 })).secret;
   keys.b = (await k.create({ name: 'b', namespace: 'team-b', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], createdByKeyId: null })).secret;
-  const revoked = await k.create({ name: 'gone', namespace: 'team-a', scopes: [...SCOPES.filter((x) => x !== 'admin')], createdByKeyId: null });
+  const revoked = await k.create({
+    name: 'gone', namespace: 'team-a', scopes: [...SCOPES.filter((x) => x !== 'admin')], createdByKeyId: null, clientCertSha256: cert.revoked?.fingerprint256,
+  });
   keys.revoked = revoked.secret;
   revokedId = revoked.key.id;
   await k.revoke(revokedId);
@@ -130,6 +161,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.close();
+  certs?.remove();
+  otherCa?.remove();
 }, TIMEOUT);
 
 describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () => {
@@ -159,6 +192,20 @@ describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () 
     it.each(rpcs)(`${what}: %s`, { timeout: TIMEOUT }, async (name, service, method) => {
       const before = await s.rowCounts();
       await expectRefused(await call(service, method, requests()[name]!, headers()), code, reason, [wrongSecret()]);
+      expect(await s.rowCounts()).toEqual(before);
+    });
+  }
+
+  // mTLS without an authorization header: the certificate is the credential.
+  const certificateCases: [string, () => Issued, Code, string][] = [
+    ['a CA-valid client certificate bound to no key', () => cert.unbound!, Code.Unauthenticated, 'CERTIFICATE_NOT_BOUND'],
+    ["the client certificate of a revoked key", () => cert.revoked!, Code.Unauthenticated, 'KEY_REVOKED'],
+    ['a client certificate of another CA (not verified, so no credential)', () => cert.foreign!, Code.Unauthenticated, 'CREDENTIALS_MISSING'],
+  ];
+  for (const [what, certificate, code, reason] of certificateCases) {
+    it.skipIf(!opensslAvailable).each(rpcs)(`${what}, no key: %s`, { timeout: TIMEOUT }, async (name, service, method) => {
+      const before = await s.rowCounts();
+      await expectRefused(await call(service, method, requests()[name]!, {}, certificate()), code, reason, [wrongSecret()]);
       expect(await s.rowCounts()).toEqual(before);
     });
   }
@@ -310,5 +357,70 @@ describe('keys and namespaces', () => {
     await expectRefused(await call(RunService, RunService.method.createStreamToken, { runId: parked }, bearer(keys.b)), Code.NotFound, 'RUN_NOT_FOUND');
     const tooLong = await call(RunService, RunService.method.createStreamToken, { runId: parked, ttl: durationFromMs(2 * 3_600_000) }, bearer(keys.a));
     expect(tooLong?.code).toBe(Code.InvalidArgument);
+  });
+});
+
+describe.skipIf(!opensslAvailable)('mTLS client certificates bound to keys', () => {
+  const keyId = (secret: string) => secret.split('_')[1]!;
+  /** Waits for a run to end, so the rows it writes are in before the next row count. */
+  const finished = (runId: string) => until(`run ${runId} ended`, async () => {
+    const { run } = await createClient(RunService, transport()).getRun({ runId, namespace: 'team-a' }, { headers: bearer(keys.admin) });
+    return [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED].includes(run!.status) ? run : undefined;
+  });
+
+  it('a bound certificate authenticates as its key without a bearer header: its namespace, its scopes, its key id on a decision', async () => {
+    // The read-only key's certificate reads team-a, is PERMISSION_DENIED on a write and NOT_FOUND elsewhere.
+    expect(await call(RunService, RunService.method.getRun, { runId: parked }, {}, cert.aRead)).toBeNull();
+    const before = await s.rowCounts();
+    await expectRefused(await call(SignalService, SignalService.method.decideApproval, { id: approvalId, approve: true, by: 'x' }, {}, cert.aRead), Code.PermissionDenied, 'SCOPE_MISSING');
+    await expectRefused(await call(RunService, RunService.method.getRun, { runId: parked, namespace: 'team-b' }, {}, cert.aRead), Code.NotFound, 'NAMESPACE_NOT_FOUND');
+    expect(await s.rowCounts()).toEqual(before);
+    // The writing key's certificate starts and decides in team-a; the decision records that key.
+    const runs = createClient(RunService, transport(cert.a));
+    const started = await runs.startRun({ workflow: 'refund', input: json({ order: 'o-cert', amount: 3 }), wait: true });
+    expect(started.run?.namespace).toBe('team-a');
+    const decided = await createClient(SignalService, transport(cert.a)).decideApproval({ id: started.waitingOn[0]!.approvalId, approve: false, by: 'cat' });
+    expect(decided.approval?.decidedByKeyId).toBe(keyId(keys.a));
+    await finished(started.run!.id);
+  });
+
+  it('a bearer key alongside a certificate decides who calls', async () => {
+    // An unbound certificate does not get in the way of a good key.
+    expect(await call(RunService, RunService.method.listRuns, {}, bearer(keys.aRead), cert.unbound)).toBeNull();
+    // The read-only key's certificate with the writing key's bearer writes.
+    const echo = await createClient(RunService, transport(cert.aRead)).startRun({ workflow: 'echo-flow', input: json({}), wait: true }, { headers: bearer(keys.a) });
+    await finished(echo.run!.id);
+    // A bad bearer is refused even with a good certificate (no falling back to it).
+    await expectRefused(await call(RunService, RunService.method.listRuns, {}, bearer(keys.revoked), cert.a), Code.Unauthenticated, 'KEY_REVOKED');
+    await expectRefused(await call(RunService, RunService.method.listRuns, {}, bearer('not-a-key'), cert.a), Code.Unauthenticated, 'CREDENTIALS_MALFORMED');
+  });
+
+  it('CreateKey binds a certificate (colons and upper case accepted) that ListKeys shows; the same certificate again is ALREADY_EXISTS; RevokeKey refuses it at once', async () => {
+    const admin = createClient(AdminService, transport());
+    const asAdmin = { headers: bearer(keys.admin) };
+    const fresh = certs!.client('client-fresh');
+    const spelled = fresh.fingerprint256.toUpperCase().match(/../g)!.join(':');
+    const created = await admin.createKey({ name: 'by certificate', namespace: 'team-m', scopes: ['runs:read'], clientCertSha256: spelled }, asAdmin);
+    expect(created.key?.clientCertSha256).toBe(fresh.fingerprint256);
+    expect((await admin.listKeys({ namespace: 'team-m' }, asAdmin)).keys.map((k) => [k.id, k.clientCertSha256])).toEqual([[created.key!.id, fresh.fingerprint256]]);
+    expect(await call(RunService, RunService.method.listRuns, {}, {}, fresh)).toBeNull();
+
+    const before = await s.rowCounts();
+    const again = await call(AdminService, AdminService.method.createKey, { namespace: 'team-n', scopes: ['runs:read'], clientCertSha256: fresh.fingerprint256 }, bearer(keys.admin));
+    await expectRefused(again, Code.AlreadyExists, 'CLIENT_CERT_TAKEN');
+    const malformed = await call(AdminService, AdminService.method.createKey, { namespace: 'team-n', scopes: ['runs:read'], clientCertSha256: 'abc' }, bearer(keys.admin));
+    expect(malformed?.code).toBe(Code.InvalidArgument);
+    expect(await s.rowCounts()).toEqual(before);
+
+    await admin.revokeKey({ id: created.key!.id }, asAdmin);
+    await expectRefused(await call(RunService, RunService.method.listRuns, {}, {}, fresh), Code.Unauthenticated, 'KEY_REVOKED');
+  });
+
+  it('a verified certificate is served from the cache: no store read per request', async () => {
+    await call(RunService, RunService.method.listRuns, {}, {}, cert.aRead);
+    const reads = s.deps.api.keys.storeReads;
+    const runs = createClient(RunService, transport(cert.aRead));
+    for (let i = 0; i < 50; i++) await runs.listRuns({});
+    expect(s.deps.api.keys.storeReads).toBe(reads);
   });
 });

@@ -9,6 +9,7 @@ import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
 import { registerApi, type ApiDeps } from '../../src/server/api.js';
 import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
 import type { ClientLimits } from '../../src/server/client-limits.js';
+import type { TlsFiles } from '../../src/server/tls.js';
 import { StreamGate } from '../../src/server/stream-limit.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
@@ -51,6 +52,8 @@ export async function startApiServer(options: {
    * `streamTokenSecret`), or off (the default here: loopback only, for tests of everything else).
    */
   auth?: { streamTokenSecret?: string; keyCacheMs?: number; reflectionPublic?: boolean; corsOrigins?: string[] };
+  /** Serve TLS (and mTLS with `clientCaFile`) instead of h2c; `server.url` is then https. */
+  tls?: TlsFiles;
 } = {}): Promise<ApiServer> {
   const db = await createMigratedDatabase(options.prefix ?? 'waymark_api');
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -81,6 +84,7 @@ export async function startApiServer(options: {
       keys: api.keys, streamTokens, reflectionPublic: auth.reflectionPublic ?? false, defaultNamespace: 'default', runVisible: (p) => api.runVisible(p),
     } : 'off',
     ...(auth?.corsOrigins ? { corsOrigins: auth.corsOrigins } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
   });
   return {
     db, store, engine, deps, server, address: server.address, logs,

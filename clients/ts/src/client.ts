@@ -331,10 +331,14 @@ export class WaymarkClient {
   /**
    * Creates an API key (AdminService; the client's token must be an admin key) for `namespace`
    * (empty: every namespace) with `scopes`. The answer's `secret` is shown once. Not retried once
-   * sent: a retry could create a second key.
+   * sent: a retry could create a second key. `clientCertSha256` binds an mTLS client certificate
+   * (the SHA-256 of its DER bytes, hex) that then authenticates as the key without the secret.
    */
-  async createKey(params: { name?: string; namespace?: string; scopes: string[] }, options: CallOptions = {}): Promise<{ key: ApiKey; secret: string }> {
-    const r = await this.unary('unsent', options, (_, o) => this.admin.createKey({ name: params.name ?? '', namespace: params.namespace ?? '', scopes: params.scopes }, o));
+  async createKey(
+    params: { name?: string; namespace?: string; scopes: string[]; clientCertSha256?: string | undefined }, options: CallOptions = {},
+  ): Promise<{ key: ApiKey; secret: string }> {
+    const request = { name: params.name ?? '', namespace: params.namespace ?? '', scopes: params.scopes, clientCertSha256: params.clientCertSha256 ?? '' };
+    const r = await this.unary('unsent', options, (_, o) => this.admin.createKey(request, o));
     return { key: required(r.key, 'key', 'CreateKey'), secret: r.secret };
   }
 

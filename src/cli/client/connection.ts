@@ -70,7 +70,8 @@ export function connectionOf(values: Values, env: NodeJS.ProcessEnv): Connection
   const given = pick('token', 'WAYMARK_TOKEN');
   const token = given ?? localToken({ address, dataDir: env.WAYMARK_DATA_DIR });
   // Where a refused call should send the operator: the local key is only read from one folder.
-  const credentialsHint = given === undefined && token === undefined && isLoopbackAddress(address)
+  // Not with a client certificate: the server may take it instead of a token (docs/security.md "mTLS").
+  const credentialsHint = given === undefined && token === undefined && files.cert === undefined && isLoopbackAddress(address)
     ? `; no token was given and there is no local key at ${localKeyFile(env.WAYMARK_DATA_DIR)}: run this from the folder waymark dev runs in, or set WAYMARK_DATA_DIR to its data folder`
     : '';
   return {

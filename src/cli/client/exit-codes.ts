@@ -82,7 +82,7 @@ export function errorMessage(err: unknown, address: string, tls = false): string
     return `the server at ${address} did not answer in time (${typed.message}); retry, or raise --timeout${hint}`;
   }
   if (typed.code === Code.Unauthenticated || typed.code === Code.PermissionDenied) {
-    return `the server refused the credentials: ${typed.message}; check --token or WAYMARK_TOKEN`;
+    return `the server refused the credentials: ${typed.message}; check --token or WAYMARK_TOKEN${typed.reason === 'CERTIFICATE_NOT_BOUND' ? ', or --cert' : ''}`;
   }
   return oneLine(typed.message);
 }
@@ -93,6 +93,8 @@ export function errorMessage(err: unknown, address: string, tls = false): string
  * for anything else. connect-node passes Node's and OpenSSL's errors through as the cause or text.
  */
 function tlsFailure(err: unknown): string | undefined {
+  // An answer with an ErrorInfo came from the server, past any handshake (its text may say "certificate").
+  if (toTyped(err)?.reason) return undefined;
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
     const code = (e as { code?: unknown }).code;
     const text = e.message;

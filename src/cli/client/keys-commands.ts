@@ -1,4 +1,6 @@
 import { create } from '@bufbuild/protobuf';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { ApiKeySchema, CreateKeyResponseSchema, type ApiKey } from '@waymark-dev/client';
 import { call, list, str, type CommandSpec } from './command-spec.js';
 import { EXIT, UsageError } from './exit-codes.js';
@@ -20,8 +22,24 @@ function keyFields(out: Output, k: ApiKey): string {
     ['created', formatTime(k.createTime)],
   ];
   if (k.createdByKeyId) pairs.push(['created by', k.createdByKeyId]);
+  if (k.clientCertSha256) pairs.push(['client certificate', `SHA-256 ${k.clientCertSha256}`]);
   if (k.revokeTime) pairs.push(['revoked', formatTime(k.revokeTime)]);
   return fields(pairs, (k) => out.paint(k, 'bold'));
+}
+
+/** SHA-256 of a PEM certificate file's DER bytes, lowercase hex: what the server compares (docs/security.md "mTLS"). */
+function certificateFingerprint(file: string): string {
+  let pem: Buffer;
+  try {
+    pem = readFileSync(file);
+  } catch (err) {
+    throw new UsageError(`--client-cert: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  try {
+    return new X509Certificate(pem).fingerprint256.replace(/:/g, '').toLowerCase();
+  } catch {
+    throw new UsageError(`--client-cert: ${file} is not a PEM certificate`);
+  }
 }
 
 const createKey: CommandSpec = {
@@ -34,10 +52,12 @@ const createKey: CommandSpec = {
     admin: { type: 'boolean', help: 'a key of every namespace (the only kind that may carry the admin scope)' },
     scope: { type: 'string', multiple: true, value: 'SCOPE', help: `what the key may do (repeatable): ${SCOPES.join(', ')}` },
     name: { type: 'string', value: 'NAME', help: 'a name for people, e.g. "payments backend"' },
+    'client-cert': { type: 'string', value: 'FILE', help: 'a client certificate (PEM) that authenticates as this key over mTLS, without the secret' },
   },
   examples: [
     'waymark keys create --namespace payments --scope runs:read --scope runs:write --scope approvals:decide --name "payments backend"',
     'waymark keys create --admin --scope admin --scope runs:read -o json | jq -r .secret',
+    'waymark keys create --namespace payments --scope runs:read --scope runs:write --client-cert payments-backend.crt',
   ],
   async run(inv) {
     const namespace = str(inv, 'namespace');
@@ -45,7 +65,9 @@ const createKey: CommandSpec = {
     if (admin === (namespace !== undefined)) throw new UsageError('give either --namespace NS or --admin (a key of every namespace)');
     const scopes = list(inv, 'scope');
     if (scopes.length === 0) throw new UsageError(`give at least one --scope: ${SCOPES.join(', ')}`);
-    const { key, secret } = await inv.client().createKey({ name: str(inv, 'name') ?? '', namespace: namespace ?? '', scopes }, call(inv));
+    const certFile = str(inv, 'client-cert');
+    const clientCertSha256 = certFile === undefined ? undefined : certificateFingerprint(certFile);
+    const { key, secret } = await inv.client().createKey({ name: str(inv, 'name') ?? '', namespace: namespace ?? '', scopes, clientCertSha256 }, call(inv));
     if (inv.out.json) {
       inv.out.jsonLine(CreateKeyResponseSchema, create(CreateKeyResponseSchema, { key, secret }));
       return EXIT.ok;

@@ -26,6 +26,8 @@ export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).
 export const API_KEY_DEFAULTS = { cacheMs: 5_000, cacheEntries: 10_000 };
 
 const SECRET = /^wmk_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/;
+const FINGERPRINT = /^[0-9a-f]{64}$/;
+const certEntry = (fingerprint: string) => `cert:${fingerprint}`;
 
 /** An API key as the API shows it: the store's record without the hash. */
 export interface ApiKey {
@@ -36,11 +38,14 @@ export interface ApiKey {
   createdAt: Date;
   revokedAt: Date | null;
   createdByKeyId: string | null;
+  /** Hex SHA-256 of the DER client certificate that authenticates as this key (mTLS), or null. */
+  clientCertSha256: string | null;
 }
 
 export type KeyVerification =
   | { ok: true; key: ApiKey }
-  | { ok: false; why: 'malformed' | 'invalid' | 'revoked' };
+  | { ok: false; why: 'malformed' | 'invalid' }
+  | { ok: false; why: 'revoked'; keyId: string };
 
 /** The key id of a well-formed secret, or null. */
 export function apiKeyId(secret: string): string | null {
@@ -54,7 +59,7 @@ export function secretHash(secret: string): string {
 function toApiKey(r: ApiKeyRecord): ApiKey {
   return {
     id: r.id, name: r.name, namespace: r.namespace, scopes: r.scopes.filter(isScope), createdAt: r.createdAt, revokedAt: r.revokedAt,
-    createdByKeyId: r.createdByKeyId,
+    createdByKeyId: r.createdByKeyId, clientCertSha256: r.clientCertSha256,
   };
 }
 
@@ -86,15 +91,22 @@ export class ApiKeys {
     this.#now = options.now ?? (() => performance.now());
   }
 
-  /** Creates a key and returns it with its secret, which is never available again. */
-  async create(params: { name: string; namespace: string | null; scopes: Scope[]; createdByKeyId: string | null }): Promise<{ key: ApiKey; secret: string }> {
+  /**
+   * Creates a key and returns it with its secret, which is never available again. With
+   * `clientCertSha256`, a verified client certificate of that fingerprint also authenticates as
+   * the key (ClientCertificateTakenError when another key has it).
+   */
+  async create(params: {
+    name: string; namespace: string | null; scopes: Scope[]; createdByKeyId: string | null; clientCertSha256?: string | null;
+  }): Promise<{ key: ApiKey; secret: string }> {
     const id = randomBytes(8).toString('hex');
     const secret = `wmk_${id}_${randomBytes(32).toString('base64url')}`;
     const record = await this.#store.apiKeyCreate({
       id, name: params.name, namespace: params.namespace, scopes: [...new Set(params.scopes)], secretHash: secretHash(secret),
-      createdByKeyId: params.createdByKeyId,
+      createdByKeyId: params.createdByKeyId, clientCertSha256: params.clientCertSha256 ?? null,
     });
     this.#cache.delete(id);
+    if (record.clientCertSha256) this.#cache.delete(certEntry(record.clientCertSha256));
     return { key: toApiKey(record), secret };
   }
 
@@ -107,6 +119,7 @@ export class ApiKeys {
     const record = await this.#store.apiKeyRevoke({ id });
     this.#cache.delete(id);
     if (!record) throw new ApiKeyNotFoundError(id);
+    if (record.clientCertSha256) this.#cache.delete(certEntry(record.clientCertSha256));
     return toApiKey(record);
   }
 
@@ -120,28 +133,46 @@ export class ApiKeys {
     const stored = Buffer.from(record.secretHash, 'hex');
     if (given.length !== stored.length || !timingSafeEqual(given, stored)) return { ok: false, why: 'invalid' };
     // Only a caller holding the real secret learns that it was revoked.
-    if (record.revokedAt) return { ok: false, why: 'revoked' };
+    if (record.revokedAt) return { ok: false, why: 'revoked', keyId: id };
     return { ok: true, key: toApiKey(record) };
   }
 
-  async #record(id: string): Promise<ApiKeyRecord | null> {
-    const cached = this.#cache.get(id);
+  /**
+   * Whether a verified client certificate (its SHA-256 fingerprint, lowercase hex) is bound to an
+   * active key, and which. The TLS layer has checked possession and the chain; this is the
+   * binding. Cached as keys are, so a revocation is seen within `cacheMs` here too.
+   */
+  async verifyClientCertificate(fingerprint: string): Promise<KeyVerification> {
+    if (!FINGERPRINT.test(fingerprint)) return { ok: false, why: 'malformed' };
+    const record = await this.#cached(certEntry(fingerprint), () => this.#store.apiKeyGetByClientCert({ clientCertSha256: fingerprint }));
+    if (!record) return { ok: false, why: 'invalid' };
+    if (record.revokedAt) return { ok: false, why: 'revoked', keyId: record.id };
+    return { ok: true, key: toApiKey(record) };
+  }
+
+  #record(id: string): Promise<ApiKeyRecord | null> {
+    return this.#cached(id, () => this.#store.apiKeyGet({ id }));
+  }
+
+  /** One cache for both lookups: key ids (16 hex digits) and `cert:<fingerprint>` entries never collide. */
+  async #cached(entry: string, read: () => Promise<ApiKeyRecord | null>): Promise<ApiKeyRecord | null> {
+    const cached = this.#cache.get(entry);
     if (cached && this.#now() - cached.at < this.#cacheMs) return cached.record;
-    const pending = this.#reading.get(id);
+    const pending = this.#reading.get(entry);
     if (pending) return pending;
-    const read = (async () => {
+    const reading = (async () => {
       try {
         this.storeReads += 1;
-        const record = await this.#store.apiKeyGet({ id });
-        this.#cache.delete(id);
+        const record = await read();
+        this.#cache.delete(entry);
         if (this.#cache.size >= this.#cacheEntries) this.#cache.delete(this.#cache.keys().next().value!);
-        this.#cache.set(id, { record, at: this.#now() });
+        this.#cache.set(entry, { record, at: this.#now() });
         return record;
       } finally {
-        this.#reading.delete(id);
+        this.#reading.delete(entry);
       }
     })();
-    this.#reading.set(id, read);
-    return read;
+    this.#reading.set(entry, reading);
+    return reading;
   }
 }

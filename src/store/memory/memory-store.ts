@@ -1,5 +1,5 @@
 import {
-  IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
+  ClientCertificateTakenError, IdempotencyConflictError, JournalFullError, LeaseLostError, RunNotFoundError, RunStateError, SweeperLeaseLostError,
 } from '../../journal/errors.js';
 import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
@@ -8,7 +8,7 @@ import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.
 import { newRunId } from '../run-id.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type {
-  ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
+  ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
   FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
@@ -488,13 +488,20 @@ export class MemoryStore implements JournalStore {
 
   async apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord> {
     if (this.apiKeys.has(params.id)) throw new Error(`API key id ${params.id} is taken`);
-    const key: ApiKeyRecord = { ...structuredClone(params), createdAt: this.now(), revokedAt: null };
+    const cert = params.clientCertSha256 ?? null;
+    if (cert !== null && [...this.apiKeys.values()].some((k) => k.clientCertSha256 === cert)) throw new ClientCertificateTakenError(cert);
+    const key: ApiKeyRecord = { ...structuredClone(params), clientCertSha256: cert, createdAt: this.now(), revokedAt: null };
     this.apiKeys.set(key.id, key);
     return structuredClone(key);
   }
 
   async apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null> {
     const key = this.apiKeys.get(params.id);
+    return key ? structuredClone(key) : null;
+  }
+
+  async apiKeyGetByClientCert(params: ApiKeyGetByClientCertParams): Promise<ApiKeyRecord | null> {
+    const key = [...this.apiKeys.values()].find((k) => k.clientCertSha256 === params.clientCertSha256);
     return key ? structuredClone(key) : null;
   }
 

@@ -2,19 +2,24 @@ import type pg from 'pg';
 import type { ApiKeyCreateParams, ApiKeyListParams, ApiKeyRecord } from '../store.js';
 
 /*
- * Named statements on `api_keys` (migration 0009): API keys, stored as the SHA-256 of their secret
- * (docs/security.md). Times are the database clock's.
+ * Named statements on `api_keys` (migrations 0009, 0011): API keys, stored as the SHA-256 of their
+ * secret, with the fingerprint of a bound client certificate (docs/security.md). Times are the
+ * database clock's.
  */
 
-const COLUMNS = 'id, name, namespace, scopes, secret_sha256, created_at, revoked_at, created_by_key_id';
+const COLUMNS = 'id, name, namespace, scopes, secret_sha256, created_at, revoked_at, created_by_key_id, client_cert_sha256';
 
 export function apiKeyInsert(p: ApiKeyCreateParams): pg.QueryConfig {
   return {
     name: 'api_keys_insert',
-    text: `INSERT INTO api_keys (id, name, namespace, scopes, secret_sha256, created_at, created_by_key_id)
-      VALUES ($1, $2, $3, $4::text[], $5, clock_timestamp(), $6) RETURNING ${COLUMNS}`,
-    values: [p.id, p.name, p.namespace, p.scopes, p.secretHash, p.createdByKeyId],
+    text: `INSERT INTO api_keys (id, name, namespace, scopes, secret_sha256, created_at, created_by_key_id, client_cert_sha256)
+      VALUES ($1, $2, $3, $4::text[], $5, clock_timestamp(), $6, $7) RETURNING ${COLUMNS}`,
+    values: [p.id, p.name, p.namespace, p.scopes, p.secretHash, p.createdByKeyId, p.clientCertSha256 ?? null],
   };
+}
+
+export function apiKeySelectByClientCert(fingerprint: string): pg.QueryConfig {
+  return { name: 'api_keys_select_by_client_cert', text: `SELECT ${COLUMNS} FROM api_keys WHERE client_cert_sha256 = $1`, values: [fingerprint] };
 }
 
 export function apiKeySelect(id: string): pg.QueryConfig {
@@ -42,12 +47,12 @@ export function apiKeyRevoke(id: string): pg.QueryConfig {
 
 export interface ApiKeyRow {
   id: string; name: string; namespace: string | null; scopes: string[]; secret_sha256: string;
-  created_at: Date; revoked_at: Date | null; created_by_key_id: string | null;
+  created_at: Date; revoked_at: Date | null; created_by_key_id: string | null; client_cert_sha256: string | null;
 }
 
 export function toApiKey(row: ApiKeyRow): ApiKeyRecord {
   return {
     id: row.id, name: row.name, namespace: row.namespace, scopes: row.scopes, secretHash: row.secret_sha256,
-    createdAt: row.created_at, revokedAt: row.revoked_at, createdByKeyId: row.created_by_key_id,
+    createdAt: row.created_at, revokedAt: row.revoked_at, createdByKeyId: row.created_by_key_id, clientCertSha256: row.client_cert_sha256,
   };
 }

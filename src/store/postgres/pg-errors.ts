@@ -1,4 +1,4 @@
-import { RunNotFoundError, StoreUnavailableError, WaymarkError } from '../../journal/errors.js';
+import { ClientCertificateTakenError, RunNotFoundError, StoreUnavailableError, WaymarkError } from '../../journal/errors.js';
 import { duplicateDedupeKey } from '../store-errors.js';
 
 /*
@@ -63,6 +63,8 @@ export function isUnavailable(err: unknown): boolean {
 export interface ErrorContext {
   runId?: string;
   parentRunId?: string | null;
+  /** An API key's client certificate being bound (apiKeyCreate). */
+  clientCertSha256?: string | null;
 }
 
 /**
@@ -82,6 +84,9 @@ export function translatePgError(err: unknown, context: ErrorContext = {}): unkn
     const detail = String((err as { detail?: unknown }).detail ?? '');
     const key = /=\([0-9a-f-]+, (.*)\) already exists/.exec(detail)?.[1] ?? '?';
     return duplicateDedupeKey(context.runId, key);
+  }
+  if (state === '23505' && constraint === 'api_keys_client_cert' && context.clientCertSha256) {
+    return new ClientCertificateTakenError(context.clientCertSha256);
   }
   if (isUnavailable(err)) {
     const e = err as Error;

@@ -8,7 +8,7 @@ import { isTerminalStatus, type Lease, type Run, type RunError, type RunStatus }
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { isRunId, newRunId } from '../run-id.js';
 import type {
-  ApiKeyCreateParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
+  ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
   FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
@@ -498,11 +498,16 @@ export class PostgresStore implements JournalStore {
   }
 
   async apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord> {
-    return akq.toApiKey((await this.query<akq.ApiKeyRow>(akq.apiKeyInsert(params))).rows[0]!);
+    return akq.toApiKey((await this.query<akq.ApiKeyRow>(akq.apiKeyInsert(params), { clientCertSha256: params.clientCertSha256 ?? null })).rows[0]!);
   }
 
   async apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null> {
     const row = (await this.query<akq.ApiKeyRow>(akq.apiKeySelect(params.id))).rows[0];
+    return row ? akq.toApiKey(row) : null;
+  }
+
+  async apiKeyGetByClientCert(params: ApiKeyGetByClientCertParams): Promise<ApiKeyRecord | null> {
+    const row = (await this.query<akq.ApiKeyRow>(akq.apiKeySelectByClientCert(params.clientCertSha256))).rows[0];
     return row ? akq.toApiKey(row) : null;
   }
 

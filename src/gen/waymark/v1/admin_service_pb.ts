@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/admin_service.proto.
  */
 export const file_waymark_v1_admin_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch53YXltYXJrL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SCndheW1hcmsudjEiwgEKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRIOCgZzY29wZXMYBCADKAkSLwoLY3JlYXRlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFjcmVhdGVkX2J5X2tleV9pZBgHIAEoCSJDChBDcmVhdGVLZXlSZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEg4KBnNjb3BlcxgDIAMoCSJEChFDcmVhdGVLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiPQoPTGlzdEtleXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIXCg9pbmNsdWRlX3Jldm9rZWQYAiABKAgiNAoQTGlzdEtleXNSZXNwb25zZRIgCgRrZXlzGAEgAygLMhIud2F5bWFyay52MS5BcGlLZXkiHgoQUmV2b2tlS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSI0ChFSZXZva2VLZXlSZXNwb25zZRIfCgNrZXkYASABKAsyEi53YXltYXJrLnYxLkFwaUtleTLzAQoMQWRtaW5TZXJ2aWNlEkgKCUNyZWF0ZUtleRIcLndheW1hcmsudjEuQ3JlYXRlS2V5UmVxdWVzdBodLndheW1hcmsudjEuQ3JlYXRlS2V5UmVzcG9uc2USSgoITGlzdEtleXMSGy53YXltYXJrLnYxLkxpc3RLZXlzUmVxdWVzdBocLndheW1hcmsudjEuTGlzdEtleXNSZXNwb25zZSIDkAIBEk0KCVJldm9rZUtleRIcLndheW1hcmsudjEuUmV2b2tlS2V5UmVxdWVzdBodLndheW1hcmsudjEuUmV2b2tlS2V5UmVzcG9uc2UiA5ACAmIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Ch53YXltYXJrL3YxL2FkbWluX3NlcnZpY2UucHJvdG8SCndheW1hcmsudjEi3gEKBkFwaUtleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCW5hbWVzcGFjZRgDIAEoCRIOCgZzY29wZXMYBCADKAkSLwoLY3JlYXRlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jldm9rZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFjcmVhdGVkX2J5X2tleV9pZBgHIAEoCRIaChJjbGllbnRfY2VydF9zaGEyNTYYCCABKAkiXwoQQ3JlYXRlS2V5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIOCgZzY29wZXMYAyADKAkSGgoSY2xpZW50X2NlcnRfc2hhMjU2GAQgASgJIkQKEUNyZWF0ZUtleVJlc3BvbnNlEh8KA2tleRgBIAEoCzISLndheW1hcmsudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSI9Cg9MaXN0S2V5c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhcKD2luY2x1ZGVfcmV2b2tlZBgCIAEoCCI0ChBMaXN0S2V5c1Jlc3BvbnNlEiAKBGtleXMYASADKAsyEi53YXltYXJrLnYxLkFwaUtleSIeChBSZXZva2VLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIjQKEVJldm9rZUtleVJlc3BvbnNlEh8KA2tleRgBIAEoCzISLndheW1hcmsudjEuQXBpS2V5MvMBCgxBZG1pblNlcnZpY2USSAoJQ3JlYXRlS2V5Ehwud2F5bWFyay52MS5DcmVhdGVLZXlSZXF1ZXN0Gh0ud2F5bWFyay52MS5DcmVhdGVLZXlSZXNwb25zZRJKCghMaXN0S2V5cxIbLndheW1hcmsudjEuTGlzdEtleXNSZXF1ZXN0Ghwud2F5bWFyay52MS5MaXN0S2V5c1Jlc3BvbnNlIgOQAgESTQoJUmV2b2tlS2V5Ehwud2F5bWFyay52MS5SZXZva2VLZXlSZXF1ZXN0Gh0ud2F5bWFyay52MS5SZXZva2VLZXlSZXNwb25zZSIDkAICYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * An API key as the server lists it: everything but its secret.
@@ -71,6 +71,15 @@ export type ApiKey = Message<"waymark.v1.ApiKey"> & {
    * @generated from field: string created_by_key_id = 7;
    */
   createdByKeyId: string;
+
+  /**
+   * The SHA-256 of the DER client certificate bound to the key, 64 lowercase hex digits; empty if
+   * none. On a server with a client CA (mTLS), a connection presenting this certificate verified
+   * authenticates as the key without an authorization header.
+   *
+   * @generated from field: string client_cert_sha256 = 8;
+   */
+  clientCertSha256: string;
 };
 
 /**
@@ -108,6 +117,16 @@ export type CreateKeyRequest = Message<"waymark.v1.CreateKeyRequest"> & {
    * @generated from field: repeated string scopes = 3;
    */
   scopes: string[];
+
+  /**
+   * Binds an mTLS client certificate to the key: the SHA-256 of its DER bytes in hex (64 digits;
+   * colons and upper case are accepted, as `openssl x509 -fingerprint -sha256` prints it). A
+   * certificate can be bound to one key only, revoked keys included (ALREADY_EXISTS,
+   * CLIENT_CERT_TAKEN). Empty: no certificate.
+   *
+   * @generated from field: string client_cert_sha256 = 4;
+   */
+  clientCertSha256: string;
 };
 
 /**

@@ -42,8 +42,12 @@ type ApiKey struct {
 	// The id of the key that created this one; empty when it was created outside the API (the
 	// local key of `waymark dev`, `waymark bootstrap-key`).
 	CreatedByKeyId string `protobuf:"bytes,7,opt,name=created_by_key_id,json=createdByKeyId,proto3" json:"created_by_key_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The SHA-256 of the DER client certificate bound to the key, 64 lowercase hex digits; empty if
+	// none. On a server with a client CA (mTLS), a connection presenting this certificate verified
+	// authenticates as the key without an authorization header.
+	ClientCertSha256 string `protobuf:"bytes,8,opt,name=client_cert_sha256,json=clientCertSha256,proto3" json:"client_cert_sha256,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ApiKey) Reset() {
@@ -125,6 +129,13 @@ func (x *ApiKey) GetCreatedByKeyId() string {
 	return ""
 }
 
+func (x *ApiKey) GetClientCertSha256() string {
+	if x != nil {
+		return x.ClientCertSha256
+	}
+	return ""
+}
+
 // The request of CreateKey.
 type CreateKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -135,9 +146,14 @@ type CreateKeyRequest struct {
 	// What the key may do; at least one of "runs:read", "runs:write", "approvals:decide",
 	// "signals:send", "admin". "admin" is allowed only on a key of every namespace (empty
 	// namespace).
-	Scopes        []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Scopes []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// Binds an mTLS client certificate to the key: the SHA-256 of its DER bytes in hex (64 digits;
+	// colons and upper case are accepted, as `openssl x509 -fingerprint -sha256` prints it). A
+	// certificate can be bound to one key only, revoked keys included (ALREADY_EXISTS,
+	// CLIENT_CERT_TAKEN). Empty: no certificate.
+	ClientCertSha256 string `protobuf:"bytes,4,opt,name=client_cert_sha256,json=clientCertSha256,proto3" json:"client_cert_sha256,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateKeyRequest) Reset() {
@@ -189,6 +205,13 @@ func (x *CreateKeyRequest) GetScopes() []string {
 		return x.Scopes
 	}
 	return nil
+}
+
+func (x *CreateKeyRequest) GetClientCertSha256() string {
+	if x != nil {
+		return x.ClientCertSha256
+	}
+	return ""
 }
 
 // The response of CreateKey.
@@ -445,7 +468,7 @@ var File_waymark_v1_admin_service_proto protoreflect.FileDescriptor
 const file_waymark_v1_admin_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1ewaymark/v1/admin_service.proto\x12\n" +
-	"waymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x87\x02\n" +
+	"waymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb5\x02\n" +
 	"\x06ApiKey\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -455,11 +478,13 @@ const file_waymark_v1_admin_service_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vrevoke_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"revokeTime\x12)\n" +
-	"\x11created_by_key_id\x18\a \x01(\tR\x0ecreatedByKeyId\"\\\n" +
+	"\x11created_by_key_id\x18\a \x01(\tR\x0ecreatedByKeyId\x12,\n" +
+	"\x12client_cert_sha256\x18\b \x01(\tR\x10clientCertSha256\"\x8a\x01\n" +
 	"\x10CreateKeyRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x16\n" +
-	"\x06scopes\x18\x03 \x03(\tR\x06scopes\"Q\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x12,\n" +
+	"\x12client_cert_sha256\x18\x04 \x01(\tR\x10clientCertSha256\"Q\n" +
 	"\x11CreateKeyResponse\x12$\n" +
 	"\x03key\x18\x01 \x01(\v2\x12.waymark.v1.ApiKeyR\x03key\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"X\n" +

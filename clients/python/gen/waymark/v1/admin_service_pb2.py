@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ewaymark/v1/admin_service.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x87\x02\n\x06\x41piKey\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n\tnamespace\x18\x03 \x01(\tR\tnamespace\x12\x16\n\x06scopes\x18\x04 \x03(\tR\x06scopes\x12;\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0brevoke_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nrevokeTime\x12)\n\x11\x63reated_by_key_id\x18\x07 \x01(\tR\x0e\x63reatedByKeyId\"\\\n\x10\x43reateKeyRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x16\n\x06scopes\x18\x03 \x03(\tR\x06scopes\"Q\n\x11\x43reateKeyResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"X\n\x0fListKeysRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\'\n\x0finclude_revoked\x18\x02 \x01(\x08R\x0eincludeRevoked\":\n\x10ListKeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x12.waymark.v1.ApiKeyR\x04keys\"\"\n\x10RevokeKeyRequest\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\"9\n\x11RevokeKeyResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key2\xf3\x01\n\x0c\x41\x64minService\x12H\n\tCreateKey\x12\x1c.waymark.v1.CreateKeyRequest\x1a\x1d.waymark.v1.CreateKeyResponse\x12J\n\x08ListKeys\x12\x1b.waymark.v1.ListKeysRequest\x1a\x1c.waymark.v1.ListKeysResponse\"\x03\x90\x02\x01\x12M\n\tRevokeKey\x12\x1c.waymark.v1.RevokeKeyRequest\x1a\x1d.waymark.v1.RevokeKeyResponse\"\x03\x90\x02\x02\x42\xb0\x01\n\x0e\x63om.waymark.v1B\x11\x41\x64minServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ewaymark/v1/admin_service.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb5\x02\n\x06\x41piKey\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n\tnamespace\x18\x03 \x01(\tR\tnamespace\x12\x16\n\x06scopes\x18\x04 \x03(\tR\x06scopes\x12;\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0brevoke_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nrevokeTime\x12)\n\x11\x63reated_by_key_id\x18\x07 \x01(\tR\x0e\x63reatedByKeyId\x12,\n\x12\x63lient_cert_sha256\x18\x08 \x01(\tR\x10\x63lientCertSha256\"\x8a\x01\n\x10\x43reateKeyRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x16\n\x06scopes\x18\x03 \x03(\tR\x06scopes\x12,\n\x12\x63lient_cert_sha256\x18\x04 \x01(\tR\x10\x63lientCertSha256\"Q\n\x11\x43reateKeyResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"X\n\x0fListKeysRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\'\n\x0finclude_revoked\x18\x02 \x01(\x08R\x0eincludeRevoked\":\n\x10ListKeysResponse\x12&\n\x04keys\x18\x01 \x03(\x0b\x32\x12.waymark.v1.ApiKeyR\x04keys\"\"\n\x10RevokeKeyRequest\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\"9\n\x11RevokeKeyResponse\x12$\n\x03key\x18\x01 \x01(\x0b\x32\x12.waymark.v1.ApiKeyR\x03key2\xf3\x01\n\x0c\x41\x64minService\x12H\n\tCreateKey\x12\x1c.waymark.v1.CreateKeyRequest\x1a\x1d.waymark.v1.CreateKeyResponse\x12J\n\x08ListKeys\x12\x1b.waymark.v1.ListKeysRequest\x1a\x1c.waymark.v1.ListKeysResponse\"\x03\x90\x02\x01\x12M\n\tRevokeKey\x12\x1c.waymark.v1.RevokeKeyRequest\x1a\x1d.waymark.v1.RevokeKeyResponse\"\x03\x90\x02\x02\x42\xb0\x01\n\x0e\x63om.waymark.v1B\x11\x41\x64minServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,19 +38,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ADMINSERVICE'].methods_by_name['RevokeKey']._loaded_options = None
   _globals['_ADMINSERVICE'].methods_by_name['RevokeKey']._serialized_options = b'\220\002\002'
   _globals['_APIKEY']._serialized_start=80
-  _globals['_APIKEY']._serialized_end=343
-  _globals['_CREATEKEYREQUEST']._serialized_start=345
-  _globals['_CREATEKEYREQUEST']._serialized_end=437
-  _globals['_CREATEKEYRESPONSE']._serialized_start=439
-  _globals['_CREATEKEYRESPONSE']._serialized_end=520
-  _globals['_LISTKEYSREQUEST']._serialized_start=522
-  _globals['_LISTKEYSREQUEST']._serialized_end=610
-  _globals['_LISTKEYSRESPONSE']._serialized_start=612
-  _globals['_LISTKEYSRESPONSE']._serialized_end=670
-  _globals['_REVOKEKEYREQUEST']._serialized_start=672
-  _globals['_REVOKEKEYREQUEST']._serialized_end=706
-  _globals['_REVOKEKEYRESPONSE']._serialized_start=708
-  _globals['_REVOKEKEYRESPONSE']._serialized_end=765
-  _globals['_ADMINSERVICE']._serialized_start=768
-  _globals['_ADMINSERVICE']._serialized_end=1011
+  _globals['_APIKEY']._serialized_end=389
+  _globals['_CREATEKEYREQUEST']._serialized_start=392
+  _globals['_CREATEKEYREQUEST']._serialized_end=530
+  _globals['_CREATEKEYRESPONSE']._serialized_start=532
+  _globals['_CREATEKEYRESPONSE']._serialized_end=613
+  _globals['_LISTKEYSREQUEST']._serialized_start=615
+  _globals['_LISTKEYSREQUEST']._serialized_end=703
+  _globals['_LISTKEYSRESPONSE']._serialized_start=705
+  _globals['_LISTKEYSRESPONSE']._serialized_end=763
+  _globals['_REVOKEKEYREQUEST']._serialized_start=765
+  _globals['_REVOKEKEYREQUEST']._serialized_end=799
+  _globals['_REVOKEKEYRESPONSE']._serialized_start=801
+  _globals['_REVOKEKEYRESPONSE']._serialized_end=858
+  _globals['_ADMINSERVICE']._serialized_start=861
+  _globals['_ADMINSERVICE']._serialized_end=1104
 # @@protoc_insertion_point(module_scope)

@@ -32,6 +32,7 @@ class ApiKey(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     REVOKE_TIME_FIELD_NUMBER: _builtins.int
     CREATED_BY_KEY_ID_FIELD_NUMBER: _builtins.int
+    CLIENT_CERT_SHA256_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The key's public id, the part of the secret after "wmk_" and before the next "_"; stable, safe
     to log and show.
@@ -43,6 +44,11 @@ class ApiKey(_message.Message):
     created_by_key_id: _builtins.str
     """The id of the key that created this one; empty when it was created outside the API (the
     local key of `waymark dev`, `waymark bootstrap-key`).
+    """
+    client_cert_sha256: _builtins.str
+    """The SHA-256 of the DER client certificate bound to the key, 64 lowercase hex digits; empty if
+    none. On a server with a client CA (mTLS), a connection presenting this certificate verified
+    authenticates as the key without an authorization header.
     """
     @_builtins.property
     def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -68,10 +74,11 @@ class ApiKey(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         revoke_time: _timestamp_pb2.Timestamp | None = ...,
         created_by_key_id: _builtins.str = ...,
+        client_cert_sha256: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "revoke_time", b"revoke_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "created_by_key_id", b"created_by_key_id", "id", b"id", "name", b"name", "namespace", b"namespace", "revoke_time", b"revoke_time", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_cert_sha256", b"client_cert_sha256", "create_time", b"create_time", "created_by_key_id", b"created_by_key_id", "id", b"id", "name", b"name", "namespace", b"namespace", "revoke_time", b"revoke_time", "scopes", b"scopes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -86,10 +93,17 @@ class CreateKeyRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
     SCOPES_FIELD_NUMBER: _builtins.int
+    CLIENT_CERT_SHA256_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """A name for people; at most 256 characters."""
     namespace: _builtins.str
     """The namespace the key may address; empty for an admin key (every namespace)."""
+    client_cert_sha256: _builtins.str
+    """Binds an mTLS client certificate to the key: the SHA-256 of its DER bytes in hex (64 digits;
+    colons and upper case are accepted, as `openssl x509 -fingerprint -sha256` prints it). A
+    certificate can be bound to one key only, revoked keys included (ALREADY_EXISTS,
+    CLIENT_CERT_TAKEN). Empty: no certificate.
+    """
     @_builtins.property
     def scopes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """What the key may do; at least one of "runs:read", "runs:write", "approvals:decide",
@@ -103,10 +117,11 @@ class CreateKeyRequest(_message.Message):
         name: _builtins.str = ...,
         namespace: _builtins.str = ...,
         scopes: _abc.Iterable[_builtins.str] | None = ...,
+        client_cert_sha256: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "namespace", b"namespace", "scopes", b"scopes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_cert_sha256", b"client_cert_sha256", "name", b"name", "namespace", b"namespace", "scopes", b"scopes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
