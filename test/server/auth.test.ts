@@ -132,7 +132,8 @@ beforeAll(async () => {
   }
   const server = certs?.server();
   s = await startApiServer({
-    prefix: 'waymark_auth', auth: { streamTokenSecret: SECRET },
+    // A long key cache: the cache tests below count store reads over many calls on a loaded machine.
+    prefix: 'waymark_auth', auth: { streamTokenSecret: SECRET, keyCacheMs: 600_000 },
     ...(certs && server ? { tls: { certFile: server.certFile, keyFile: server.keyFile, clientCaFile: certs.caFile, clientAuth: 'optional' } } : {}),
   });
   const k = s.deps.api.keys;
