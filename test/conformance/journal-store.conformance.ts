@@ -4,6 +4,7 @@ import { apiKeysSection } from './api-keys.conformance.js';
 import { attemptsSection } from './attempts.conformance.js';
 import { budgetLockSection } from './budget-lock.conformance.js';
 import { flowsSection } from './flows.conformance.js';
+import { remoteTasksSection } from './remote-tasks.conformance.js';
 import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { leasesSection } from './leases.conformance.js';
@@ -60,6 +61,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('budget locks', () => budgetLockSection(ctx));
     describe('routing', () => routingSection(ctx));
     describe('flows', () => flowsSection(ctx));
+    describe('remote tools and tasks', () => remoteTasksSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));
     describe('API keys', () => apiKeysSection(ctx));

@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, webhook_endpoints, webhook_deliveries, api_keys, flows');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {
@@ -39,6 +39,11 @@ runConformanceSuite('postgres', async (options) => {
         SELECT jsonb_agg(CASE WHEN s->>'expiresAt' IS NULL THEN s ELSE jsonb_set(s, '{expiresAt}', to_jsonb(to_char(
           ((s->>'expiresAt')::timestamptz - $1 * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))) END)
         FROM jsonb_array_elements(secrets) s)`, [ms]);
+      await admin.query(`UPDATE remote_workers SET heartbeat_at = heartbeat_at - $1 * interval '1 millisecond',
+        expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
+      await admin.query(`UPDATE remote_tasks SET created_at = created_at - $1 * interval '1 millisecond',
+        available_at = available_at - $1 * interval '1 millisecond', deadline_at = deadline_at - $1 * interval '1 millisecond',
+        claim_expires_at = claim_expires_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE api_keys SET created_at = created_at - $1 * interval '1 millisecond',
         revoked_at = revoked_at - $1 * interval '1 millisecond'`, [ms]);
     },

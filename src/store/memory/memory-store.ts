@@ -29,11 +29,16 @@ import { oldestOpenSuspension, openSignalWait, suspensionPage } from './memory-s
 import { MemoryWakeups } from './memory-wakeups.js';
 import { MemoryFlows } from './memory-flows.js';
 import { MemoryWebhooks } from './memory-webhooks.js';
+import { MemoryRemoteTasks } from './memory-remote-tasks.js';
 import type {
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams,
   WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
   WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams,
 } from '../webhook-params.js';
+import type {
+  RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams,
+  RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo, RemoteToolListParams, WorkerHeartbeatParams,
+} from '../remote-task-params.js';
 
 export interface MemoryStoreOptions {
   limits?: Partial<Limits>;
@@ -557,6 +562,47 @@ export class MemoryStore implements JournalStore {
 
   /** Endpoints and the outbox; changeStatus writes the deliveries of a run that ended. */
   private readonly webhooks = new MemoryWebhooks(() => this.now());
+  private readonly remote = new MemoryRemoteTasks({
+    now: () => this.now(),
+    runFacts: (runId) => this.runs.get(runId),
+    resolve: (params) => this.journalResolve(params),
+  });
+
+  workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {
+    return this.remote.workerHeartbeat(params);
+  }
+
+  workerRemove(params: { namespace: string; workerId: string }): Promise<void> {
+    return this.remote.workerRemove(params);
+  }
+
+  remoteToolList(params: RemoteToolListParams): Promise<RemoteToolInfo[]> {
+    return this.remote.remoteToolList(params);
+  }
+
+  remoteTaskCreate(params: RemoteTaskCreateParams): Promise<RemoteTask> {
+    return this.remote.remoteTaskCreate(params);
+  }
+
+  remoteTaskClaim(params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
+    return this.remote.remoteTaskClaim(params);
+  }
+
+  remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null> {
+    return this.remote.remoteTaskHeartbeat(params);
+  }
+
+  remoteTaskComplete(params: RemoteTaskCompleteParams): Promise<RemoteTaskCompleteResult> {
+    return this.remote.remoteTaskComplete(params);
+  }
+
+  remoteTaskRetry(params: RemoteTaskRetryParams): Promise<boolean> {
+    return this.remote.remoteTaskRetry(params);
+  }
+
+  remoteTaskList(params: RemoteTaskListParams): Promise<RemoteTask[]> {
+    return this.remote.remoteTaskList(params);
+  }
 
   webhookEndpointCreate(params: WebhookEndpointCreateParams): Promise<WebhookEndpoint> {
     return this.webhooks.webhookEndpointCreate(params);

@@ -22,6 +22,10 @@ import type {
 } from '../store.js';
 import { notASuspension } from '../store-errors.js';
 import type {
+  RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams,
+  RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo, RemoteToolListParams, WorkerHeartbeatParams,
+} from '../remote-task-params.js';
+import type {
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams,
   WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
   WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams,
@@ -35,6 +39,8 @@ import { BUDGET_LOCK_POOL_SIZE, BUDGET_LOCK_WAIT_MS, BudgetLocks } from './budge
 import { isUnavailable, sqlState, translatePgError, type ErrorContext } from './pg-errors.js';
 import * as signals from './signals-ops.js';
 import * as webhooks from './webhooks-ops.js';
+import * as remote from './remote-tasks-ops.js';
+import * as tq from './remote-tasks-queries.js';
 import * as akq from './api-keys-queries.js';
 import * as fq from './flows-queries.js';
 import * as repq from './replicas-queries.js';
@@ -491,6 +497,50 @@ export class PostgresStore implements JournalStore {
       repq.runListUnroutable(params),
     );
     return rows.map((r) => ({ runId: r.id, namespace: r.namespace, workflowName: r.workflow_name, workflowDigest: r.workflow_digest, pendingSince: r.updated_at }));
+  }
+
+  async workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {
+    return remote.workerHeartbeat(this.remoteAccess(), params);
+  }
+
+  async workerRemove(params: { namespace: string; workerId: string }): Promise<void> {
+    await this.query(tq.workerRemove(params));
+  }
+
+  async remoteToolList(params: RemoteToolListParams): Promise<RemoteToolInfo[]> {
+    return remote.remoteToolList(this.remoteAccess(), params);
+  }
+
+  async remoteTaskCreate(params: RemoteTaskCreateParams): Promise<RemoteTask> {
+    return remote.remoteTaskCreate(this.remoteAccess(), params);
+  }
+
+  async remoteTaskClaim(params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
+    return remote.remoteTaskClaim(this.remoteAccess(), params);
+  }
+
+  async remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null> {
+    return remote.remoteTaskHeartbeat(this.remoteAccess(), params);
+  }
+
+  async remoteTaskComplete(params: RemoteTaskCompleteParams): Promise<RemoteTaskCompleteResult> {
+    return remote.remoteTaskComplete(this.remoteAccess(), params);
+  }
+
+  async remoteTaskRetry(params: RemoteTaskRetryParams): Promise<boolean> {
+    return remote.remoteTaskRetry(this.remoteAccess(), params);
+  }
+
+  async remoteTaskList(params: RemoteTaskListParams): Promise<RemoteTask[]> {
+    return remote.remoteTaskList(this.remoteAccess(), params.runId);
+  }
+
+  private remoteAccess(): remote.PgRemoteAccess {
+    return {
+      limits: this.limits,
+      query: (q) => this.query(q),
+      transaction: (fn, runId) => this.transaction(fn, runId === undefined ? {} : { runId }),
+    };
   }
 
   async budgetLock(params: BudgetLockParams): Promise<BudgetLock> {

@@ -1,0 +1,133 @@
+import type { NewJournalEntry } from '../journal/journal-entry.js';
+import type { Json } from '../journal/run.js';
+import type { JournalResolveResult } from './journal-params.js';
+
+/*
+ * Parameters and results of the JournalStore's remote-tool methods (store.ts says what each does;
+ * docs/workers.md the protocol they serve). A task is one remote tool call: the `suspended`
+ * journal entry of the call (run id, seq) plus who holds it. `attempt` is the fencing token.
+ */
+
+/** What a worker declares about one tool it serves (WorkerService ToolDeclaration, defaults applied). */
+export interface RemoteToolDeclaration {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments; null: any JSON value. */
+  inputSchema: Json | null;
+  /** JSON Schema of the result (shown, not enforced); null: none declared. */
+  outputSchema: Json | null;
+  mutating: boolean;
+  policy: 'allow' | 'ask' | 'deny';
+  /** The whole call, from its intent to its result, across redispatches. */
+  timeoutMs: number;
+  /** A claim lasts this long without a heartbeat. */
+  heartbeatTimeoutMs: number;
+  /** Dispatches a call gets when the worker reports retryable failures. */
+  maxAttempts: number;
+  /** '' is the default queue. */
+  queue: string;
+}
+
+export interface WorkerHeartbeatParams {
+  namespace: string;
+  workerId: string;
+  /** Given: the worker's declaration replaces its previous one (and each tool's latest declaration). Absent: only liveness. */
+  tools?: RemoteToolDeclaration[];
+  ttlMs: number;
+}
+
+export interface RemoteToolListParams {
+  namespace: string;
+  /** Only this tool. */
+  name?: string;
+}
+
+/** A declared remote tool and the live workers serving it now. */
+export interface RemoteToolInfo {
+  namespace: string;
+  declaration: RemoteToolDeclaration;
+  declaredAt: Date;
+  /** Ids of live workers that serve it, sorted. */
+  workers: string[];
+}
+
+export interface RemoteTaskCreateParams {
+  namespace: string;
+  runId: string;
+  /** The seq of the call's `suspended` entry. */
+  seq: number;
+  tool: string;
+  queue: string;
+  input: Json;
+  idempotencyKey: string;
+  maxAttempts: number;
+  heartbeatTimeoutMs: number;
+  deadlineAt: Date;
+}
+
+export type RemoteTaskState = 'pending' | 'claimed' | 'done';
+
+export interface RemoteTask {
+  /** `<run id>:<seq>`. */
+  id: string;
+  namespace: string;
+  runId: string;
+  seq: number;
+  tool: string;
+  queue: string;
+  input: Json;
+  idempotencyKey: string;
+  /** Claims so far (0 before the first); the current holder's fencing token. */
+  attempt: number;
+  maxAttempts: number;
+  heartbeatTimeoutMs: number;
+  state: RemoteTaskState;
+  holder: string | null;
+  claimExpiresAt: Date | null;
+  /** A retry's backoff: not claimable before. */
+  availableAt: Date;
+  deadlineAt: Date;
+  /** The last retryable failure a worker reported, or null. */
+  lastError: Json | null;
+  createdAt: Date;
+}
+
+export interface RemoteTaskClaimParams {
+  namespace: string;
+  workerId: string;
+  /** Tool names the worker takes tasks of. */
+  tools: string[];
+  queue: string;
+  limit: number;
+}
+
+export interface RemoteTaskFence {
+  /** `<run id>:<seq>`. */
+  taskId: string;
+  workerId: string;
+  /** The fencing token the claim handed out. */
+  attempt: number;
+}
+
+export interface RemoteTaskCompleteParams extends RemoteTaskFence {
+  /** The resolution of the call's suspension (status and refSeq are set by the store). */
+  entry: NewJournalEntry;
+}
+
+export type RemoteTaskCompleteResult =
+  /** The holder's token is not the current one (or the task is unknown, or done): nothing written. */
+  | { outcome: 'fenced' }
+  /** The call was closed already (its deadline passed, the run was cancelled or ended): the task is done, nothing written. */
+  | { outcome: 'closed' }
+  /** The entry was journaled as the suspension's resolution, and the task is done. */
+  | { outcome: 'resolved'; resolution: JournalResolveResult };
+
+export interface RemoteTaskRetryParams extends RemoteTaskFence {
+  /** Not claimable again before this many ms (store clock). */
+  delayMs: number;
+  error: Json;
+}
+
+export interface RemoteTaskListParams {
+  runId: string;
+}
