@@ -88,7 +88,8 @@ export async function runAgentLoop(
       throw new InvalidInputError('the options of ctx.agent', [{ field: 'timeout', description: (error as Error).message }]);
     }
   }
-  const tools = (options.tools ?? []).map((t): Tool => (typeof t === 'string' ? host.tool(t) : t));
+  // A name may be a remote tool's (docs/workers.md): its declaration is read from the store.
+  const tools = await Promise.all((options.tools ?? []).map((t): Tool | Promise<Tool> => (typeof t === 'string' ? host.resolveTool(t) : t)));
   const byName = new Map(tools.map((t) => [t.name, t]));
   const specs: ToolSpec[] = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
   const conversation: Json[] = typeof request.prompt === 'string'

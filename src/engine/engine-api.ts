@@ -19,8 +19,9 @@ import { RunNotFoundError } from '../journal/errors.js';
 import { isRunId } from '../store/run-id.js';
 import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
 import type { Waiting } from './runtime/suspension.js';
-import type { FlowRecord, ServedWorkflow } from '../store/store.js';
+import type { FlowRecord, RemoteTask, ServedWorkflow } from '../store/store.js';
 import type { FlowDefinition } from './flow/flow-definition.js';
+import { WorkerTasks, type ServedToolView, type TaskCompleteResult } from './runtime/worker-tasks.js';
 
 /*
  * The engine as the API sees it: one method per RPC, each the whole use case, so a handler
@@ -47,6 +48,8 @@ export class EngineApi {
   readonly inline: InlineExecutions;
   /** API keys: AdminService's create, list and revoke, and every authenticated call's verify. */
   readonly keys: ApiKeys;
+  /** WorkerService's use cases: remote tools' workers, their tasks and results (docs/workers.md). */
+  readonly workers: WorkerTasks;
   readonly #followPollMs: number | undefined;
 
   constructor(options: EngineApiOptions) {
@@ -54,6 +57,7 @@ export class EngineApi {
     this.keys = new ApiKeys({ store: options.engine.store, ...(options.keyCacheMs !== undefined ? { cacheMs: options.keyCacheMs } : {}) });
     this.inline = new InlineExecutions({ engine: options.engine, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
     this.#followPollMs = options.followPollMs;
+    this.workers = new WorkerTasks(options.engine.store, options.engine.registry, options.engine.remote);
   }
 
   /**
@@ -180,6 +184,33 @@ export class EngineApi {
     const result = await this.engine.approvalDecide(params);
     this.inline.resolved(result, params.namespace);
     return { ...result, approval: await this.engine.approvalGet({ namespace: params.namespace, approvalId: params.approvalId }) };
+  }
+
+  /** RegisterWorker: the worker's tools, validated and declared. */
+  workerRegister(params: Parameters<WorkerTasks['register']>[0]): Promise<{ workerId: string }> {
+    return this.workers.register(params);
+  }
+
+  /** PollTask: a task of the worker's tools, claimed under a new fencing token, or null after the wait. */
+  taskPoll(params: Parameters<WorkerTasks['poll']>[0]): Promise<RemoteTask | null> {
+    return this.workers.poll(params);
+  }
+
+  /** Heartbeat: the claim extended; TaskLostError when the worker no longer holds the task. */
+  taskHeartbeat(params: Parameters<WorkerTasks['heartbeat']>[0]): Promise<RemoteTask> {
+    return this.workers.heartbeat(params);
+  }
+
+  /** CompleteTask: the result journaled (fenced); a run it made runnable executes here. */
+  async taskComplete(params: Parameters<WorkerTasks['complete']>[0]): Promise<TaskCompleteResult> {
+    const result = await this.workers.complete(params);
+    if (result.runnable) this.inline.resolved(result.runnable, params.namespace);
+    return result;
+  }
+
+  /** ListTools: remote tools with their live workers, and the in-process tools. */
+  toolList(params: { namespace: string }): Promise<ServedToolView[]> {
+    return this.workers.tools(params);
   }
 
   /** On shutdown, after the server drained: the inline executions' drain (scheduling/drain.ts). */

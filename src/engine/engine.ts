@@ -22,6 +22,7 @@ import { resolutionIsValid, waitingOf, type Waiting } from './runtime/suspension
 import type { Workflow } from './author/workflow.js';
 import { WorkflowContextImpl, type ChildStarter } from './runtime/workflow-context.js';
 import { FlowCatalog } from './flow/flow-catalog.js';
+import { RemoteCalls, type RemoteCallsOptions } from './runtime/remote-calls.js';
 
 export interface EngineOptions {
   store: JournalStore;
@@ -34,6 +35,8 @@ export interface EngineOptions {
   clock?: () => Date | Promise<Date>;
   /** Default a third of leaseTtlMs. */
   renewEveryMs?: number;
+  /** Remote tools (docs/workers.md): declaration cache and poll interval. */
+  remote?: RemoteCallsOptions;
 }
 
 export interface RunStartParams {
@@ -96,6 +99,8 @@ export class Engine {
   readonly events = new EventEmitter<EngineEvents>();
   /** The declarative flows of the store (flow/flow-catalog.ts): every replica serves them. */
   readonly flows: FlowCatalog;
+  /** Remote tools: what ctx.tool reads of their declarations and how calls become tasks (docs/workers.md). */
+  readonly remote: RemoteCalls;
   private readonly logger: Logger;
   private readonly clock: () => Promise<Date>;
   private readonly renewEveryMs: number;
@@ -116,6 +121,7 @@ export class Engine {
     this.clock = clock ? async () => clock() : () => this.store.clockNow();
     this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(options.leaseTtlMs / 3));
     this.flows = new FlowCatalog(this.store, this.registry);
+    this.remote = new RemoteCalls(options.store, options.remote);
   }
 
   /**
@@ -276,7 +282,8 @@ export class Engine {
   /** What a run waits on now: its open suspensions. */
   async runWaits(params: { runId: string; namespace: string }): Promise<Waiting[]> {
     const entries = await this.store.journalList({ runId: params.runId, namespace: params.namespace });
-    return openSuspensions(JournalIndex.build(params.runId, entries), resolutionIsValid).map(waitingOf);
+    const waits = openSuspensions(JournalIndex.build(params.runId, entries), resolutionIsValid).map(waitingOf);
+    return waits.some((w) => w.kind === 'tool') ? this.remote.describe(params, waits) : waits;
   }
 
   /** ResumeRun with dry_run: a replay-strict pass with zero live calls and zero writes. */
@@ -284,7 +291,7 @@ export class Engine {
     const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
     const entries = await this.store.journalList({ runId: run.id, namespace: params.namespace });
     return replayHistory({
-      run, entries, workflow: await this.definitionOf(run), registry: this.registry, logger: this.logger,
+      run, entries, workflow: await this.definitionOf(run), registry: this.registry, logger: this.logger, remote: this.remote,
       ...(params.invalidate ? { invalidate: params.invalidate } : {}),
     });
   }
@@ -450,6 +457,7 @@ export class Engine {
     const execution = new Execution({
       run, entries, mode: 'live', store: this.store, lease, leaseTtlMs: this.leaseTtlMs, renewEveryMs: this.renewEveryMs,
       now: this.clock, logger: log, onLeaseRenewed: (renewed) => this.events.emit('lease-renewed', { runId, lease: renewed }),
+      remote: this.remote,
     });
     this.executing.set(runId, execution);
     const forget = (): void => {

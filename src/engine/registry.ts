@@ -54,6 +54,11 @@ export class Registry {
     return workflow;
   }
 
+  /** Whether an in-process tool has this name (otherwise ctx.tool looks for a remote tool, docs/workers.md). */
+  hasTool(name: string): boolean {
+    return this.toolsByName.has(name);
+  }
+
   /** Throws ToolNotFoundError for an unknown name. */
   tool(name: string): Tool {
     const tool = this.toolsByName.get(name);

@@ -37,6 +37,12 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'waymark.v1.FlowService/GetFlow': { scope: 'runs:read' },
   'waymark.v1.FlowService/ListFlows': { scope: 'runs:read' },
   'waymark.v1.SignalService/SendSignal': { scope: 'signals:send' },
+  // A worker sees the arguments of its namespace's remote calls and writes their results (docs/workers.md).
+  'waymark.v1.WorkerService/RegisterWorker': { scope: 'tools:serve' },
+  'waymark.v1.WorkerService/PollTask': { scope: 'tools:serve' },
+  'waymark.v1.WorkerService/Heartbeat': { scope: 'tools:serve' },
+  'waymark.v1.WorkerService/CompleteTask': { scope: 'tools:serve' },
+  'waymark.v1.WorkerService/ListTools': { scope: 'runs:read' },
   'waymark.v1.SignalService/ListApprovals': { scope: 'runs:read' },
   'waymark.v1.SignalService/GetApproval': { scope: 'runs:read' },
   'waymark.v1.SignalService/DecideApproval': { scope: 'approvals:decide' },

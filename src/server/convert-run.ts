@@ -72,6 +72,8 @@ export function waitingToProto(waiting: Waiting): WaitingOn {
     seq: BigInt(waiting.seq),
     approvalId: waiting.approvalId ?? '',
     deadline: waiting.deadlineAt ? timestampFromDate(new Date(waiting.deadlineAt)) : undefined,
+    liveWorkers: waiting.remote?.liveWorkers ?? 0,
+    detail: waiting.remote?.detail ?? '',
   });
 }
 

@@ -18,6 +18,7 @@ import { InvalidRequestError } from './request-validation.js';
 import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';
 import { StreamLimitError } from './stream-limit.js';
 import { WebhookDeliveryNotFoundError, WebhookDeliveryPendingError, WebhookEndpointNotFoundError } from '../journal/webhook-errors.js';
+import { TaskLostError, WorkerNotFoundError } from '../journal/worker-errors.js';
 
 /*
  * The one place domain errors become gRPC statuses (STYLE habit 4; docs/api.md "Errors" is the
@@ -170,6 +171,10 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
     return status(m, Code.FailedPrecondition, [info(err.reason), precondition('STREAM_TOKENS_DISABLED', 'server', 'set WAYMARK_STREAM_TOKEN_SECRET on every replica')]);
   }
   if (err instanceof ToolNotFoundError) return status(m, Code.NotFound, [info(err.reason, { tool: err.toolName })]);
+  if (err instanceof WorkerNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { worker_id: err.workerId }), resource('waymark.v1.Worker', err.workerId, 'register the worker again')]);
+  }
+  if (err instanceof TaskLostError) return status(m, Code.Aborted, [info(err.reason, { task_id: err.taskId, fencing_token: err.fencingToken })]);
   if (err instanceof FlowDriftError) {
     return status(m, Code.FailedPrecondition, [
       info(err.reason, {

@@ -1,4 +1,3 @@
-import type { NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json } from '../journal/run.js';
 import type { JournalResolveResult } from './journal-params.js';
 
@@ -102,6 +101,8 @@ export interface RemoteTaskClaimParams {
 }
 
 export interface RemoteTaskFence {
+  /** The worker's namespace: a task of another namespace is fenced. */
+  namespace: string;
   /** `<run id>:<seq>`. */
   taskId: string;
   workerId: string;
@@ -110,8 +111,10 @@ export interface RemoteTaskFence {
 }
 
 export interface RemoteTaskCompleteParams extends RemoteTaskFence {
-  /** The resolution of the call's suspension (status and refSeq are set by the store). */
-  entry: NewJournalEntry;
+  /** The payload of the call's resolution (a `tool` entry named for the task's tool; the store sets status and refSeq). */
+  payload: Json;
+  /** Journal dedupe key of the resolution. */
+  dedupeKey: string;
 }
 
 export type RemoteTaskCompleteResult =

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { RunNotFoundError } from '../../src/journal/errors.js';
 import { newEntry } from '../../src/journal/journal-entry.js';
 import type { RemoteToolDeclaration } from '../../src/store/store.js';
 import { startRun, step } from './harness.js';
@@ -14,10 +15,6 @@ function declared(name: string, fields: Partial<RemoteToolDeclaration> = {}): Re
     name, description: `${name} tool`, inputSchema: { type: 'object' }, outputSchema: null, mutating: true, policy: 'allow',
     timeoutMs: 600_000, heartbeatTimeoutMs: 10_000, maxAttempts: 3, queue: '', ...fields,
   };
-}
-
-function toolResult(value: unknown, dedupeKey: string) {
-  return newEntry({ kind: 'tool', name: 'charge_back', status: 'resolved', payload: { source: 'worker', value } as never, dedupeKey });
 }
 
 export function remoteTasksSection({ h }: SuiteContext): void {
@@ -61,11 +58,13 @@ export function remoteTasksSection({ h }: SuiteContext): void {
   it('creates one task per call; a repeat returns it unchanged', async () => {
     const { store, run, task } = await parkedCall();
     expect(task).toMatchObject({ id: `${run.id}:1`, runId: run.id, seq: 1, attempt: 0, state: 'pending', holder: null, input: { order: 'o-1' }, idempotencyKey: 'key-1' });
-    const again = await store.remoteTaskCreate({
+    const params = () => ({
       namespace: 'default', runId: run.id, seq: 1, tool: 'charge_back', queue: '', input: { order: 'changed' },
       idempotencyKey: 'key-1', maxAttempts: 3, heartbeatTimeoutMs: 10_000, deadlineAt: new Date(),
     });
+    const again = await store.remoteTaskCreate(params());
     expect(again).toEqual(task);
+    await expect(store.remoteTaskCreate({ ...params(), runId: '018f0000-0000-7000-8000-000000000000' })).rejects.toThrow(RunNotFoundError);
     expect(await store.remoteTaskList({ runId: run.id })).toEqual([task]);
   });
 
@@ -77,29 +76,31 @@ export function remoteTasksSection({ h }: SuiteContext): void {
     expect(await claim(store, 'w2')).toEqual([]);
     // A heartbeat keeps it past the first timeout.
     await advance(8_000);
-    expect(await store.remoteTaskHeartbeat({ taskId: first!.id, workerId: 'w1', attempt: 1 })).toMatchObject({ attempt: 1 });
+    expect(await store.remoteTaskHeartbeat({ namespace: 'default', taskId: first!.id, workerId: 'w1', attempt: 1 })).toMatchObject({ attempt: 1 });
     await advance(8_000);
     expect(await claim(store, 'w2')).toEqual([]);
     await advance(3_000);
     const [second] = await claim(store, 'w2');
     expect(second).toMatchObject({ id: first!.id, attempt: 2, holder: 'w2', idempotencyKey: 'key-1' });
     // The old holder's heartbeat and result are refused, and write nothing.
-    expect(await store.remoteTaskHeartbeat({ taskId: first!.id, workerId: 'w1', attempt: 1 })).toBeNull();
+    expect(await store.remoteTaskHeartbeat({ namespace: 'default', taskId: first!.id, workerId: 'w1', attempt: 1 })).toBeNull();
     const before = (await store.runGet({ runId: run.id, namespace: 'default' })).nextSeq;
-    expect(await store.remoteTaskComplete({ taskId: first!.id, workerId: 'w1', attempt: 1, entry: toolResult('stale', 'r1') })).toEqual({ outcome: 'fenced' });
-    expect(await store.remoteTaskRetry({ taskId: first!.id, workerId: 'w1', attempt: 1, delayMs: 0, error: {} })).toBe(false);
+    expect(await store.remoteTaskComplete({ namespace: 'default', taskId: first!.id, workerId: 'w1', attempt: 1, payload: { source: 'worker', value: 'stale' }, dedupeKey: 'r1' })).toEqual({ outcome: 'fenced' });
+    expect(await store.remoteTaskRetry({ namespace: 'default', taskId: first!.id, workerId: 'w1', attempt: 1, delayMs: 0, error: {} })).toBe(false);
+    // A worker of another namespace naming the current holder and token is fenced.
+    expect(await store.remoteTaskHeartbeat({ namespace: 'other', taskId: first!.id, workerId: 'w2', attempt: 2 })).toBeNull();
     // Another worker naming the current token is fenced too.
-    expect(await store.remoteTaskComplete({ taskId: first!.id, workerId: 'w1', attempt: 2, entry: toolResult('wrong worker', 'r1') })).toEqual({ outcome: 'fenced' });
+    expect(await store.remoteTaskComplete({ namespace: 'default', taskId: first!.id, workerId: 'w1', attempt: 2, payload: { source: 'worker', value: 'wrong worker' }, dedupeKey: 'r1' })).toEqual({ outcome: 'fenced' });
     expect((await store.runGet({ runId: run.id, namespace: 'default' })).nextSeq).toBe(before);
     // The current holder's result is journaled as the resolution and wakes the run.
-    const done = await store.remoteTaskComplete({ taskId: first!.id, workerId: 'w2', attempt: 2, entry: toolResult({ refunded: true }, 'r2') });
+    const done = await store.remoteTaskComplete({ namespace: 'default', taskId: first!.id, workerId: 'w2', attempt: 2, payload: { source: 'worker', value: { refunded: true } }, dedupeKey: 'r2' });
     expect(done).toMatchObject({ outcome: 'resolved', resolution: { applied: true, entry: { status: 'resolved', refSeq: 1, payload: { value: { refunded: true } } } } });
     expect((await store.runGet({ runId: run.id, namespace: 'default' })).status).toBe('PENDING');
     expect((await store.remoteTaskList({ runId: run.id }))[0]).toMatchObject({ state: 'done', holder: null });
     // Done: nothing more to claim, and a repeat of the result is fenced.
     await advance(60_000);
     expect(await claim(store, 'w3')).toEqual([]);
-    expect(await store.remoteTaskComplete({ taskId: first!.id, workerId: 'w2', attempt: 2, entry: toolResult('again', 'r3') })).toEqual({ outcome: 'fenced' });
+    expect(await store.remoteTaskComplete({ namespace: 'default', taskId: first!.id, workerId: 'w2', attempt: 2, payload: { source: 'worker', value: 'again' }, dedupeKey: 'r3' })).toEqual({ outcome: 'fenced' });
     expect((await store.journalList({ runId: run.id })).filter((e) => e.refSeq === 1)).toHaveLength(1);
   });
 
@@ -107,7 +108,7 @@ export function remoteTasksSection({ h }: SuiteContext): void {
     const { store, advance } = h();
     const { task } = await parkedCall();
     await claim(store, 'w1');
-    expect(await store.remoteTaskRetry({ taskId: task.id, workerId: 'w1', attempt: 1, delayMs: 5_000, error: { message: 'busy' } })).toBe(true);
+    expect(await store.remoteTaskRetry({ namespace: 'default', taskId: task.id, workerId: 'w1', attempt: 1, delayMs: 5_000, error: { message: 'busy' } })).toBe(true);
     expect(await claim(store, 'w1')).toEqual([]);
     await advance(5_001);
     const [again] = await claim(store, 'w2');
@@ -120,9 +121,9 @@ export function remoteTasksSection({ h }: SuiteContext): void {
     await claim(store, 'w1');
     // Resolved by its deadline (the sweeper's timeout resolution).
     await store.journalResolve({ runId: run.id, suspensionSeq: 1, entry: newEntry({ kind: 'tool', name: 'charge_back', status: 'resolved', payload: { source: 'timeout', timedOut: true }, dedupeKey: 'timeout:1' }) });
-    expect(await store.remoteTaskHeartbeat({ taskId: task.id, workerId: 'w1', attempt: 1 })).toBeNull();
+    expect(await store.remoteTaskHeartbeat({ namespace: 'default', taskId: task.id, workerId: 'w1', attempt: 1 })).toBeNull();
     const before = (await store.runGet({ runId: run.id, namespace: 'default' })).nextSeq;
-    expect(await store.remoteTaskComplete({ taskId: task.id, workerId: 'w1', attempt: 1, entry: toolResult('late', 'r1') })).toEqual({ outcome: 'closed' });
+    expect(await store.remoteTaskComplete({ namespace: 'default', taskId: task.id, workerId: 'w1', attempt: 1, payload: { source: 'worker', value: 'late' }, dedupeKey: 'r1' })).toEqual({ outcome: 'closed' });
     expect((await store.runGet({ runId: run.id, namespace: 'default' })).nextSeq).toBe(before);
 
     const other = await parkedCall(30_000);

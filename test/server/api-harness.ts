@@ -1,6 +1,6 @@
 import { fromJson, toJson, type DescMessage, type JsonValue, type MessageShape } from '@bufbuild/protobuf';
 import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
-import { ConnectError, createClient, createRouterTransport, type Client } from '@connectrpc/connect';
+import { ConnectError, createClient, createRouterTransport, type Client, type Transport } from '@connectrpc/connect';
 import { pino } from 'pino';
 import { expect } from 'vitest';
 import { chargeBack, refund } from '../../examples/refund.js';
@@ -35,6 +35,8 @@ export interface ApiHarness {
   runs: Client<typeof RunService>;
   signals: Client<typeof SignalService>;
   flows: Client<typeof FlowService>;
+  /** The in-process transport the clients use (for other services' clients, e.g. a worker's). */
+  transport: Transport;
   logs: LogLine[];
   /** Resolves with the next execution of `runId` that ends with one of `outcomes`. */
   executionEnded(runId: string, outcomes?: ExecuteResult['outcome'][]): Promise<ExecuteResult>;
@@ -65,7 +67,7 @@ export function apiHarness(options: {
     router: { interceptors: [loggingInterceptor(logger)], ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}) },
   });
   return {
-    store, engine, deps, logs,
+    store, engine, deps, logs, transport,
     runs: createClient(RunService, transport),
     signals: createClient(SignalService, transport),
     flows: createClient(FlowService, transport),

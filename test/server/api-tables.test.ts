@@ -15,6 +15,7 @@ import {
 import { GetRunRequestSchema, RunService, StreamRunEventsRequestSchema } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { AdminService } from '../../src/gen/waymark/v1/admin_service_pb.js';
+import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
@@ -316,6 +317,7 @@ describe('docs/api.md "Errors"', () => {
       const { secret } = await authed.deps.api.keys.create({ name: 'admin', namespace: null, scopes: ['admin'], createdByKeyId: null });
       return failure(authedAdmin.revokeKey({ id: '0123456789abcdef' }, { headers: { authorization: `Bearer ${secret}` } }));
     },
+    'NOT_FOUND WORKER_NOT_FOUND': () => failure(createClient(WorkerService, createGrpcTransport({ baseUrl: `http://${api.address}` })).pollTask({ workerId: 'nobody' })),
     'ALREADY_EXISTS CLIENT_CERT_TAKEN': async () => {
       const { secret } = await authed.deps.api.keys.create({ name: 'admin', namespace: null, scopes: ['admin'], createdByKeyId: null });
       const asAdmin = { headers: { authorization: `Bearer ${secret}` } };
@@ -380,6 +382,7 @@ describe('docs/api.md "Errors"', () => {
       return failure(authedRuns.getJournal({ runId: UNKNOWN_RUN }, { headers: { authorization: `Bearer ${token}` } }));
     },
     'ABORTED LEASE_LOST': async () => domainStatus(new LeaseLostError(parked, 3))!, // a takeover mid-operation: a worker race, not a request
+    'ABORTED TASK_LOST': () => failure(createClient(WorkerService, createGrpcTransport({ baseUrl: `http://${api.address}` })).heartbeat({ workerId: 'w', taskId: `${UNKNOWN_RUN}:1`, fencingToken: 1n })),
     'RESOURCE_EXHAUSTED PAYLOAD_TOO_LARGE': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 1, pad: 'x'.repeat(DEFAULT_LIMITS.payloadBytes) }) })),
     'RESOURCE_EXHAUSTED JOURNAL_FULL': async () => {
       const { run } = await smallRuns.startRun({ workflow: 'wait-signal', input: json({}), wait: true });

@@ -12,6 +12,7 @@ import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
+import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import { ACCESS_RULES as ACCESS } from '../../src/server/access-rules.js';
 import { startApiServer, type ApiServer } from '../support/api-server.js';
@@ -102,9 +103,14 @@ const requests = (): Record<string, object> => ({
   'AdminService/CreateKey': { namespace: 'team-a', scopes: ['runs:read'] },
   'AdminService/ListKeys': {},
   'AdminService/RevokeKey': { id: revokedId },
+  'WorkerService/RegisterWorker': { workerId: 'w-1', tools: [{ name: 'remote_probe' }] },
+  'WorkerService/PollTask': { workerId: 'w-1', wait: { seconds: 0n, nanos: 1_000_000 } },
+  'WorkerService/Heartbeat': { workerId: 'w-1', taskId: `${parked}:1`, fencingToken: 1n },
+  'WorkerService/CompleteTask': { workerId: 'w-1', taskId: `${parked}:1`, fencingToken: 1n, outcome: { case: 'output', value: json({}) } },
+  'WorkerService/ListTools': {},
 });
 
-const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService];
+const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService, WorkerService];
 type Rpc = [name: string, service: DescService, method: DescMethod];
 const rpcs: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method): Rpc => [`${service.name}/${method.name}`, service, method]));
 
@@ -167,7 +173,7 @@ afterAll(async () => {
 }, TIMEOUT);
 
 describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () => {
-  it('covers every RPC of RunService, SignalService, WebhookService and AdminService', () => {
+  it('covers every RPC of RunService, SignalService, WebhookService, AdminService and WorkerService', () => {
     expect(Object.keys(requests()).sort()).toEqual(rpcs.map((r) => r[0]).sort());
   });
 

@@ -93,7 +93,9 @@ export async function startApiServer(options: {
         (SELECT count(*)::int FROM runs) AS runs, (SELECT count(*)::int FROM journal) AS journal,
         (SELECT count(*)::int FROM signal_inbox) AS inbox, (SELECT count(*)::int FROM suspension_deadlines) AS deadlines,
         (SELECT count(*)::int FROM webhook_endpoints) AS webhook_endpoints, (SELECT count(*)::int FROM webhook_deliveries) AS webhook_deliveries,
-        (SELECT count(*)::int FROM api_keys) AS api_keys, (SELECT count(*)::int FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked_keys`);
+        (SELECT count(*)::int FROM api_keys) AS api_keys, (SELECT count(*)::int FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked_keys,
+        (SELECT count(*)::int FROM remote_tools) AS remote_tools, (SELECT count(*)::int FROM remote_workers) AS remote_workers,
+        (SELECT count(*)::int FROM remote_tasks) AS remote_tasks`);
       return rows[0]!;
     },
     async close() {

@@ -127,6 +127,23 @@ export class AlreadyResolved extends WaymarkError {
   response: unknown;
 }
 
+/**
+ * A remote tool's task is no longer held by this worker (ABORTED, reason TASK_LOST): it was
+ * dispatched to another worker, or the call was closed. Its result was refused; stop working on it.
+ */
+export class TaskLost extends WaymarkError {
+  get taskId(): string {
+    return this.meta('task_id');
+  }
+}
+
+/** The worker is not registered in this namespace (NOT_FOUND, reason WORKER_NOT_FOUND): register again. */
+export class WorkerNotFound extends WaymarkError {
+  get workerId(): string {
+    return this.meta('worker_id');
+  }
+}
+
 /** Another worker took over the run (ABORTED). Stop; do not retry. */
 export class LeaseLost extends WaymarkError {
   get runId(): string {
@@ -180,6 +197,8 @@ const BY_REASON: Record<string, typeof WaymarkError> = {
   PAYLOAD_TOO_LARGE: PayloadTooLarge,
   ALREADY_RESOLVED: AlreadyResolved,
   LEASE_LOST: LeaseLost,
+  TASK_LOST: TaskLost,
+  WORKER_NOT_FOUND: WorkerNotFound,
   WRONG_STATE: WrongState,
   IDEMPOTENCY_KEY_REUSED: IdempotencyConflict,
 };

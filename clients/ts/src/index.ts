@@ -20,11 +20,14 @@ export {
 } from './names.js';
 export {
   AlreadyResolved, ApprovalNotFound, FlowDrift, IdempotencyConflict, InvalidArgument, LeaseLost, PayloadTooLarge, RunNotFound,
-  toWaymarkError, Unavailable, WaymarkError, WorkflowNotFound, WrongState,
+  TaskLost, toWaymarkError, Unavailable, WaymarkError, WorkerNotFound, WorkflowNotFound, WrongState,
 } from './errors.js';
 export type { ErrorDetails, FieldViolation, UnavailableKind } from './errors.js';
 export { RunCancelled, RunFailed } from './run-failed.js';
+export { createWaymarkWorker, NonRetryableToolError, WaymarkWorker } from './worker.js';
+export type { JsonSchema, SchemaLike, ToolContext, ToolOptions, WorkerOptions } from './worker.js';
 export * from './gen/waymark/v1/run_pb.js';
 export * from './gen/waymark/v1/run_service_pb.js';
 export * from './gen/waymark/v1/signal_service_pb.js';
 export * from './gen/waymark/v1/admin_service_pb.js';
+export * from './gen/waymark/v1/worker_service_pb.js';

@@ -18,7 +18,7 @@ import type { ApiKeyRecord, JournalStore } from '../../store/store.js';
  * (docs/security.md "Revocation"). Concurrent misses for one id share one read.
  */
 
-export const SCOPES = ['runs:read', 'runs:write', 'approvals:decide', 'signals:send', 'admin'] as const;
+export const SCOPES = ['runs:read', 'runs:write', 'approvals:decide', 'signals:send', 'tools:serve', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);

@@ -64,6 +64,11 @@ export interface Tool<In = unknown, Out = unknown> {
   readonly secret?: boolean;
   isMutating(args: unknown): boolean;
   execute(args: unknown, info: ToolCallInfo): Promise<Out>;
+  /**
+   * Served by a worker over WorkerService (docs/workers.md), not executed in this process: a
+   * stand-in built from the worker's declaration, called by name through ctx.tool's remote path.
+   */
+  readonly remote?: boolean;
   /** Carries the argument type for `ctx.tool(tool, args)`; never set. */
   readonly __args?: In;
 }

@@ -35,8 +35,10 @@ export class FlowCatalog {
     if (typeof flow.name === 'string' && codeNames.has(flow.name)) throw new FlowNameTakenError(flow.name);
     const flowNames = new Set((await this.store.flowList({ namespace })).map((f) => f.name));
     const runtime = this.registry.agentRuntime;
+    // Remote tools declared by the namespace's workers count too (docs/workers.md): a flow's tool node calls them by name.
+    const remoteNames = new Set((await this.store.remoteToolList({ namespace })).map((t) => t.declaration.name));
     const knows: FlowKnowledge = {
-      tool: (name) => this.registry.tools().some((t) => t.name === name),
+      tool: (name) => this.registry.hasTool(name) || remoteNames.has(name),
       workflow: (name) => codeNames.has(name) || flowNames.has(name) || name === flow.name,
       ...(runtime ? {
         model: (name: string) => {

@@ -161,6 +161,15 @@ function isBackoffTimer(e: JournalEntry): boolean {
   return p !== null && typeof p === 'object' && !Array.isArray(p) && p.key === 'retry';
 }
 
+/**
+ * A remote tool call (docs/workers.md): a `suspended` entry of kind `tool` whose payload key is
+ * `remote`, resolved by the worker's result (or its deadline), not by a dispatch of this process.
+ */
+export function isRemoteCall(e: Pick<JournalEntry, 'kind' | 'payload'>): boolean {
+  const p = e.payload;
+  return e.kind === 'tool' && p !== null && typeof p === 'object' && !Array.isArray(p) && p.key === 'remote';
+}
+
 /** A `status` entry recording that the run SUCCEEDED (its body returned). */
 function isSucceededStatus(e: JournalEntry): boolean {
   const p = e.payload;
@@ -299,8 +308,9 @@ export function replayDecide(record: EffectRecord | undefined, options: DecideOp
   switch (callShape(call.kind)) {
     case 'effect':
       // A dispatched effect may rerun a cancelled wait, and waits on its own backoff timers (a
-      // retry, docs/journal.md "Retries"); it never takes another wait's resolution or parks on it.
-      return (decision.action === 'resolved' || decision.action === 'park') && !isBackoffTimer(decision.suspension)
+      // retry, docs/journal.md "Retries") and on its remote call (a tool served by a worker); it
+      // never takes another wait's resolution or parks on it.
+      return (decision.action === 'resolved' || decision.action === 'park') && !isBackoffTimer(decision.suspension) && !isRemoteCall(decision.suspension)
         ? { action: 'nondeterministic', expected: `${call.kind} "${call.name}"`, found: `a ${decision.action} suspension`, detail: 'an effect matched a wait' }
         : decision;
     case 'wait':

@@ -5,7 +5,8 @@ import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from './age
 import { toJson } from '../replay/content-key.js';
 import { isRetryTimer, MODEL_RETRY_DEFAULT, retryPolicy } from '../author/retry.js';
 import { perform } from './effect-runner.js';
-import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError } from '../author/errors.js';
+import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError, ToolNotFoundError } from '../author/errors.js';
+import { remoteToolStandIn } from './remote-calls.js';
 import type { Execution } from './execution.js';
 import type { Registry } from '../registry.js';
 import type { Tool } from '../author/tool.js';
@@ -27,6 +28,12 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
     logger: exec.logger,
     signal: exec.abort.signal,
     tool: (name) => registry.tool(name),
+    async resolveTool(name) {
+      if (registry.hasTool(name) || !exec.remote) return registry.tool(name);
+      const info = await exec.remote.declaration(exec.run.namespace, name);
+      if (!info) throw new ToolNotFoundError(name);
+      return remoteToolStandIn(info.declaration);
+    },
     modelCall(name, args) {
       const call = exec.call('model', name, args, scope);
       const { decision } = call;
@@ -88,7 +95,8 @@ async function callTool(exec: Execution, scope: string, ctx: WorkflowContext, to
     return { status: 'denied', denial: value as unknown as ToolDenial };
   }
   try {
-    return { status: 'ok', value: (await ctx.tool(tool, args)) as Json };
+    // A remote tool's stand-in is called by name: ctx.tool's remote path dispatches it to a worker.
+    return { status: 'ok', value: (await (tool.remote ? ctx.tool(tool.name, args) : ctx.tool(tool, args))) as Json };
   } catch (error) {
     if (error instanceof ToolApprovalDeniedError) {
       const by = error.deniedBy;

@@ -134,6 +134,8 @@ export interface AgentHost {
   readonly signal: AbortSignal;
   /** A registered tool by name (ToolNotFoundError otherwise). */
   tool(name: string): Tool;
+  /** An in-process tool, or a remote tool's stand-in from its declaration (docs/workers.md); ToolNotFoundError otherwise. */
+  resolveTool(name: string): Promise<Tool>;
   /** Reserves the next model call of this scope, synchronously (kind `model`, `args` hashed into its key). */
   modelCall(name: string, args: Json): ModelCall;
   /**

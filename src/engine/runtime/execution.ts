@@ -13,6 +13,7 @@ import { AppendQueue, isRefusal, type ProduceEntries } from './append-queue.js';
 import { LeaseRenewal } from './lease-renewal.js';
 import { PreviewTally, type PreviewCounts } from './preview-tally.js';
 import { signalInboxTake } from './signal-inbox.js';
+import type { RemoteCalls } from './remote-calls.js';
 import { resolutionIsValid } from './suspension.js';
 
 /*
@@ -60,6 +61,8 @@ export interface ExecutionOptions {
   logger: Logger;
   /** Called after each successful renewal (observability; tests await it). */
   onLeaseRenewed?: (lease: Lease) => void;
+  /** Remote tools (docs/workers.md); absent: only in-process tools exist. */
+  remote?: RemoteCalls | null;
 }
 
 const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
@@ -72,6 +75,8 @@ export class Execution {
   readonly index: JournalIndex;
   readonly cursor: ReplayCursor;
   readonly abort = new AbortController();
+  /** Remote tools' declarations and dispatch (docs/workers.md); null: only in-process tools. */
+  readonly remote: RemoteCalls | null;
 
   private readonly store: JournalStore | null;
   private readonly tally: PreviewTally;
@@ -94,6 +99,7 @@ export class Execution {
     this.run = options.run;
     this.mode = options.mode;
     this.store = options.store;
+    this.remote = options.remote ?? null;
     this.index = JournalIndex.build(options.run.id, options.entries);
     this.cursor = new ReplayCursor(this.index);
     this.tally = new PreviewTally(this.index, options.mode === 'preview');

@@ -12,6 +12,7 @@ import { zodViolations } from '../replay/payload-schema.js';
 import type { Registry } from '../registry.js';
 import { invalidationEntries, JournalIndex, latestAttempt } from '../replay/replay.js';
 import { waitingOf, type Waiting } from './suspension.js';
+import type { RemoteCalls } from './remote-calls.js';
 import type { Workflow } from '../author/workflow.js';
 import { WorkflowContextImpl } from './workflow-context.js';
 
@@ -59,6 +60,8 @@ export async function replayHistory(params: {
   registry: Registry;
   invalidate?: readonly number[];
   logger?: Logger;
+  /** Remote tools' declarations (docs/workers.md); absent: a name no in-process tool has is unknown. */
+  remote?: RemoteCalls | null;
 }): Promise<ReplayPreview> {
   const { run, workflow, registry } = params;
   let entries = params.entries;
@@ -69,7 +72,7 @@ export async function replayHistory(params: {
   }
   const execution = new Execution({
     run, entries, mode: 'preview', store: null, lease: null, leaseTtlMs: 0, renewEveryMs: 0,
-    now: async () => new Date(), logger: params.logger ?? silent,
+    now: async () => new Date(), logger: params.logger ?? silent, remote: params.remote ?? null,
   });
   const ctx = new WorkflowContextImpl(execution, registry, async () => null);
   const parsed = workflow.input.safeParse(run.input);

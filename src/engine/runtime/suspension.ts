@@ -4,6 +4,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json } from '../../journal/run.js';
 import type { PinnedSchema } from '../replay/payload-schema.js';
 import { validatePinned } from '../replay/payload-schema.js';
+import { isRemoteCall } from '../replay/replay.js';
 
 /*
  * The shapes of suspensions and resolutions (docs/journal.md "Suspensions"). A suspended entry
@@ -27,7 +28,7 @@ export interface SuspensionPayload {
   [extra: string]: Json | undefined;
 }
 
-export type ResolutionSource = 'human' | 'signal' | 'timeout' | 'child' | 'operator';
+export type ResolutionSource = 'human' | 'signal' | 'timeout' | 'child' | 'operator' | 'worker';
 
 export interface ResolutionPayload {
   source: ResolutionSource;
@@ -64,6 +65,8 @@ export function pinnedOf(suspension: JournalEntry): PinnedSchema {
 export function resolutionIsValid(suspension: JournalEntry, resolution: JournalEntry): boolean {
   const r = resolutionPayload(resolution);
   if (r.source === 'child') return suspension.kind === 'child';
+  // A remote tool's result (docs/workers.md): written by Waymark from a fenced CompleteTask.
+  if (r.source === 'worker') return isRemoteCall(suspension);
   if (r.source === 'timeout' && r.value === undefined) return true;
   if (r.value === undefined) return false;
   return validatePinned(pinnedOf(suspension), r.value).length === 0;
@@ -100,6 +103,8 @@ export interface Waiting {
   approvalId: string | null;
   deadlineAt: string | null;
   schema: Json;
+  /** A remote tool call (docs/workers.md): the live workers serving the tool and what the call waits for; set by GetRun. */
+  remote?: { liveWorkers: number; detail: string };
 }
 
 export function waitingOf(entry: JournalEntry): Waiting {

@@ -3,13 +3,14 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { JournalEntry } from '../../journal/journal-entry.js';
-import type { Json } from '../../journal/run.js';
+import type { Json, RunError } from '../../journal/run.js';
 import { createAgentHost } from './agent-host.js';
 import type { AgentMessage, AgentOptions, AgentResult } from './agent-runtime.js';
-import { toJson } from '../replay/content-key.js';
+import { schemaHash, toJson } from '../replay/content-key.js';
 import { durationMs, type Duration } from '../author/duration.js';
 import { retryPolicy, STEP_RETRY_DEFAULT, TOOL_RETRY_DEFAULT, type RetryPolicy } from '../author/retry.js';
-import { AgentRuntimeMissingError, ChildRunFailedError, DefinitionError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError } from '../author/errors.js';
+import { AgentRuntimeMissingError, ChildRunFailedError, DefinitionError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError } from '../author/errors.js';
+import { errorFromRecord } from '../replay/error-codec.js';
 import { REDACTED } from '../../journal/sealed-payload.js';
 import { perform, suspend } from './effect-runner.js';
 import type { Execution } from './execution.js';
@@ -75,6 +76,11 @@ export class WorkflowContextImpl implements WorkflowContext {
   tool(name: string, args: unknown, options?: ToolCallOptions): Promise<unknown>;
   async tool(nameOrTool: string | Tool, args: unknown, options: ToolCallOptions = {}): Promise<unknown> {
     const scope = this.here;
+    // A name no in-process tool has is a remote tool's (docs/workers.md), when this server has them.
+    if (typeof nameOrTool === 'string' && this.execution.remote && !this.registry.hasTool(nameOrTool)) {
+      return this.remoteTool(nameOrTool, args, scope, options);
+    }
+    if (isTool(nameOrTool) && nameOrTool.remote) return this.remoteTool(nameOrTool.name, args, scope, options);
     const tool = isTool(nameOrTool) ? nameOrTool : this.registry.tool(nameOrTool);
     const limits = options.retry !== undefined || options.timeout !== undefined ? toolCallLimits(tool, options) : null;
     const argsJson = toJson(args, `the arguments of tool "${tool.name}"`);
@@ -95,20 +101,7 @@ export class WorkflowContextImpl implements WorkflowContext {
     if (this.dryRun && mutating) {
       return perform(exec, call, { twoPhase: false, execute: async () => ({ __dryRun: true, tool: tool.name }) });
     }
-    if (tool.policy === 'ask') {
-      const approval = exec.call('approval', `tool:${tool.name}`, { tool: tool.name, args: argsJson }, scope);
-      const decision = await this.awaitApproval(approval, {
-        title: `Allow tool "${tool.name}"?`,
-        description: `${tool.description}\nArguments: ${JSON.stringify(shownArgs)}`,
-        pinned: DEFAULT_APPROVAL,
-        deadline: undefined,
-        onTimeout: { approved: false },
-        extra: { tool: tool.name, args: shownArgs },
-      });
-      if (!decision.approved) {
-        throw new ToolApprovalDeniedError(tool.name, decision.by ?? (decision.timedOut ? 'timeout' : 'unknown'), typeof decision.comment === 'string' ? decision.comment : null);
-      }
-    }
+    if (tool.policy === 'ask') await this.askForTool(tool.name, tool.description, shownArgs, argsJson, scope);
     return perform(exec, call, {
       twoPhase: mutating,
       intent: seal ? seal.seal(argsJson) : argsJson,
@@ -242,6 +235,71 @@ export class WorkflowContextImpl implements WorkflowContext {
     const ctx = new WorkflowContextImpl(this.execution, this.registry, this.startChild, scope);
     const host = createAgentHost({ execution: this.execution, registry: this.registry, scope, ctx });
     return this.execution.inScope(scope, () => runtime.run(host, { prompt, model, options }));
+  }
+
+  /** An `ask` tool's approval: parks until decided; throws ToolApprovalDeniedError when denied. */
+  private async askForTool(name: string, description: string, shownArgs: Json, argsJson: Json, scope: string): Promise<void> {
+    const approval = this.execution.call('approval', `tool:${name}`, { tool: name, args: argsJson }, scope);
+    const decision = await this.awaitApproval(approval, {
+      title: `Allow tool "${name}"?`,
+      description: `${description}\nArguments: ${JSON.stringify(shownArgs)}`,
+      pinned: DEFAULT_APPROVAL,
+      deadline: undefined,
+      onTimeout: { approved: false },
+      extra: { tool: name, args: shownArgs },
+    });
+    if (!decision.approved) {
+      throw new ToolApprovalDeniedError(name, decision.by ?? (decision.timedOut ? 'timeout' : 'unknown'), typeof decision.comment === 'string' ? decision.comment : null);
+    }
+  }
+
+  /**
+   * A remote tool call (docs/workers.md): the same policy, dry-run and approval rules as an
+   * in-process tool, then a `suspended` entry (the intent, with the idempotency key) and its task;
+   * the run parks until a worker's result (or the deadline) resolves it, on whichever replica.
+   * The identity is reserved before the declaration is read, so concurrent calls keep their order.
+   */
+  private async remoteTool(name: string, args: unknown, scope: string, options: ToolCallOptions): Promise<unknown> {
+    const exec = this.execution;
+    const argsJson = toJson(args, `the arguments of tool "${name}"`);
+    const call = exec.call('tool', name, argsJson, scope);
+    const info = await exec.remote!.declaration(exec.run.namespace, name);
+    if (!info) throw new ToolNotFoundError(name);
+    // A call's own `timeout` replaces the declared one (the whole call's); its `retry` does not apply: the worker's declaration decides attempts.
+    const d = options.timeout === undefined ? info.declaration : { ...info.declaration, timeoutMs: durationMs(options.timeout) };
+    if (d.inputSchema !== null) {
+      const violations = validatePinned({ schema: d.inputSchema, schemaHash: schemaHash(d.inputSchema) }, argsJson);
+      if (violations.length > 0) throw new InvalidInputError(`the arguments of tool "${name}"`, violations);
+    }
+    if (d.policy === 'deny') {
+      return perform(exec, call, { twoPhase: false, execute: async () => { throw new ToolApprovalDeniedError(name, 'policy'); } });
+    }
+    if (this.dryRun && d.mutating) {
+      return perform(exec, call, { twoPhase: false, execute: async () => ({ __dryRun: true, tool: name }) });
+    }
+    if (d.policy === 'ask') await this.askForTool(name, d.description, argsJson, argsJson, scope);
+    const resolution = await suspend(exec, call, {
+      payload: async (): Promise<SuspensionPayload> => ({
+        key: 'remote', title: `remote tool ${name}`, description: d.description, ...ANY_JSON_SCHEMA,
+        deadlineAt: new Date((await exec.now()).getTime() + d.timeoutMs).toISOString(),
+        onTimeout: null, tool: name, queue: d.queue, args: argsJson, timeoutMs: d.timeoutMs,
+      }),
+      // Also on a replay that parks again: the task is created once per suspension (a crash between the two is healed here).
+      beforePark: async (suspension) => {
+        const deadlineAt = new Date(String((suspension.payload as { deadlineAt?: unknown }).deadlineAt));
+        await exec.remote!.dispatch({
+          namespace: exec.run.namespace, runId: exec.run.id, seq: suspension.seq, tool: name, queue: d.queue, input: argsJson,
+          idempotencyKey: call.idempotencyKey, maxAttempts: d.maxAttempts, heartbeatTimeoutMs: d.heartbeatTimeoutMs, deadlineAt,
+        });
+        return null;
+      },
+    });
+    const r = resolutionPayload(resolution);
+    if (r.source === 'timeout') {
+      throw errorFromRecord({ name: 'EffectTimeoutError', message: `remote tool "${name}" returned no result before its deadline (no worker took it, or none finished it in time)`, reason: 'effect_timeout' }, call);
+    }
+    if (r.error !== undefined && r.error !== null) throw errorFromRecord(r.error as unknown as RunError, call);
+    return r.value ?? null;
   }
 
   private info(idempotencyKey: string, signal: AbortSignal): StepInfo {

@@ -1,5 +1,5 @@
 import { RunNotFoundError } from '../../journal/errors.js';
-import type { JournalEntry } from '../../journal/journal-entry.js';
+import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Run } from '../../journal/run.js';
 import type {
   JournalResolveParams, JournalResolveResult, RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams,
@@ -128,7 +128,8 @@ export class MemoryRemoteTasks {
       return { outcome: 'closed' };
     }
     // journalResolve does all its work before its first await: the fence, the write and `done` are one step.
-    const resolving = this.host.resolve({ runId: task.runId, suspensionSeq: task.seq, entry: params.entry });
+    const entry = newEntry({ kind: 'tool', name: task.tool, status: 'resolved', payload: params.payload, dedupeKey: params.dedupeKey });
+    const resolving = this.host.resolve({ runId: task.runId, suspensionSeq: task.seq, entry });
     const { holder, claimExpiresAt } = task;
     task.state = 'done';
     task.holder = null;
@@ -161,7 +162,7 @@ export class MemoryRemoteTasks {
   /** The task, when `fence` is its current holder's token and it is not done. */
   private held(fence: RemoteTaskFence): RemoteTask | undefined {
     const task = this.tasks.get(fence.taskId);
-    if (!task || task.state !== 'claimed' || task.attempt !== fence.attempt || task.holder !== fence.workerId) return undefined;
+    if (!task || task.namespace !== fence.namespace || task.state !== 'claimed' || task.attempt !== fence.attempt || task.holder !== fence.workerId) return undefined;
     return task;
   }
 

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { JournalFullError, RunNotFoundError } from '../../journal/errors.js';
+import { newEntry } from '../../journal/journal-entry.js';
 import type { Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type RunStatus } from '../../journal/run.js';
 import { isRunId } from '../run-id.js';
@@ -58,7 +59,8 @@ export async function remoteTaskCreate(db: PgRemoteAccess, params: RemoteTaskCre
   if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
   assertJsonStorable('input', params.input, db.limits.payloadBytes);
   const { rows } = await db.query<tq.TaskRow>(tq.taskCreate(params));
-  return tq.toTask(rows[0]!);
+  if (!rows[0]) throw new RunNotFoundError(params.runId);
+  return tq.toTask(rows[0]);
 }
 
 export async function remoteTaskClaim(db: PgRemoteAccess, params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
@@ -71,7 +73,7 @@ export async function remoteTaskHeartbeat(db: PgRemoteAccess, params: RemoteTask
   const id = parseTaskId(params.taskId);
   if (!id) return null;
   return db.transaction(async (client) => {
-    const held = (await client.query<tq.TaskRow & { open: boolean }>(tq.taskHeld({ ...id, workerId: params.workerId, attempt: params.attempt }))).rows[0];
+    const held = (await client.query<tq.TaskRow & { open: boolean }>(tq.taskHeld({ ...id, namespace: params.namespace, workerId: params.workerId, attempt: params.attempt }))).rows[0];
     if (!held || !held.open) return null;
     return tq.toTask((await client.query<tq.TaskRow>(tq.taskExtend(id))).rows[0]!);
   });
@@ -82,7 +84,7 @@ export async function remoteTaskRetry(db: PgRemoteAccess, params: RemoteTaskRetr
   if (!id) return false;
   assertJsonStorable('error', params.error, db.limits.payloadBytes);
   return db.transaction(async (client) => {
-    const held = (await client.query<tq.TaskRow & { open: boolean }>(tq.taskHeld({ ...id, workerId: params.workerId, attempt: params.attempt }))).rows[0];
+    const held = (await client.query<tq.TaskRow & { open: boolean }>(tq.taskHeld({ ...id, namespace: params.namespace, workerId: params.workerId, attempt: params.attempt }))).rows[0];
     if (!held || !held.open) return false;
     await client.query(tq.taskRetry({ ...id, delayMs: params.delayMs, error: params.error }));
     return true;
@@ -92,23 +94,24 @@ export async function remoteTaskRetry(db: PgRemoteAccess, params: RemoteTaskRetr
 export async function remoteTaskComplete(db: PgRemoteAccess, params: RemoteTaskCompleteParams): Promise<RemoteTaskCompleteResult> {
   const id = parseTaskId(params.taskId);
   if (!id) return { outcome: 'fenced' };
-  assertEntriesFit([params.entry], db.limits, 'entry');
   const { runId, seq } = id;
   return db.transaction(async (client): Promise<RemoteTaskCompleteResult> => {
     // The fence: the task row, locked, only while this worker's token is the current one.
-    const held = (await client.query<tq.TaskRow>(tq.taskHeld({ runId, seq, workerId: params.workerId, attempt: params.attempt }))).rows[0];
+    const held = (await client.query<tq.TaskRow>(tq.taskHeld({ runId, seq, namespace: params.namespace, workerId: params.workerId, attempt: params.attempt }))).rows[0];
     if (!held) return { outcome: 'fenced' };
+    const resolution = newEntry({ kind: 'tool', name: held.tool, status: 'resolved', payload: params.payload, dedupeKey: params.dedupeKey });
+    assertEntriesFit([resolution], db.limits, 'entry');
     const locked = (await client.query<{ status: RunStatus; next_seq: number }>(rq.runLockForResolve(runId, null))).rows[0];
     if (!locked) return { outcome: 'fenced' };
     const facts = (await client.query<{ duplicate: jq.JournalRow | null; target_status: string | null; winner: jq.JournalRow | null; cancelled: boolean }>(
-      tq.completeFacts({ runId, seq, dedupeKey: params.entry.dedupeKey }))).rows[0]!;
+      tq.completeFacts({ runId, seq, dedupeKey: params.dedupeKey }))).rows[0]!;
     if (isTerminalStatus(locked.status) || facts.winner || facts.cancelled || facts.duplicate) {
       await client.query(tq.taskDone(id));
       return { outcome: 'closed' };
     }
     if (facts.target_status !== 'suspended') throw notASuspension(runId, seq);
     if (locked.next_seq + 1 > db.limits.journalEntries) throw new JournalFullError(runId, db.limits.journalEntries);
-    const [row] = (await client.query<jq.JournalRow>(jq.journalResolveInsert({ runId, suspensionSeq: seq, applied: true, entry: params.entry }))).rows;
+    const [row] = (await client.query<jq.JournalRow>(jq.journalResolveInsert({ runId, suspensionSeq: seq, applied: true, entry: resolution }))).rows;
     await client.query(tq.taskDone(id));
     const entry = jq.toEntry(row!);
     return { outcome: 'resolved', resolution: { entry, applied: true, duplicate: false, winner: entry } };

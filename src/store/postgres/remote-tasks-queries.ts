@@ -76,7 +76,8 @@ export function taskCreate(p: RemoteTaskCreateParams): pg.QueryConfig {
     text: `WITH ins AS (
         INSERT INTO remote_tasks (run_id, seq, namespace, tool, queue, input, idempotency_key, max_attempts, heartbeat_timeout_ms,
                                   available_at, deadline_at, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, clock_timestamp(), $10, clock_timestamp())
+        SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, clock_timestamp(), $10, clock_timestamp()
+         WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1)
         ON CONFLICT (run_id, seq) DO NOTHING
         RETURNING ${TASK_COLUMNS}
       )
@@ -108,12 +109,12 @@ export function taskClaim(p: { namespace: string; workerId: string; tools: strin
 }
 
 /** The holder's task, locked (the fence of heartbeats, retries and results); no row: fenced. */
-export function taskHeld(p: { runId: string; seq: number; workerId: string; attempt: number }): pg.QueryConfig {
+export function taskHeld(p: { runId: string; seq: number; namespace: string; workerId: string; attempt: number }): pg.QueryConfig {
   return {
     name: 'remote_tasks_held',
     text: `SELECT ${TASK_COLUMNS}, (${CALL_OPEN}) AS open FROM remote_tasks t
-      WHERE t.run_id = $1 AND t.seq = $2 AND t.state = 'claimed' AND t.attempt = $4 AND t.holder = $3 FOR UPDATE OF t`,
-    values: [p.runId, p.seq, p.workerId, p.attempt],
+      WHERE t.run_id = $1 AND t.seq = $2 AND t.state = 'claimed' AND t.attempt = $4 AND t.holder = $3 AND t.namespace = $5 FOR UPDATE OF t`,
+    values: [p.runId, p.seq, p.workerId, p.attempt, p.namespace],
   };
 }
 

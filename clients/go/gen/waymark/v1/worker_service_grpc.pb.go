@@ -42,7 +42,7 @@ const (
 // (the same on every redispatch), the dispatch attempt and the call's deadline. A worker holds a
 // task under a fencing token; a worker that stops heartbeating loses it, the task is dispatched
 // again (same key) to another worker, and a Heartbeat or CompleteTask with the old token is
-// refused with ABORTED (ErrorInfo reason "task_lost"): nothing of it is journaled. Tools and
+// refused with ABORTED (ErrorInfo reason "TASK_LOST"): nothing of it is journaled. Tools and
 // tasks belong to a namespace (empty means "default"): a worker receives only tasks of runs in
 // the namespace it registered in.
 type WorkerServiceClient interface {
@@ -54,12 +54,12 @@ type WorkerServiceClient interface {
 	// Waits up to wait (at most 30 s) for a task of the tools the worker registered and claims
 	// it; answers with no task when none came. A poll also keeps the worker live. Repeat it.
 	PollTask(ctx context.Context, in *PollTaskRequest, opts ...grpc.CallOption) (*PollTaskResponse, error)
-	// Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("task_lost") when
+	// Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("TASK_LOST") when
 	// the task was dispatched to another worker or closed (timed out, run cancelled): stop working
 	// on it, and expect its idempotency key to be presented again by whoever holds it now.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 	// Returns a task's result (output or failure). The output is journaled as the tool call's
-	// result and the run continues on any replica. ABORTED ("task_lost") when the token is stale:
+	// result and the run continues on any replica. ABORTED ("TASK_LOST") when the token is stale:
 	// the result is refused and not journaled. A retryable failure is dispatched again after a
 	// backoff until the tool's attempts are spent; a non-retryable one fails the call at once.
 	CompleteTask(ctx context.Context, in *CompleteTaskRequest, opts ...grpc.CallOption) (*CompleteTaskResponse, error)
@@ -142,7 +142,7 @@ func (c *workerServiceClient) ListTools(ctx context.Context, in *ListToolsReques
 // (the same on every redispatch), the dispatch attempt and the call's deadline. A worker holds a
 // task under a fencing token; a worker that stops heartbeating loses it, the task is dispatched
 // again (same key) to another worker, and a Heartbeat or CompleteTask with the old token is
-// refused with ABORTED (ErrorInfo reason "task_lost"): nothing of it is journaled. Tools and
+// refused with ABORTED (ErrorInfo reason "TASK_LOST"): nothing of it is journaled. Tools and
 // tasks belong to a namespace (empty means "default"): a worker receives only tasks of runs in
 // the namespace it registered in.
 type WorkerServiceServer interface {
@@ -154,12 +154,12 @@ type WorkerServiceServer interface {
 	// Waits up to wait (at most 30 s) for a task of the tools the worker registered and claims
 	// it; answers with no task when none came. A poll also keeps the worker live. Repeat it.
 	PollTask(context.Context, *PollTaskRequest) (*PollTaskResponse, error)
-	// Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("task_lost") when
+	// Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("TASK_LOST") when
 	// the task was dispatched to another worker or closed (timed out, run cancelled): stop working
 	// on it, and expect its idempotency key to be presented again by whoever holds it now.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	// Returns a task's result (output or failure). The output is journaled as the tool call's
-	// result and the run continues on any replica. ABORTED ("task_lost") when the token is stale:
+	// result and the run continues on any replica. ABORTED ("TASK_LOST") when the token is stale:
 	// the result is refused and not journaled. A retryable failure is dispatched again after a
 	// backoff until the tool's attempts are spent; a non-retryable one fails the call at once.
 	CompleteTask(context.Context, *CompleteTaskRequest) (*CompleteTaskResponse, error)

@@ -39,7 +39,7 @@ class WorkerServiceStub:
     (the same on every redispatch), the dispatch attempt and the call's deadline. A worker holds a
     task under a fencing token; a worker that stops heartbeating loses it, the task is dispatched
     again (same key) to another worker, and a Heartbeat or CompleteTask with the old token is
-    refused with ABORTED (ErrorInfo reason "task_lost"): nothing of it is journaled. Tools and
+    refused with ABORTED (ErrorInfo reason "TASK_LOST"): nothing of it is journaled. Tools and
     tasks belong to a namespace (empty means "default"): a worker receives only tasks of runs in
     the namespace it registered in.
     """
@@ -59,13 +59,13 @@ class WorkerServiceStub:
     it; answers with no task when none came. A poll also keeps the worker live. Repeat it.
     """
     Heartbeat: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]
-    """Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("task_lost") when
+    """Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("TASK_LOST") when
     the task was dispatched to another worker or closed (timed out, run cancelled): stop working
     on it, and expect its idempotency key to be presented again by whoever holds it now.
     """
     CompleteTask: _grpc.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteTaskRequest, _worker_service_pb2.CompleteTaskResponse]
     """Returns a task's result (output or failure). The output is journaled as the tool call's
-    result and the run continues on any replica. ABORTED ("task_lost") when the token is stale:
+    result and the run continues on any replica. ABORTED ("TASK_LOST") when the token is stale:
     the result is refused and not journaled. A retryable failure is dispatched again after a
     backoff until the tool's attempts are spent; a non-retryable one fails the call at once.
     """
@@ -88,7 +88,7 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     (the same on every redispatch), the dispatch attempt and the call's deadline. A worker holds a
     task under a fencing token; a worker that stops heartbeating loses it, the task is dispatched
     again (same key) to another worker, and a Heartbeat or CompleteTask with the old token is
-    refused with ABORTED (ErrorInfo reason "task_lost"): nothing of it is journaled. Tools and
+    refused with ABORTED (ErrorInfo reason "TASK_LOST"): nothing of it is journaled. Tools and
     tasks belong to a namespace (empty means "default"): a worker receives only tasks of runs in
     the namespace it registered in.
     """
@@ -105,13 +105,13 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     it; answers with no task when none came. A poll also keeps the worker live. Repeat it.
     """
     Heartbeat: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.HeartbeatRequest, _worker_service_pb2.HeartbeatResponse]  # type: ignore[assignment]
-    """Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("task_lost") when
+    """Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("TASK_LOST") when
     the task was dispatched to another worker or closed (timed out, run cancelled): stop working
     on it, and expect its idempotency key to be presented again by whoever holds it now.
     """
     CompleteTask: _aio.UnaryUnaryMultiCallable[_worker_service_pb2.CompleteTaskRequest, _worker_service_pb2.CompleteTaskResponse]  # type: ignore[assignment]
     """Returns a task's result (output or failure). The output is journaled as the tool call's
-    result and the run continues on any replica. ABORTED ("task_lost") when the token is stale:
+    result and the run continues on any replica. ABORTED ("TASK_LOST") when the token is stale:
     the result is refused and not journaled. A retryable failure is dispatched again after a
     backoff until the tool's attempts are spent; a non-retryable one fails the call at once.
     """
@@ -133,7 +133,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     (the same on every redispatch), the dispatch attempt and the call's deadline. A worker holds a
     task under a fencing token; a worker that stops heartbeating loses it, the task is dispatched
     again (same key) to another worker, and a Heartbeat or CompleteTask with the old token is
-    refused with ABORTED (ErrorInfo reason "task_lost"): nothing of it is journaled. Tools and
+    refused with ABORTED (ErrorInfo reason "TASK_LOST"): nothing of it is journaled. Tools and
     tasks belong to a namespace (empty means "default"): a worker receives only tasks of runs in
     the namespace it registered in.
     """
@@ -166,7 +166,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _worker_service_pb2.HeartbeatRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_worker_service_pb2.HeartbeatResponse, _abc.Awaitable[_worker_service_pb2.HeartbeatResponse]]:
-        """Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("task_lost") when
+        """Keeps a claimed task: the claim lasts another heartbeat_timeout. ABORTED ("TASK_LOST") when
         the task was dispatched to another worker or closed (timed out, run cancelled): stop working
         on it, and expect its idempotency key to be presented again by whoever holds it now.
         """
@@ -178,7 +178,7 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_worker_service_pb2.CompleteTaskResponse, _abc.Awaitable[_worker_service_pb2.CompleteTaskResponse]]:
         """Returns a task's result (output or failure). The output is journaled as the tool call's
-        result and the run continues on any replica. ABORTED ("task_lost") when the token is stale:
+        result and the run continues on any replica. ABORTED ("TASK_LOST") when the token is stale:
         the result is refused and not journaled. A retryable failure is dispatched again after a
         backoff until the tool's attempts are spent; a non-retryable one fails the call at once.
         """

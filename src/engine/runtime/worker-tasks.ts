@@ -1,0 +1,203 @@
+// runtime/: the WorkerService use cases: a worker's registration, long poll, heartbeat and result (docs/workers.md).
+// Must not execute runs (the caller decides where a run its result made runnable continues) nor journal outside the store's fenced task methods.
+import { randomBytes } from 'node:crypto';
+import type { Json, RunError } from '../../journal/run.js';
+import { TaskLostError, WorkerNotFoundError } from '../../journal/worker-errors.js';
+import type { JournalStore, RemoteTask, RemoteToolDeclaration, RemoteToolInfo } from '../../store/store.js';
+import { InvalidInputError, NonRetryableError, RetriesExhaustedError, type FieldViolation } from '../author/errors.js';
+import { errorRecord } from '../replay/error-codec.js';
+import { schemaHash } from '../replay/content-key.js';
+import { validatePinned } from '../replay/payload-schema.js';
+import type { Registry } from '../registry.js';
+import type { RemoteCalls } from './remote-calls.js';
+
+/*
+ * A worker registers its tools, then long-polls for tasks, heartbeats the one it holds and returns
+ * its result. Everything durable is in the store (tasks, their fencing tokens, declarations), so
+ * any replica may answer any of these calls: a poll on one replica, the result on another.
+ */
+
+export const WORKER_DEFAULTS = {
+  workerTtlMs: 60_000,
+  pollWaitMs: 30_000,
+  timeoutMs: 600_000,
+  heartbeatTimeoutMs: 30_000,
+  maxAttempts: 3,
+  /** Backoff between attempts after a retryable failure: 1 s, doubling, at most 60 s. */
+  retryInitialMs: 1_000,
+  retryMaxMs: 60_000,
+} as const;
+
+export type { RemoteTask, RemoteToolDeclaration } from '../../store/store.js';
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const WORKER_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** What a worker reports when its tool failed. */
+export interface TaskFailure {
+  name: string;
+  message: string;
+  nonRetryable: boolean;
+  retryAfterMs: number | null;
+}
+
+export interface TaskCompleteResult {
+  applied: boolean;
+  willRetry: boolean;
+  /** The run this result made runnable (the caller may execute it now), or null. */
+  runnable: { runId: string; runnable: boolean } | null;
+}
+
+/** One tool runs of a namespace can call, for ListTools. */
+export interface ServedToolView {
+  declaration: RemoteToolDeclaration;
+  remote: boolean;
+  workers: string[];
+}
+
+export class WorkerTasks {
+  constructor(
+    private readonly store: JournalStore,
+    private readonly registry: Registry,
+    private readonly remote: RemoteCalls,
+  ) {}
+
+  /** RegisterWorker: validates the declarations (InvalidInputError, nothing written) and records them. */
+  async register(params: { namespace: string; workerId: string; tools: RemoteToolDeclaration[]; ttlMs: number | null }): Promise<{ workerId: string }> {
+    const violations: FieldViolation[] = [];
+    const workerId = params.workerId === '' ? `worker-${randomBytes(6).toString('hex')}` : params.workerId;
+    if (!WORKER_ID.test(workerId)) violations.push({ field: 'worker_id', description: 'must be 1 to 128 printable ASCII characters without spaces' });
+    if (params.tools.length === 0) violations.push({ field: 'tools', description: 'declare at least one tool' });
+    const seen = new Set<string>();
+    params.tools.forEach((t, i) => {
+      const at = `tools[${i}]`;
+      if (!TOOL_NAME.test(t.name)) violations.push({ field: `${at}.name`, description: 'must be 1 to 64 of A-Z a-z 0-9 _ -' });
+      else if (this.registry.hasTool(t.name)) violations.push({ field: `${at}.name`, description: `"${t.name}" is an in-process tool of this server; pick another name` });
+      if (seen.has(t.name)) violations.push({ field: `${at}.name`, description: `"${t.name}" is declared twice` });
+      seen.add(t.name);
+      if (t.inputSchema !== null) {
+        const problem = schemaProblem(t.inputSchema);
+        if (problem) violations.push({ field: `${at}.input_schema`, description: problem });
+      }
+      if (t.timeoutMs < 1) violations.push({ field: `${at}.timeout`, description: 'must be at least 1ms' });
+      if (t.heartbeatTimeoutMs < 100) violations.push({ field: `${at}.heartbeat_timeout`, description: 'must be at least 100ms' });
+      if (t.maxAttempts > 100) violations.push({ field: `${at}.max_attempts`, description: 'must be at most 100' });
+    });
+    if (params.ttlMs !== null && params.ttlMs < 1000) violations.push({ field: 'worker_ttl', description: 'must be at least 1s' });
+    if (violations.length > 0) throw new InvalidInputError('the worker registration', violations);
+    await this.store.workerHeartbeat({ namespace: params.namespace, workerId, tools: params.tools, ttlMs: params.ttlMs ?? WORKER_DEFAULTS.workerTtlMs });
+    this.remote.forget(params.namespace);
+    return { workerId };
+  }
+
+  /**
+   * PollTask: claims one task of the worker's tools, waiting up to `waitMs` for one (woken at once
+   * by a dispatch on this replica, otherwise looking again every pollEveryMs). Null when none came
+   * or `signal` fired (the caller went away).
+   */
+  async poll(params: { namespace: string; workerId: string; tools: string[]; queue: string; waitMs: number | null; signal: AbortSignal }): Promise<RemoteTask | null> {
+    const waitMs = Math.min(params.waitMs ?? WORKER_DEFAULTS.pollWaitMs, WORKER_DEFAULTS.pollWaitMs);
+    if (!(await this.store.workerHeartbeat({ namespace: params.namespace, workerId: params.workerId, ttlMs: WORKER_DEFAULTS.workerTtlMs }))) {
+      throw new WorkerNotFoundError(params.workerId);
+    }
+    const tools = params.tools.length > 0 ? params.tools : await this.toolsOf(params.namespace, params.workerId);
+    const until = Date.now() + waitMs;
+    for (;;) {
+      if (params.signal.aborted) return null;
+      const [task] = await this.store.remoteTaskClaim({ namespace: params.namespace, workerId: params.workerId, tools, queue: params.queue, limit: 1 });
+      if (task) return task;
+      const left = until - Date.now();
+      if (left <= 0) return null;
+      await this.remote.woken(params.namespace, Math.min(left, this.remote.pollEveryMs), params.signal);
+    }
+  }
+
+  /** Heartbeat: TaskLostError when the worker no longer holds the task. */
+  async heartbeat(params: { namespace: string; workerId: string; taskId: string; token: number }): Promise<RemoteTask> {
+    const task = await this.store.remoteTaskHeartbeat({ namespace: params.namespace, taskId: params.taskId, workerId: params.workerId, attempt: params.token });
+    if (!task) throw new TaskLostError(params.taskId, params.token);
+    return task;
+  }
+
+  /**
+   * CompleteTask: the output, or a failure (retried after a backoff while attempts remain and it
+   * is retryable; otherwise journaled as the call's error). TaskLostError for a stale token.
+   */
+  async complete(params: { namespace: string; workerId: string; taskId: string; token: number; outcome: { output: Json } | { failure: TaskFailure } }): Promise<TaskCompleteResult> {
+    const fence = { namespace: params.namespace, taskId: params.taskId, workerId: params.workerId, attempt: params.token };
+    let payload: Json;
+    if ('output' in params.outcome) {
+      payload = { source: 'worker', value: params.outcome.output, attempt: params.token };
+    } else {
+      const failure = params.outcome.failure;
+      const record: RunError = { name: failure.name || 'Error', message: failure.message };
+      if (!failure.nonRetryable) {
+        const task = (await this.store.remoteTaskList({ runId: runIdOf(params.taskId) })).find((t) => t.id === params.taskId);
+        if (task && params.token < task.maxAttempts) {
+          const backoff = Math.min(WORKER_DEFAULTS.retryInitialMs * 2 ** (params.token - 1), WORKER_DEFAULTS.retryMaxMs);
+          const retried = await this.store.remoteTaskRetry({ ...fence, delayMs: Math.max(backoff, failure.retryAfterMs ?? 0), error: record as unknown as Json });
+          if (!retried) throw new TaskLostError(params.taskId, params.token);
+          return { applied: true, willRetry: true, runnable: null };
+        }
+        const error = errorRecord(new RetriesExhaustedError('tool', task?.tool ?? 'remote', params.token, record));
+        payload = { source: 'worker', error: error as unknown as Json, attempt: params.token };
+      } else {
+        // The worker's name and message, marked as NonRetryableError marks a local failure.
+        const error: RunError = { name: record.name, message: record.message, reason: new NonRetryableError(record.message).reason.toLowerCase() };
+        payload = { source: 'worker', error: error as unknown as Json, attempt: params.token };
+      }
+    }
+    const result = await this.store.remoteTaskComplete({ ...fence, payload, dedupeKey: `remote:${params.taskId}:${params.token}` });
+    if (result.outcome === 'fenced') throw new TaskLostError(params.taskId, params.token);
+    if (result.outcome === 'closed') return { applied: false, willRetry: false, runnable: null };
+    const { resolution } = result;
+    return { applied: true, willRetry: false, runnable: { runId: runIdOf(params.taskId), runnable: resolution.applied && !resolution.duplicate } };
+  }
+
+  /** ListTools: the namespace's remote tools with their live workers, then the in-process tools. */
+  async tools(params: { namespace: string }): Promise<ServedToolView[]> {
+    const remote = await this.store.remoteToolList({ namespace: params.namespace });
+    const local = this.registry.tools().map((t): ServedToolView => ({
+      declaration: {
+        name: t.name, description: t.description, inputSchema: t.inputSchema, outputSchema: null,
+        mutating: mutatingByDefault(t), policy: t.policy, timeoutMs: t.timeoutMs ?? 0, heartbeatTimeoutMs: 0,
+        maxAttempts: t.retry?.maxAttempts ?? 1, queue: '',
+      },
+      remote: false,
+      workers: [],
+    }));
+    return [...remote.map((r: RemoteToolInfo): ServedToolView => ({ declaration: r.declaration, remote: true, workers: r.workers })), ...local]
+      .sort((a, b) => (a.declaration.name < b.declaration.name ? -1 : a.declaration.name > b.declaration.name ? 1 : 0));
+  }
+
+  /** The tools a worker registered (it may have registered on another replica). */
+  private async toolsOf(namespace: string, workerId: string): Promise<string[]> {
+    const list = await this.store.remoteToolList({ namespace });
+    return list.filter((t) => t.workers.includes(workerId)).map((t) => t.declaration.name);
+  }
+}
+
+/** Whether an in-process tool changes the world for arguments it decides on per call (the http tool): asked with none, true when it cannot say. */
+function mutatingByDefault(tool: { isMutating(args: unknown): boolean }): boolean {
+  try {
+    return tool.isMutating({});
+  } catch {
+    return true;
+  }
+}
+
+function runIdOf(taskId: string): string {
+  const at = taskId.lastIndexOf(':');
+  return at > 0 ? taskId.slice(0, at) : taskId;
+}
+
+/** Why a declared JSON Schema cannot be used to validate arguments, or null. */
+function schemaProblem(schema: Json): string | null {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return 'must be a JSON Schema object';
+  try {
+    validatePinned({ schema, schemaHash: schemaHash(schema) }, null);
+    return null;
+  } catch (error) {
+    return `is not a usable JSON Schema (draft 2020-12): ${(error as Error).message}`;
+  }
+}
