@@ -7,7 +7,7 @@ import {
   type WebhookDelivery as ProtoDelivery, type WebhookEndpoint as ProtoEndpoint,
 } from '../gen/waymark/v1/webhook_service_pb.js';
 import {
-  DEFAULT_ROTATION_OVERLAP_MS, WEBHOOK_EVENT_TYPES, type WebhookApi, type WebhookDelivery, type WebhookDeliveryState, type WebhookEndpoint,
+  DEFAULT_ROTATION_OVERLAP_MS, DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES, type WebhookApi, type WebhookDelivery, type WebhookDeliveryState, type WebhookEndpoint,
   type WebhookEventType,
 } from '../webhooks/webhook-api.js';
 import { endpointUrlProblem } from '../webhooks/target-guard.js';
@@ -49,7 +49,7 @@ export function webhookServiceImpl(deps: WebhookServiceDeps): ServiceImpl<typeof
       const namespace = c.namespace(req.namespace);
       const problem = endpointUrlProblem(req.url, deps.allowPrivate);
       if (problem) c.fail('url', req.url === '' ? 'is required' : problem);
-      const events = req.events.length === 0 ? [...WEBHOOK_EVENT_TYPES] : [...new Set(req.events)];
+      const events = req.events.length === 0 ? [...DEFAULT_WEBHOOK_EVENTS] : [...new Set(req.events)];
       for (const e of events) if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e)) c.fail('events', `unknown event type "${e}"; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`);
       const description = c.text('description', req.description, { max: 1024 });
       c.done();

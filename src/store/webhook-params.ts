@@ -3,12 +3,16 @@ import type { Json } from '../journal/run.js';
 /*
  * Webhook endpoints and the outbox of their deliveries (docs/security.md "Webhooks"). A store
  * writes the deliveries of a run's `run.finished` in the same atomic step as the run's terminal
- * status (runStatusSet, runStatusForce, runRecoverExpired), one per endpoint of the run's
- * namespace that subscribes to it; dispatchers claim and complete them.
+ * status (runStatusSet, runStatusForce, runRecoverExpired), and those of `approval.pending` in the
+ * step that sets SUSPENDED (runStatusSet, runStatusForce): one per open approval of the run, at
+ * most once per approval and endpoint however often the run parks. One delivery per endpoint of
+ * the run's namespace that subscribes to the type; dispatchers claim and complete them.
  */
 
-export const WEBHOOK_EVENT_TYPES = ['run.finished'] as const;
+export const WEBHOOK_EVENT_TYPES = ['run.finished', 'approval.pending'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** What an endpoint created without a list of events receives: approval.pending is opt-in. */
+export const DEFAULT_WEBHOOK_EVENTS: readonly WebhookEventType[] = ['run.finished'];
 
 export type WebhookDeliveryState = 'pending' | 'delivered' | 'dead';
 

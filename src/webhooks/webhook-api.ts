@@ -6,7 +6,7 @@ import type {
 } from '../store/store.js';
 import { newWebhookSecret } from './signing.js';
 
-export { WEBHOOK_EVENT_TYPES } from '../store/webhook-params.js';
+export { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES } from '../store/webhook-params.js';
 export type { WebhookDelivery, WebhookDeliveryState, WebhookEndpoint, WebhookEventType } from '../store/webhook-params.js';
 
 /*

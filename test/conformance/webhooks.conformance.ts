@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { WebhookDeliveryNotFoundError, WebhookDeliveryPendingError, WebhookEndpointNotFoundError } from '../../src/journal/webhook-errors.js';
 import type { JournalStore, WebhookEndpointCreateParams } from '../../src/store/store.js';
-import { startRun, TTL } from './harness.js';
+import { resolution, startRun, suspension, TTL } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 const INTERRUPTED = { name: 'Interrupted', message: 'Interrupted', reason: 'interrupted' };
@@ -43,6 +43,58 @@ export function webhooksSection({ h }: SuiteContext): void {
       expect(Date.parse((d.payload as { timestamp: string }).timestamp)).not.toBeNaN();
     }
     expect((await store.webhookDeliveryList({ namespace: 'other', limit: 10 })).deliveries).toEqual([]);
+  });
+
+  it('outbox: parking writes one approval.pending per open approval and subscribed endpoint, in the same step, once per approval however often the run parks', async () => {
+    const { store } = h();
+    const ep = await endpoint(store, { events: ['approval.pending'] });
+    await endpoint(store, { url: 'https://finished-only.test/x' }); // run.finished only
+    await endpoint(store, { namespace: 'other', events: ['approval.pending', 'run.finished'] });
+    const { run, lease } = await startRun(store);
+    const approvalPayload = { key: 'refund', title: 'Refund $5?', description: 'order o-1', deadlineAt: '2026-12-02T00:00:00.000Z', schema: {}, schemaHash: 'h', onTimeout: null };
+    const [refund, second, signal] = await store.journalAppend({
+      lease, entries: [suspension('refund', { payload: approvalPayload }), suspension('second'), suspension('go', { kind: 'signal' })],
+    });
+    const pending = async () => (await store.webhookDeliveryList({ namespace: 'default', limit: 10 })).deliveries;
+    expect(await pending()).toEqual([]); // waits appended, the run not parked yet
+    await store.runStatusSet({ lease, status: 'SUSPENDED' });
+
+    const parked = await pending();
+    expect(parked.map((d) => d.messageId).sort()).toEqual([`msg_${run.id}_approval_${refund!.seq}`, `msg_${run.id}_approval_${second!.seq}`].sort());
+    expect(parked.map((d) => [d.endpointId, d.eventType, d.state, d.runId])).toEqual(parked.map(() => [ep.id, 'approval.pending', 'pending', run.id]));
+    const refundDelivery = parked.find((d) => d.messageId.endsWith(`_${refund!.seq}`))!;
+    expect(refundDelivery.payload).toMatchObject({
+      type: 'approval.pending',
+      data: {
+        approvalId: `${run.id}:${refund!.seq}`, runId: run.id, namespace: 'default', workflow: 'refund', workflowVersion: '1', name: 'refund',
+        title: 'Refund $5?', description: 'order o-1', deadline: '2026-12-02T00:00:00.000Z',
+      },
+    });
+    expect(Date.parse((refundDelivery.payload as { timestamp: string }).timestamp)).not.toBeNaN();
+    expect(signal!.kind).toBe('signal'); // a signal wait is no approval: no delivery for it
+
+    // Decided: "second" is closed. Resumed and parked again on the still-open "refund": nothing new.
+    await store.journalResolve({ runId: run.id, suspensionSeq: second!.seq, entry: resolution({ approved: true }) });
+    const resumed = await store.runLeaseAcquire({ runId: run.id, holder: 'w', ttlMs: TTL, statuses: ['SUSPENDED', 'PENDING'] });
+    await store.runStatusSet({ lease: resumed!, status: 'SUSPENDED' });
+    expect((await pending()).map((d) => d.id).sort()).toEqual(parked.map((d) => d.id).sort());
+    // A new approval after the resume gets its own.
+    const again = await store.runLeaseAcquire({ runId: run.id, holder: 'w', ttlMs: TTL, statuses: ['SUSPENDED', 'PENDING'] });
+    const [third] = await store.journalAppend({ lease: again!, entries: [suspension('third')] });
+    await store.runStatusSet({ lease: again!, status: 'SUSPENDED' });
+    expect((await pending()).map((d) => d.messageId)).toContain(`msg_${run.id}_approval_${third!.seq}`);
+    expect(await pending()).toHaveLength(3);
+    expect((await store.webhookDeliveryList({ namespace: 'other', limit: 10 })).deliveries).toEqual([]);
+  });
+
+  it('outbox: a fenced SUSPENDED writes no approval.pending', async () => {
+    const { store } = h();
+    await endpoint(store, { events: ['approval.pending'] });
+    const { run, lease } = await startRun(store);
+    await store.journalAppend({ lease, entries: [suspension('refund')] });
+    await store.runStatusForce({ runId: run.id, status: 'PENDING' }); // fences the holder
+    await expect(store.runStatusSet({ lease, status: 'SUSPENDED' })).rejects.toThrow();
+    expect((await store.webhookDeliveryList({ namespace: 'default', limit: 10 })).deliveries).toEqual([]);
   });
 
   it('outbox: a forced cancel and a sweeper failure write their run.finished too; a fenced status change writes nothing', async () => {

@@ -5,6 +5,7 @@ import { Code, ConnectError, createClient, type Client } from '@connectrpc/conne
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { WebhookDeliveryState, WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -18,7 +19,9 @@ import { startReceiver, type Receiver } from './receiver.js';
  * their deliveries commit on server A, which is SIGKILLed before it delivers any; server B takes
  * the deliveries over and is SIGKILLed in the middle of its first attempt; server C finishes the
  * job. The receiver fails the first two attempts of every webhook. Each run's run.finished must
- * reach it under exactly one webhook-id, verified, and be accepted once.
+ * reach it under exactly one webhook-id, verified, and be accepted once. An endpoint subscribed
+ * to approval.pending gets one per approval a run parks on, committed with the park, across a
+ * SIGKILL before delivery and a failed first attempt, and the run.finished after the decision.
  */
 
 const WORKFLOWS = path.resolve('test/webhooks/workflows.ts');
@@ -125,6 +128,60 @@ describe('run.finished webhooks from a transactional outbox', () => {
       expect(row.attempts).toBeLessThanOrEqual(forRun.length + 1);
     }
     expect(receiver.accepted).toHaveLength(3);
+  });
+});
+
+describe('approval.pending webhooks', () => {
+  it('reach a verifying receiver once per approval (by webhook-id) across a SIGKILL between the park and delivery; the decision then brings run.finished', { timeout: 120_000 }, async () => {
+    const receiver = await startReceiver((r) => (r.attempt <= 1 ? 503 : 204));
+    const processes: WaymarkProcess[] = [];
+    try {
+      // A: parks the runs (the deliveries commit with the park) and never dispatches before its SIGKILL.
+      const a = server({ WAYMARK_WEBHOOK_INTERVAL_MS: '3600000' });
+      processes.push(a);
+      const fromA = clients(await a.listening());
+      const created = await fromA.hooks.createWebhookEndpoint({ url: receiver.url, events: ['approval.pending', 'run.finished'], description: 'approvals' });
+      expect(created.endpoint?.events).toEqual(['approval.pending', 'run.finished']);
+      receiver.secrets.push(created.secret);
+      const parked: Array<{ runId: string; approvalId: string }> = [];
+      for (let n = 1; n <= 2; n++) {
+        const { run, waitingOn } = await fromA.runs.startRun({ workflow: 'gated', input: fromJson(ValueSchema, { n }), wait: true });
+        expect(run?.status).toBe(RunStatus.SUSPENDED);
+        parked.push({ runId: run!.id, approvalId: waitingOn[0]!.approvalId });
+      }
+      const committed = await fromA.hooks.listWebhookDeliveries({ endpointId: created.endpoint!.id });
+      expect(committed.deliveries.map((d) => [d.runId, d.eventType, d.state]).sort()).toEqual(
+        parked.map((p) => [p.runId, 'approval.pending', WebhookDeliveryState.PENDING]).sort());
+      a.child.kill('SIGKILL');
+      await a.exited;
+
+      // B: delivers them (each fails once first), then the decisions finish the runs.
+      const b = server();
+      processes.push(b);
+      const transport = createGrpcTransport({ baseUrl: `http://${await b.listening()}` });
+      const signals = createClient(SignalService, transport);
+      await until('both approval.pending accepted', () => (receiver.accepted.length >= 2 ? true : undefined), 60_000);
+      for (const p of parked) await signals.decideApproval({ id: p.approvalId, approve: true, by: 'ops' });
+      await until('both run.finished accepted', () => (receiver.accepted.length >= 4 ? true : undefined), 60_000);
+      await b.stop();
+
+      expect(receiver.received.every((r) => r.verified), 'every request verifies with standardwebhooks').toBe(true);
+      for (const p of parked) {
+        const pending = receiver.received.filter((r) => r.body?.type === 'approval.pending' && r.body.data.runId === p.runId);
+        expect(new Set(pending.map((r) => r.id)), `run ${p.runId}'s approval arrived under one webhook-id`).toEqual(new Set([`msg_${p.runId}_approval_${p.approvalId.split(':')[1]}`]));
+        expect(pending.map((r) => r.attempt)).toEqual([1, 2]);
+        expect(receiver.accepted.filter((id) => id === pending[0]!.id)).toHaveLength(1);
+        expect(pending[0]!.body!.data).toMatchObject({ approvalId: p.approvalId, runId: p.runId, workflow: 'gated', namespace: 'default', title: expect.stringMatching(/^Release batch \d\?$/), description: 'the e2e gate' });
+        expect(typeof pending[0]!.body!.data.deadline).toBe('string');
+        const finished = receiver.received.filter((r) => r.body?.type === 'run.finished' && r.body.data.runId === p.runId);
+        expect(new Set(finished.map((r) => r.id)).size).toBe(1);
+        expect(finished[0]!.body!.data).toMatchObject({ status: 'SUCCEEDED', output: { approved: true } });
+      }
+      expect(receiver.accepted).toHaveLength(4);
+    } finally {
+      await Promise.all(processes.map((p) => p.stop('SIGKILL')));
+      await receiver.close();
+    }
   });
 });
 

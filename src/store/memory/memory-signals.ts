@@ -38,6 +38,12 @@ export function oldestOpenSuspension(rec: SuspensionSource, kind: string, name: 
   return null;
 }
 
+/** Every open suspension of `kind`, in seq order (the approvals a run parks on). */
+export function openSuspensions(rec: SuspensionSource, kind: string): JournalEntry[] {
+  const cancelled = new Set(rec.entries.flatMap((c) => (c.status === 'cancelled' && c.refSeq !== null ? [c.refSeq] : [])));
+  return rec.entries.filter((e) => e.kind === kind && e.status === 'suspended' && !rec.winners.has(e.seq) && !cancelled.has(e.seq));
+}
+
 /** The seq of the earliest open `signal` wait named `name`. */
 export function openSignalWait(rec: SuspensionSource, name: string): number | null {
   return oldestOpenSuspension(rec, 'signal', name)?.seq ?? null;

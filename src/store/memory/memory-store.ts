@@ -25,7 +25,7 @@ import {
   assertForcedStatusFits,
   assertEntriesFit, assertJsonStorable, assertRunCreateFits, assertStatusFits, assertStorableText, statusEntry, suspensionDeadline,
 } from '../write-checks.js';
-import { oldestOpenSuspension, openSignalWait, suspensionPage } from './memory-signals.js';
+import { oldestOpenSuspension, openSignalWait, openSuspensions, suspensionPage } from './memory-signals.js';
 import { MemoryWakeups } from './memory-wakeups.js';
 import { MemoryFlows } from './memory-flows.js';
 import { MemoryWebhooks } from './memory-webhooks.js';
@@ -697,6 +697,7 @@ export class MemoryStore implements JournalStore {
     rec.run.updatedAt = this.now();
     const [entry] = this.write(rec, [statusEntry(status, rec.run.output, rec.run.error)]);
     if (terminal) this.webhooks.runFinished(rec.run, entry!);
+    if (status === 'SUSPENDED') this.webhooks.approvalsPending(rec.run, openSuspensions(rec, 'approval'));
     this.wakeups.notify(rec.run.id, status === 'PENDING');
     return { run: clone(rec.run), entry: clone(entry!) };
   }

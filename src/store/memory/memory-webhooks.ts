@@ -10,8 +10,8 @@ import type {
 
 /*
  * The memory store's webhook endpoints and outbox (store.ts documents each method). The store
- * calls `runFinished` from the same synchronous step that sets a terminal status, which is this
- * store's transaction.
+ * calls `runFinished` from the same synchronous step that sets a terminal status, and
+ * `approvalsPending` from the one that sets SUSPENDED, which is this store's transaction.
  */
 
 interface DeliveryRecord {
@@ -44,6 +44,36 @@ export class MemoryWebhooks {
         lastError: null, lastStatus: null, createdAt: now, deliveredAt: null,
       };
       this.deliveries.set(delivery.id, { delivery, claimedUntil: null, claimToken: null });
+    }
+  }
+
+  /**
+   * The outbox rows of a run that just parked: one per open approval and subscribed endpoint, never
+   * twice for one approval and endpoint (the Postgres store's unique message id per endpoint).
+   */
+  approvalsPending(run: Run, approvals: readonly JournalEntry[]): void {
+    const now = this.now();
+    for (const a of approvals) {
+      const messageId = `msg_${run.id}_approval_${a.seq}`;
+      const p = (a.payload ?? {}) as { title?: unknown; description?: unknown; deadlineAt?: unknown };
+      const payload: Json = {
+        type: 'approval.pending', timestamp: now.toISOString(),
+        data: {
+          approvalId: `${run.id}:${a.seq}`, runId: run.id, namespace: run.namespace, workflow: run.workflowName, workflowVersion: run.workflowVersion,
+          name: a.name, title: typeof p.title === 'string' ? p.title : a.name, description: (p.description ?? null) as Json,
+          deadline: (p.deadlineAt ?? null) as Json,
+        },
+      };
+      for (const ep of this.endpoints.values()) {
+        if (ep.namespace !== run.namespace || !ep.events.includes('approval.pending')) continue;
+        if ([...this.deliveries.values()].some((r) => r.delivery.endpointId === ep.id && r.delivery.messageId === messageId)) continue;
+        const delivery: WebhookDelivery = {
+          id: `whd_${randomUUID().replace(/-/g, '')}`, messageId, endpointId: ep.id, namespace: run.namespace,
+          eventType: 'approval.pending', runId: run.id, payload: structuredClone(payload), state: 'pending', attempts: 0, nextAttemptAt: now,
+          lastError: null, lastStatus: null, createdAt: now, deliveredAt: null,
+        };
+        this.deliveries.set(delivery.id, { delivery, claimedUntil: null, claimToken: null });
+      }
     }
   }
 

@@ -4,7 +4,7 @@ import type { RunCreateParams } from '../store.js';
 import { statusEntryInsert } from './journal-queries.js';
 import { RUN_IS_FLOW } from './flows-queries.js';
 import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
-import { runFinishedOutboxInsert } from './webhooks-queries.js';
+import { approvalPendingOutboxInsert, runFinishedOutboxInsert } from './webhooks-queries.js';
 
 /*
  * Named statements on `runs` (STYLE habit 8). Lease expiry is compared with now() in WHERE clauses
@@ -218,13 +218,15 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
 
 /**
  * What both status changes do after updating the run row ($1 = run id, $3 = status): journal the
- * `status` entry, write the webhook outbox rows when it ended (same statement, same commit),
- * retire the run's deadlines when it ended, and return the run and the entry.
+ * `status` entry, write the webhook outbox rows when it ended or parked on approvals (same
+ * statement, same commit), retire the run's deadlines when it ended, and return the run and the entry.
  */
 const STATUS_CHANGE_TAIL = `, entry AS (
         ${statusEntryInsert('changed')} RETURNING *
       ), outbox AS (
         ${runFinishedOutboxInsert('changed')}
+      ), approvals_outbox AS (
+        ${approvalPendingOutboxInsert('changed')}
       ), retired AS (
         DELETE FROM suspension_deadlines WHERE run_id = $1 AND $3 IN ${TERMINAL} AND EXISTS (SELECT 1 FROM changed)
       )

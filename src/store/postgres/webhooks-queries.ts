@@ -7,8 +7,8 @@ import type {
 
 /*
  * Named statements on `webhook_endpoints` and `webhook_deliveries` (migration 0010), and the
- * outbox insert the terminal status statements of runs-queries.ts embed, so the deliveries of a
- * `run.finished` commit with the status or not at all.
+ * outbox inserts the status statements of runs-queries.ts embed, so the deliveries of a
+ * `run.finished` (an approval.pending) commit with the terminal (SUSPENDED) status or not at all.
  */
 
 const MS = `* interval '1 millisecond'`;
@@ -35,6 +35,32 @@ export function runFinishedOutboxInsert(src: string): string {
                'workflowVersion', s.workflow_version, 'status', s.status, 'output', s.output, 'error', s.error))
       FROM ${src} s JOIN webhook_endpoints e ON e.namespace = s.namespace AND 'run.finished' = ANY (e.events)
      WHERE s.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`;
+}
+
+/**
+ * The approval.pending outbox insert, as a CTE body: for every row of `src` (a run whose status
+ * was just written, columns as above) that is now SUSPENDED, one delivery per open approval wait
+ * of the run (a `suspended` approval entry no resolution or invalidation points at) and endpoint
+ * of its namespace that takes `approval.pending`. The message id names the approval
+ * (`msg_<run>_approval_<seq>`), and the unique (endpoint_id, message_id) makes a run that parks
+ * again on the same undecided approval (after a signal, a restart) add nothing. The data reads the
+ * suspension payload's title, description and deadlineAt (engine/runtime/suspension.ts).
+ */
+export function approvalPendingOutboxInsert(src: string): string {
+  return `INSERT INTO webhook_deliveries (id, message_id, endpoint_id, namespace, event_type, run_id, payload)
+    SELECT 'whd_' || replace(gen_random_uuid()::text, '-', ''), 'msg_' || s.id || '_approval_' || j.seq, e.id, s.namespace,
+           'approval.pending', s.id,
+           jsonb_build_object('type', 'approval.pending', 'timestamp', ${isoUtc('now()')},
+             'data', jsonb_build_object('approvalId', s.id || ':' || j.seq, 'runId', s.id, 'namespace', s.namespace,
+               'workflow', s.workflow_name, 'workflowVersion', s.workflow_version, 'name', j.name,
+               'title', COALESCE(j.payload->>'title', j.name), 'description', j.payload->'description',
+               'deadline', j.payload->'deadlineAt'))
+      FROM ${src} s
+      JOIN journal j ON j.run_id = s.id AND j.status = 'suspended' AND j.kind = 'approval'
+      JOIN webhook_endpoints e ON e.namespace = s.namespace AND 'approval.pending' = ANY (e.events)
+     WHERE s.status = 'SUSPENDED'
+       AND NOT EXISTS (SELECT 1 FROM journal x WHERE x.run_id = j.run_id AND x.ref_seq = j.seq AND x.status IN ('resolved', 'cancelled'))
+    ON CONFLICT (endpoint_id, message_id) DO NOTHING`;
 }
 
 export interface EndpointRow {

@@ -89,7 +89,7 @@ type WebhookEndpoint struct {
 	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Where deliveries are POSTed (http or https).
 	Url string `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
-	// The event types it receives, e.g. "run.finished".
+	// The event types it receives: "run.finished", "approval.pending".
 	Events []string `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
 	// Free text for people.
 	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
@@ -341,7 +341,8 @@ type CreateWebhookEndpointRequest struct {
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Where deliveries are POSTed: an absolute http or https URL without credentials.
 	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
-	// The event types to receive; empty means all ("run.finished").
+	// The event types to receive: "run.finished", "approval.pending"; empty means "run.finished"
+	// (approval.pending is opt-in).
 	Events []string `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
 	// Free text for people, at most 1024 characters.
 	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`

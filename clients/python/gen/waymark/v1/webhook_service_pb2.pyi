@@ -74,7 +74,7 @@ class WebhookEndpoint(_message.Message):
     """How many secrets sign its deliveries now (2 during a rotation's overlap)."""
     @_builtins.property
     def events(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The event types it receives, e.g. "run.finished"."""
+        """The event types it receives: "run.finished", "approval.pending"."""
 
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:
@@ -195,7 +195,9 @@ class CreateWebhookEndpointRequest(_message.Message):
     """Free text for people, at most 1024 characters."""
     @_builtins.property
     def events(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The event types to receive; empty means all ("run.finished")."""
+        """The event types to receive: "run.finished", "approval.pending"; empty means "run.finished"
+        (approval.pending is opt-in).
+        """
 
     def __init__(
         self,

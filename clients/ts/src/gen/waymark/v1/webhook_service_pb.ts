@@ -42,7 +42,7 @@ export type WebhookEndpoint = Message<"waymark.v1.WebhookEndpoint"> & {
   url: string;
 
   /**
-   * The event types it receives, e.g. "run.finished".
+   * The event types it receives: "run.finished", "approval.pending".
    *
    * @generated from field: repeated string events = 4;
    */
@@ -203,7 +203,8 @@ export type CreateWebhookEndpointRequest = Message<"waymark.v1.CreateWebhookEndp
   url: string;
 
   /**
-   * The event types to receive; empty means all ("run.finished").
+   * The event types to receive: "run.finished", "approval.pending"; empty means "run.finished"
+   * (approval.pending is opt-in).
    *
    * @generated from field: repeated string events = 3;
    */
