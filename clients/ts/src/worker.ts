@@ -171,7 +171,19 @@ export class WaymarkWorker {
   }
 
   private async serve(): Promise<void> {
-    await this.register();
+    // The first registration is retried while the server cannot be reached; a refusal (a bad declaration) ends run().
+    for (let backoffMs = 100; ; backoffMs = Math.min(backoffMs * 2, 5_000)) {
+      try {
+        await this.register();
+        break;
+      } catch (err) {
+        const e = toWaymarkError(err);
+        if (!(e instanceof Unavailable) || this.stopping.signal.aborted) throw e;
+        this.log('registration failed; retrying', { err: e.message });
+        await sleep(backoffMs, this.stopping.signal);
+      }
+    }
+    this.log('registered', { workerId: this.workerId, tools: [...this.tools.keys()] });
     const refresh = setInterval(() => void this.register().catch((err: unknown) => this.log('registration failed', { err: String(err) })), REREGISTER_MS);
     refresh.unref();
     try {

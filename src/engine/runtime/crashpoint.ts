@@ -71,6 +71,14 @@ export function crashpoint(kind: string, boundary: EffectBoundary): void {
  */
 const keyWithEpoch = process.env.WAYMARK_UNSAFE_KEY_WITH_EPOCH === '1';
 
+/**
+ * NEGATIVE CONTROL, test only: WAYMARK_UNSAFE_REMOTE_NO_FENCE=1 makes CompleteTask present the
+ * task's current holder and token instead of the caller's, so a worker that lost its task has its
+ * late result journaled: the mistake the fencing token exists to prevent. The stale-worker chaos
+ * test must notice (test/chaos/remote-workers.test.ts). Never set it anywhere else.
+ */
+export const unsafeRemoteNoFence = process.env.WAYMARK_UNSAFE_REMOTE_NO_FENCE === '1';
+
 export function unsafeTestKey(key: string, epoch: number | undefined): string {
   return keyWithEpoch && epoch !== undefined ? `${key}:epoch-${epoch}` : key;
 }
