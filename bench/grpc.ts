@@ -91,3 +91,10 @@ export async function measureEvents(a: GrpcServer, b: GrpcServer, rounds: number
   const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/events-client.ts'), a.address, b.address, String(rounds)], { cwd: root });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as { sendP50Ms: number; sendP99Ms: number; commitP50Ms: number; commitP99Ms: number };
 }
+
+/** Remote tools (bench/remote-client.ts): one tool call per run, in process and served by a worker over WorkerService. */
+export async function measureRemote(server: GrpcServer, runs: number, concurrency: number) {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/remote-client.ts'), server.address, String(runs), String(concurrency)], { cwd: root });
+  type Figures = { callsPerSec: number; p50Ms: number; p99Ms: number };
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as { local: Figures; remote: Figures };
+}

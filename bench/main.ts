@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchDbos, measureDbos, shutdownDbos } from './dbos.js';
 import { measureFloor } from './floor.js';
-import { measureEvents, measureGrpc, startServer } from './grpc.js';
+import { measureEvents, measureGrpc, measureRemote, startServer } from './grpc.js';
 import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
 import { measureReplay, longRun } from './replay.js';
@@ -75,10 +75,13 @@ try {
 
   progress(`waymark gRPC: a server process and a client process, ${RUNS} runs, sequential and concurrency 16`);
   const server = await startServer(wmUrl);
-  let gSeq, g16, events;
+  let gSeq, g16, events, rSeq, r16;
   try {
     gSeq = await repeat(REPS, () => measureGrpc(server, RUNS, 1, STEPS));
     g16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS));
+    progress(`remote tools: ${RUNS} runs of one tool call each, in process and served by a worker (TypeScript SDK) over WorkerService; sequential and concurrency 16`);
+    rSeq = await measureRemote(server, RUNS, 1);
+    r16 = await measureRemote(server, RUNS, 16);
     progress(`event latency: a signal on replica A to the emitted entry at a follower on replica B, ${EVENT_ROUNDS} rounds`);
     const other = await startServer(wmUrl);
     try {
@@ -91,6 +94,10 @@ try {
   }
   row('waymark gRPC StartRun(wait), sequential (p50/p99: per run)', `${fmt(gSeq.stepsPerSec, 0)} steps/s`, fmt(gSeq.runP50Ms, 3), fmt(gSeq.runP99Ms, 3));
   row('waymark gRPC StartRun(wait), concurrency 16 (p50/p99: per run)', `${fmt(g16.stepsPerSec, 0)} steps/s`, fmt(g16.runP50Ms, 3), fmt(g16.runP99Ms, 3));
+  for (const [label, r] of [['sequential', rSeq], ['concurrency 16', r16]] as const) {
+    row(`tool call in process (gRPC StartRun(wait), one mutating tool), ${label}`, `${fmt(r.local.callsPerSec, 0)} calls/s`, fmt(r.local.p50Ms, 3), fmt(r.local.p99Ms, 3));
+    row(`remote tool call (worker over WorkerService: park, poll, result, resume), ${label}`, `${fmt(r.remote.callsPerSec, 0)} calls/s`, fmt(r.remote.p50Ms, 3), fmt(r.remote.p99Ms, 3));
+  }
   row('events across replicas: signal sent on A to entry seen on B', '', fmt(events.sendP50Ms, 3), fmt(events.sendP99Ms, 3));
   row('events across replicas: entry create_time to receipt on B', '', fmt(events.commitP50Ms, 3), fmt(events.commitP99Ms, 3));
 
@@ -127,6 +134,8 @@ try {
     ['Waymark steps/s / DBOS steps/s, concurrency 16 (goal >= 3)', fmt(w16.stepsPerSec / d16.stepsPerSec)],
     ['Waymark gRPC steps/s / in-process steps/s, concurrency 16', fmt(g16.stepsPerSec / w16.stepsPerSec)],
     ['Waymark gRPC steps/s / DBOS steps/s, concurrency 16', fmt(g16.stepsPerSec / d16.stepsPerSec)],
+    ['remote tool call: added p50 ms over an in-process tool, sequential / concurrency 16', `${fmt(rSeq.remote.p50Ms - rSeq.local.p50Ms, 3)} / ${fmt(r16.remote.p50Ms - r16.local.p50Ms, 3)}`],
+    ['remote tool calls/s / in-process tool calls/s, sequential / concurrency 16', `${fmt(rSeq.remote.callsPerSec / rSeq.local.callsPerSec)} / ${fmt(r16.remote.callsPerSec / r16.local.callsPerSec)}`],
     ['Waymark steps/s at 16 / floor rows/s at 8 conns', fmt(w16.stepsPerSec / floor8.rowsPerSec)],
     ['Postgres commits per step (sequential; per run: 10 steps + start + end)', fmt(commitsPerStep)],
     ['WAL bytes per step (sequential)', fmt(walPerStep, 0)],

@@ -1,7 +1,7 @@
 // The workflows module a `waymark server` loads for the gRPC benchmark (WAYMARK_WORKFLOWS).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { defineWorkflow } from '../src/index.js';
+import { defineTool, defineWorkflow } from '../src/index.js';
 
 export const STEPS = 10;
 
@@ -35,3 +35,15 @@ export const crawl = defineWorkflow({ name: 'bench-crawl', input: z.object({ ste
   }
   return { steps };
 });
+
+/**
+ * Remote tools (bench/remote-client.ts): one tool call per run, in process or served by a worker
+ * over WorkerService (`bench_remote_echo`, declared by the bench's worker). The in-process tool is
+ * mutating, so both journal an intent and a result.
+ */
+export const localEcho = defineTool({
+  name: 'bench_local_echo', description: 'Returns its input (in process).', input: z.object({ n: z.number() }),
+  execute: async ({ n }) => ({ n }),
+});
+export const localCall = defineWorkflow({ name: 'bench-local-call', input: z.object({ n: z.number() }) }, async (ctx, { n }) => ctx.tool(localEcho, { n }));
+export const remoteCall = defineWorkflow({ name: 'bench-remote-call', input: z.object({ n: z.number() }) }, async (ctx, { n }) => ctx.tool('bench_remote_echo', { n }));

@@ -12,6 +12,7 @@ import {
 import { DriftRecovery, RunService, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
+import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus } from './names.js';
 import type {
@@ -41,6 +42,8 @@ export class WaymarkClient {
   readonly health: Client<typeof Health>;
   /** API keys (AdminService): needs an admin key. */
   readonly admin: Client<typeof AdminService>;
+  /** WorkerService (remote tools, docs/workers.md): ListTools here; serve tools with createWaymarkWorker. */
+  readonly workers: Client<typeof WorkerService>;
   /** The namespace of every call; empty means the server's default. */
   readonly namespace: string;
   private readonly timeoutMs: number;
@@ -61,6 +64,7 @@ export class WaymarkClient {
     this.signals = createClient(SignalService, transport);
     this.health = createClient(Health, transport);
     this.admin = createClient(AdminService, transport);
+    this.workers = createClient(WorkerService, transport);
   }
 
   /** Closes the connection; calls in flight fail. */
