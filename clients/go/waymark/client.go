@@ -4,7 +4,8 @@
 // namespace and default deadlines, converts JSON payloads to and from google.protobuf.Value,
 // pages lists into iterators, follows a run's events across dropped connections, and turns
 // failed calls into typed errors (RunNotFoundError, FlowDriftError, ...) that errors.As finds.
-// Everything the wrapper does not cover is reachable through Client.Runs and Client.Signals.
+// Everything the wrapper does not cover is reachable through Client.Runs, Client.Signals and
+// Client.Flows.
 package waymark
 
 import (
@@ -42,12 +43,13 @@ type Client struct {
 	backoff   Backoff
 	retry     RetryPolicy
 
-	// Runs and Signals are the generated stubs, for anything the wrapper does not cover.
+	// Runs, Signals and Flows are the generated stubs, for anything the wrapper does not cover.
 	Runs    waymarkv1.RunServiceClient
 	Signals waymarkv1.SignalServiceClient
 	// Workers is the WorkerService stub, which package worker (clients/go/worker) serves tools
 	// through; ListTools is the call an application makes itself.
 	Workers waymarkv1.WorkerServiceClient
+	Flows   waymarkv1.FlowServiceClient
 }
 
 // Backoff paces the reconnects of an event stream: the first wait is up to Initial, each further
@@ -162,6 +164,7 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	c.Runs = waymarkv1.NewRunServiceClient(conn)
 	c.Signals = waymarkv1.NewSignalServiceClient(conn)
 	c.Workers = waymarkv1.NewWorkerServiceClient(conn)
+	c.Flows = waymarkv1.NewFlowServiceClient(conn)
 	if o.failFast > 0 {
 		if err := c.waitReady(address, o.failFast); err != nil {
 			_ = conn.Close()

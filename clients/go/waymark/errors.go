@@ -26,6 +26,9 @@ const (
 	ReasonLeaseLost           = "LEASE_LOST"
 	ReasonWrongState          = "WRONG_STATE"
 	ReasonIdempotencyConflict = "IDEMPOTENCY_KEY_REUSED"
+	ReasonInvalidFlow         = "INVALID_FLOW"
+	ReasonFlowNotFound        = "FLOW_NOT_FOUND"
+	ReasonFlowNameTaken       = "FLOW_NAME_TAKEN"
 )
 
 // FieldViolation is one invalid field of a request (google.rpc.BadRequest).
@@ -106,6 +109,28 @@ type PayloadTooLargeError struct {
 
 // InvalidArgumentError: the request failed validation (INVALID_ARGUMENT); FieldViolations says where.
 type InvalidArgumentError struct{ *APIError }
+
+// InvalidFlowError: RegisterFlow refused the flow (INVALID_ARGUMENT) and stored nothing;
+// FieldViolations name each problem by its exact path, e.g. "flow.edges[3].condition". It is
+// also an *InvalidArgumentError for errors.As.
+type InvalidFlowError struct {
+	*InvalidArgumentError
+	Flow string
+}
+
+// FlowNotFoundError: the namespace has no flow of that name, or not that version (NOT_FOUND).
+type FlowNotFoundError struct {
+	*APIError
+	Flow    string
+	Version string
+}
+
+// FlowNameTakenError: a code workflow registered on the server has the flow's name
+// (ALREADY_EXISTS); flows and code workflows share one namespace of names.
+type FlowNameTakenError struct {
+	*APIError
+	Flow string
+}
 
 // AlreadyResolvedError: the approval or signal wait was already resolved by another decision,
 // signal, timeout or cancellation. The server answers such a call successfully with applied =
@@ -189,6 +214,9 @@ func (e *LeaseLostError) Unwrap() error           { return e.APIError }
 func (e *WrongStateError) Unwrap() error          { return e.APIError }
 func (e *IdempotencyConflictError) Unwrap() error { return e.APIError }
 func (e *UnavailableError) Unwrap() error         { return e.APIError }
+func (e *InvalidFlowError) Unwrap() error         { return e.InvalidArgumentError }
+func (e *FlowNotFoundError) Unwrap() error        { return e.APIError }
+func (e *FlowNameTakenError) Unwrap() error       { return e.APIError }
 
 // mapError turns an error from a generated stub into the typed error its status details name.
 // Errors that carry no gRPC status (context cancellation, nil) pass through unchanged.
@@ -267,6 +295,12 @@ func FromStatus(st *status.Status) error {
 		return &WrongStateError{APIError: base, Status: meta("status")}
 	case ReasonIdempotencyConflict:
 		return &IdempotencyConflictError{APIError: base, ExistingRunID: meta("existing_run_id")}
+	case ReasonInvalidFlow:
+		return &InvalidFlowError{InvalidArgumentError: &InvalidArgumentError{APIError: base}, Flow: meta("flow")}
+	case ReasonFlowNotFound:
+		return &FlowNotFoundError{APIError: base, Flow: meta("flow"), Version: meta("version")}
+	case ReasonFlowNameTaken:
+		return &FlowNameTakenError{APIError: base, Flow: meta("flow")}
 	}
 	switch base.Code {
 	case codes.InvalidArgument:
