@@ -4,7 +4,8 @@
 ``async def`` functions) that runs call; both raise
 the typed errors of :mod:`waymark.errors` and retry as docs/clients.md says. ``waymark.RunStatus``
 and the other enums of :mod:`waymark.enums` name the API's enum values. The generated protobuf and gRPC modules are
-``waymark.v1.*`` (``run_pb2``, ``run_service_pb2_grpc``, ...).
+``waymark.v1.*`` (``run_pb2``, ``run_service_pb2_grpc``, ...). ``client.flows`` registers and
+reads declarative flows (``waymark.parse_flow`` reads one from a dict, JSON or YAML).
 """
 
 # The generated code is the package waymark.v1, written by buf into a separate, generated-only
@@ -13,6 +14,7 @@ and the other enums of :mod:`waymark.enums` name the API's enum values. The gene
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 from waymark._calls import DEFAULT_ADDRESS, Backoff, Reconnect, RetryPolicy  # noqa: E402
+from waymark._flows import FlowSource, parse_flow  # noqa: E402
 from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
@@ -24,8 +26,11 @@ from waymark.errors import (  # noqa: E402
     ApprovalNotFound,
     FieldViolation,
     FlowDrift,
+    FlowNameTaken,
+    FlowNotFound,
     IdempotencyConflict,
     InvalidArgument,
+    InvalidFlow,
     LeaseLost,
     PayloadTooLarge,
     RunCancelled,
@@ -49,8 +54,12 @@ __all__ = [
     "EntryStatus",
     "FieldViolation",
     "FlowDrift",
+    "FlowNameTaken",
+    "FlowNotFound",
+    "FlowSource",
     "IdempotencyConflict",
     "InvalidArgument",
+    "InvalidFlow",
     "LeaseLost",
     "NonRetryableError",
     "PayloadTooLarge",
@@ -68,6 +77,7 @@ __all__ = [
     "WorkflowNotFound",
     "WrongState",
     "from_value",
+    "parse_flow",
     "tls_credentials",
     "to_value",
 ]

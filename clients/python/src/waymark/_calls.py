@@ -78,8 +78,11 @@ class RetryPolicy:
 # ResumeRun as a dry run, a plain resume and DRIFT_RECOVERY_ABANDON. A resume with invalidate or
 # DRIFT_RECOVERY_RESTART is not (a repeat unpins the entries again, or starts a second new run):
 # it is sent once, after waiting for a connection.
+# RegisterFlow is too: the same content as the latest version again stores nothing and answers
+# that version.
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
+    | {"RegisterFlow", "GetFlow", "ListFlows"}
 )
 # Of WorkerService: RegisterWorker replaces the declaration, Heartbeat extends the claim,
 # CompleteTask is fenced (a repeat of an applied result journals nothing), ListTools is a read.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import timedelta
@@ -14,7 +15,10 @@ from waymark import _calls
 from waymark._calls import Backoff, Reconnect, RetryPolicy
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
+from waymark._flows import FlowSource, get_flow, register_flow
 from waymark.v1 import (
+    flow_service_pb2,
+    flow_service_pb2_grpc,
     run_pb2,
     run_service_pb2,
     run_service_pb2_grpc,
@@ -23,7 +27,7 @@ from waymark.v1 import (
     worker_service_pb2_grpc,
 )
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncFlows"]
 
 _T = TypeVar("_T")
 
@@ -67,6 +71,7 @@ class AsyncClient:
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
+        self.flows = AsyncFlows(self)
 
     async def wait_ready(self, timeout: float) -> None:
         """The readiness check; see :meth:`waymark.Client.wait_ready`."""
@@ -434,3 +439,28 @@ class AsyncClient:
         )
         response = await self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
         return _calls.resolved(_calls.decided(response, request), f"approval {approval_id}")
+
+
+class AsyncFlows:
+    """``client.flows`` of the asyncio client; see :class:`waymark.client.Flows`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+        self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
+
+    async def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
+        """Validates and stores a flow; see :meth:`waymark.client.Flows.register`."""
+        request = register_flow(self._client.namespace, flow)
+        return await self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
+
+    async def get(
+        self, name: str, version: str | int | None = None, *, timeout: float | None = None
+    ) -> flow_service_pb2.FlowVersion:
+        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
+        request = get_flow(self._client.namespace, name, version)
+        return (await self._client._call("GetFlow", self.stub.GetFlow, request, timeout)).flow
+
+    async def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
+        """The latest version of each flow of the namespace, by name."""
+        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
+        return builtins.list((await self._client._call("ListFlows", self.stub.ListFlows, request, timeout)).flows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
@@ -13,7 +14,10 @@ from waymark import _calls
 from waymark._calls import Backoff, Reconnect, RetryPolicy
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
+from waymark._flows import FlowSource, get_flow, register_flow
 from waymark.v1 import (
+    flow_service_pb2,
+    flow_service_pb2_grpc,
     run_pb2,
     run_service_pb2,
     run_service_pb2_grpc,
@@ -22,7 +26,7 @@ from waymark.v1 import (
     worker_service_pb2_grpc,
 )
 
-__all__ = ["Client"]
+__all__ = ["Client", "Flows"]
 
 _T = TypeVar("_T")
 
@@ -42,9 +46,10 @@ class Client:
     for a connection and raise :class:`waymark.Unavailable` when none comes in that many
     seconds (default: connect on the first call). Use as a context manager, or call :meth:`close`.
 
-    The generated stubs are ``client.runs``, ``client.signals`` and ``client.workers`` (WorkerService, which
-    :class:`waymark.Worker` serves tools through), for anything not wrapped here
-    (they do not retry).
+    ``client.flows`` registers and reads declarative flows (:class:`Flows`). The generated stubs
+    are ``client.runs``, ``client.signals``, ``client.workers`` (WorkerService, which
+    :class:`waymark.Worker` serves tools through) and ``client.flows.stub``, for anything not
+    wrapped here (they do not retry).
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class Client:
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
+        self.flows = Flows(self)
         if connect_timeout is not None:
             try:
                 self.wait_ready(connect_timeout)
@@ -445,3 +451,35 @@ class Client:
         )
         response = self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
         return _calls.resolved(_calls.decided(response, request), f"approval {approval_id}")
+
+
+class Flows:
+    """``client.flows``: registers and reads declarative flows (docs/flows.md), which
+    :meth:`Client.start_run` then starts by name like a code workflow. ``stub`` is the
+    generated FlowService stub."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
+
+    def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
+        """Validates and stores a flow: the ``waymark.v1.Flow`` message, a dict of its JSON form,
+        or JSON or YAML text (:func:`waymark.parse_flow`). The response's ``flow`` is the stored
+        version and its digest; ``created`` is false when the content equalled the latest
+        version's and nothing was stored. Raises :class:`waymark.InvalidFlow` (its
+        ``field_violations`` name the exact paths, e.g. ``flow.edges[3].condition``; nothing is
+        stored) or :class:`waymark.FlowNameTaken`. Retried like a read (a repeat of the same
+        content is a no-op), so a retry of an attempt the server applied answers ``created`` false.
+        """
+        request = register_flow(self._client.namespace, flow)
+        return self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
+
+    def get(self, name: str, version: str | int | None = None, *, timeout: float | None = None) -> flow_service_pb2.FlowVersion:
+        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
+        request = get_flow(self._client.namespace, name, version)
+        return self._client._call("GetFlow", self.stub.GetFlow, request, timeout).flow
+
+    def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
+        """The latest version of each flow of the namespace, by name."""
+        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
+        return builtins.list(self._client._call("ListFlows", self.stub.ListFlows, request, timeout).flows)

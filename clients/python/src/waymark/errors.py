@@ -21,8 +21,11 @@ __all__ = [
     "ApprovalNotFound",
     "FieldViolation",
     "FlowDrift",
+    "FlowNameTaken",
+    "FlowNotFound",
     "IdempotencyConflict",
     "InvalidArgument",
+    "InvalidFlow",
     "LeaseLost",
     "PayloadTooLarge",
     "RunCancelled",
@@ -166,6 +169,42 @@ class InvalidArgument(WaymarkError):
     """The request failed validation (INVALID_ARGUMENT); ``field_violations`` says where."""
 
 
+class InvalidFlow(InvalidArgument):
+    """``flows.register`` refused the flow (INVALID_ARGUMENT) and stored nothing;
+    ``field_violations`` name each problem by its exact path (``flow.edges[3].condition``)."""
+
+    reason_name = "INVALID_FLOW"
+
+    @property
+    def flow(self) -> str:
+        return self._meta("flow")
+
+
+class FlowNotFound(WaymarkError):
+    """The namespace has no flow of that name, or not that version (NOT_FOUND)."""
+
+    reason_name = "FLOW_NOT_FOUND"
+
+    @property
+    def flow(self) -> str:
+        return self._meta("flow")
+
+    @property
+    def version(self) -> str:
+        return self._meta("version")
+
+
+class FlowNameTaken(WaymarkError):
+    """A code workflow registered on the server has the flow's name (ALREADY_EXISTS): flows and
+    code workflows share one namespace of names."""
+
+    reason_name = "FLOW_NAME_TAKEN"
+
+    @property
+    def flow(self) -> str:
+        return self._meta("flow")
+
+
 class AlreadyResolved(WaymarkError):
     """The approval or signal wait was already resolved by another decision, signal, timeout or
     cancellation. The server answers such a call successfully with ``applied`` false and reason
@@ -255,6 +294,9 @@ _BY_REASON: dict[str, type[WaymarkError]] = {
         LeaseLost,
         WrongState,
         IdempotencyConflict,
+        InvalidFlow,
+        FlowNotFound,
+        FlowNameTaken,
     )
     if cls.reason_name
 }
