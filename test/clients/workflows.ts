@@ -1,10 +1,24 @@
 // Workflows the client tests (test/clients/clients.test.ts, clients/ts/test/live.test.ts) run on a
 // real `waymark server --workflows test/clients/workflows.ts`: the refund example as `waymark dev`
-// registers it, and a probe for drift.
+// registers it, a probe for drift, and refund_as_code: the refund flow of the clients' READMEs
+// (clients/go/examples/refund-flow) written as code, whose journal test/clients/flow-clients.test.ts
+// compares with the flow's.
 import { z } from 'zod';
 import { defineWorkflow } from 'waymark';
+import { chargeBack } from '../../examples/refund.js';
 
 export { chargeBack, refund } from '../../examples/refund.js';
+
+/** The refund flow as a code workflow: the same effects, named as the flow's nodes name them. */
+export const refundAsCode = defineWorkflow(
+  { name: 'refund_as_code', input: z.object({ order: z.string().min(1), amount: z.number().positive() }) },
+  async (ctx, { order, amount }) => {
+    const decision = await ctx.approve({ name: 'approve', title: `Refund $${amount} for order ${order}?`, deadline: '24h', onTimeout: 'deny' });
+    if (!decision.approved) return { status: 'declined', by: decision.by };
+    const { refundId } = await ctx.tool(chargeBack, { order, amount });
+    return { status: 'refunded', refundId };
+  },
+);
 
 /**
  * Parks on an approval under a strict drift policy. Its version comes from the environment, so the

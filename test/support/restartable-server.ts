@@ -1,7 +1,7 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
@@ -123,15 +123,33 @@ export async function startRestartControl(server: RestartableServer, replica?: R
 /**
  * Stands in for the payment provider of examples/refund.ts (WAYMARK_EXAMPLE_SINK_URL): counts the
  * refunds charged per order, outside the server process, so a test can prove each ran once.
+ * `keys` has the distinct Idempotency-Key headers per order: a provider refunds once per key, so
+ * a redispatch after a crash (a second charge with the same key) is still one refund. `hold(order)`
+ * leaves the next charge of that order unanswered and resolves when it arrives, so a test can kill
+ * the server while the tool is in flight; `close()` ends held requests.
  */
-export async function startChargeSink(): Promise<{ url: string; charges: Map<string, number>; close(): Promise<void> }> {
+export async function startChargeSink(): Promise<{
+  url: string; charges: Map<string, number>; keys: Map<string, Set<string>>; hold(order: string): Promise<void>; close(): Promise<void>;
+}> {
   const charges = new Map<string, number>();
+  const keys = new Map<string, Set<string>>();
+  const holds = new Map<string, () => void>();
+  const held: ServerResponse[] = [];
   const http: Server = createServer((req, res) => {
     let body = '';
     req.setEncoding('utf8').on('data', (d: string) => (body += d));
     req.on('end', () => {
       const { order } = JSON.parse(body) as { order: string };
       charges.set(order, (charges.get(order) ?? 0) + 1);
+      const key = req.headers['idempotency-key'];
+      if (typeof key === 'string') keys.set(order, new Set([...(keys.get(order) ?? []), key]));
+      const arrived = holds.get(order);
+      if (arrived) {
+        holds.delete(order);
+        held.push(res);
+        arrived();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -140,7 +158,12 @@ export async function startChargeSink(): Promise<{ url: string; charges: Map<str
   return {
     url: `http://127.0.0.1:${port}/charges`,
     charges,
-    close: () => new Promise<void>((resolve) => http.close(() => resolve())),
+    keys,
+    hold: (order) => new Promise<void>((resolve) => holds.set(order, resolve)),
+    close: () => {
+      for (const res of held) res.destroy();
+      return new Promise<void>((resolve) => http.close(() => resolve()));
+    },
   };
 }
 
