@@ -19,7 +19,7 @@ import { WaymarkProcess } from '../support/waymark-process.js';
  * on when its lease expires). The equivalent TypeScript workflow (refund_as_code in workflows.ts) runs the
  * same two ways through the TypeScript client.
  *
- * "The same journal shape" (docs/flows.md "A flow's journal"): the journal entries' kind, name and
+ * "The same journal shape" (docs/clients.md "Flows from Go and Python"): the journal entries' kind, name and
  * status in seq order are equal, once the flow's own bookkeeping (the emit entries flow.node and
  * flow.branch, which a code workflow has no counterpart for) is left out; the bookkeeping is
  * checked on its own (each node entered, the branch taken with its condition's result).
