@@ -46,10 +46,10 @@ type Client struct {
 	// Runs, Signals and Flows are the generated stubs, for anything the wrapper does not cover.
 	Runs    waymarkv1.RunServiceClient
 	Signals waymarkv1.SignalServiceClient
+	Flows   waymarkv1.FlowServiceClient
 	// Workers is the WorkerService stub, which package worker (clients/go/worker) serves tools
 	// through; ListTools is the call an application makes itself.
 	Workers waymarkv1.WorkerServiceClient
-	Flows   waymarkv1.FlowServiceClient
 }
 
 // Backoff paces the reconnects of an event stream: the first wait is up to Initial, each further
