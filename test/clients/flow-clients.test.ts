@@ -93,9 +93,21 @@ function bookkeeping(e: JournalEntry): boolean {
   return (e.kind === 'emit' && e.name.startsWith('flow.')) || e.kind.startsWith('flow');
 }
 
-/** The journal's shape: kind, name and status of each entry in seq order, bookkeeping left out. */
+/**
+ * The journal's shape: kind, name and status of each entry in seq order, bookkeeping left out, and
+ * a status entry that repeats the one before it dropped: each execution that takes a recovered run
+ * over journals its start, and how many do (one, or two when a lease lapses again on a loaded
+ * machine) is the recovery's timing, not the workflow's shape.
+ */
 function shape(entries: JournalEntry[]): string[] {
-  return entries.filter((e) => !bookkeeping(e)).map((e) => `${e.kind} ${e.name} ${entryStatusName(e.status)}`);
+  const lines: string[] = [];
+  for (const e of entries) {
+    if (bookkeeping(e)) continue;
+    const line = `${e.kind} ${e.name} ${entryStatusName(e.status)}`;
+    if (e.kind === 'status' && line === lines.at(-1)) continue;
+    lines.push(line);
+  }
+  return lines;
 }
 
 async function journalOf(runId: string): Promise<JournalEntry[]> {
@@ -115,10 +127,15 @@ async function runOf(workflow: string, order: string): Promise<string> {
   return runs[0]!.id;
 }
 
-/** Every effect once: one refund at the provider by key, one charge_back result in the journal. */
-function expectOnce(order: string, entries: JournalEntry[], attempts: number): void {
+/**
+ * Every effect once: one refund at the provider by key, one charge_back result in the journal.
+ * `crashed`: the held attempt died with its replica, so the provider also saw the redispatch
+ * (at least one more request, with the same key).
+ */
+function expectOnce(order: string, entries: JournalEntry[], crashed: boolean): void {
   expect(sink.keys.get(order)?.size, `${order}: one Idempotency-Key reached the provider`).toBe(1);
-  expect(sink.charges.get(order), `${order}: charge attempts at the provider`).toBe(attempts);
+  if (crashed) expect(sink.charges.get(order), `${order}: the crashed attempt and its redispatch`).toBeGreaterThanOrEqual(2);
+  else expect(sink.charges.get(order), `${order}: one charge attempt`).toBe(1);
   const results = entries.filter((e) => e.kind === 'tool' && e.name === 'charge_back' && entryStatusName(e.status) === 'OK');
   expect(results, `${order}: one charge_back result in the journal`).toHaveLength(1);
   const approvals = entries.filter((e) => e.kind === 'approval' && entryStatusName(e.status) === 'RESOLVED');
@@ -155,7 +172,7 @@ async function flowScenario(language: string, command: string, args: (order: str
   const plainJournal = await journalOf(await runOf('refund-flow', plain));
   expect(shape(plainJournal)).toEqual(codeShape.plain);
   expectBookkeeping(plainJournal);
-  expectOnce(plain, plainJournal, 1);
+  expectOnce(plain, plainJournal, false);
 
   const crashed = `${language}-flow-crash-A-1001`;
   const inTool = sink.hold(crashed);
@@ -168,7 +185,7 @@ async function flowScenario(language: string, command: string, args: (order: str
   const crashJournal = await journalOf(await runOf('refund-flow', crashed));
   expect(shape(crashJournal)).toEqual(codeShape.crashed);
   expectBookkeeping(crashJournal);
-  expectOnce(crashed, crashJournal, 2);
+  expectOnce(crashed, crashJournal, true);
 }
 
 describe('a flow registered and run from the Go and Python clients', { timeout: 300_000 }, () => {
@@ -189,7 +206,7 @@ describe('a flow registered and run from the Go and Python clients', { timeout: 
     codeShape.plain = shape(plainJournal);
     const parks = ['status RUNNING INFO', 'approval approve SUSPENDED', 'status SUSPENDED INFO', 'approval approve RESOLVED', 'status RUNNING INFO'];
     expect(codeShape.plain).toEqual([...parks, 'tool charge_back RUNNING', 'tool charge_back OK', 'status SUCCEEDED INFO']);
-    expectOnce('ts-code-A-1001', plainJournal, 1);
+    expectOnce('ts-code-A-1001', plainJournal, false);
 
     const inTool = sink.hold('ts-code-crash-A-1001');
     const crashed = await drive('ts-code-crash-A-1001');
@@ -200,7 +217,7 @@ describe('a flow registered and run from the Go and Python clients', { timeout: 
     codeShape.crashed = shape(crashJournal);
     // The recovered execution journals its own start; the intent is redispatched, not written twice.
     expect(codeShape.crashed).toEqual([...parks, 'tool charge_back RUNNING', 'status RUNNING INFO', 'tool charge_back OK', 'status SUCCEEDED INFO']);
-    expectOnce('ts-code-crash-A-1001', crashJournal, 2);
+    expectOnce('ts-code-crash-A-1001', crashJournal, true);
   });
 
   it('Go: examples/refund-flow registers the flow from YAML and runs it, plainly and through a SIGKILL mid-tool', async (ctx) => {
