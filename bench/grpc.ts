@@ -15,6 +15,8 @@ export interface WaymarkChild {
   stop(): Promise<void>;
   /** SIGKILL (what a crash is); resolves with Date.now() right after the signal was sent, once the process exited. */
   kill(): Promise<number>;
+  /** SIGSTOP (a stalled process, or one on a machine that vanished: its connections stay open); Date.now() right after. */
+  freeze(): number;
 }
 
 export interface GrpcServer extends WaymarkChild {
@@ -55,6 +57,10 @@ async function startWaymark(command: 'server' | 'sweeper', databaseUrl: string, 
     async stop() {
       if (alive()) child.kill('SIGTERM');
       await exited;
+    },
+    freeze() {
+      child.kill('SIGSTOP');
+      return Date.now();
     },
     async kill() {
       if (alive()) child.kill('SIGKILL');

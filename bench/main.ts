@@ -116,17 +116,21 @@ try {
   row('DBOS 5.3, sequential', `${fmt(dSeq.stepsPerSec, 0)} steps/s`, fmt(dSeq.stepP50Ms, 3), fmt(dSeq.stepP99Ms, 3));
   row('DBOS 5.3, concurrency 16', `${fmt(d16.stepsPerSec, 0)} steps/s`, fmt(d16.stepP50Ms, 3), fmt(d16.stepP99Ms, 3));
 
-  // Not repeated (one default-lease kill costs ~35 s): the samples of every kill pooled.
+  // Not repeated (one default-lease kill costs a few seconds, one SIGSTOP a lease): the samples of every kill pooled.
   const recoveryUrl = await db.create('bench_recovery');
   progress(`recovery: SIGKILL of a replica executing ${RUNS_PER_KILL} runs to each run continuing on another replica; ` +
-    `${SHORT_LEASE_KILLS} kill(s) at a short lease (${describeLease(SHORT_LEASE)}), 1 at the default (${describeLease(DEFAULT_LEASE)}, ~35 s)`);
+    `${SHORT_LEASE_KILLS} kill(s) at a short lease (${describeLease(SHORT_LEASE)}), 1 at the default (${describeLease(DEFAULT_LEASE)}), ` +
+    `and ${SHORT_LEASE_KILLS} SIGSTOP(s) at the short lease`);
   const recShort = await measureRecovery(recoveryUrl, SHORT_LEASE, SHORT_LEASE_KILLS, progress);
   const recDefault = await measureRecovery(recoveryUrl, DEFAULT_LEASE, 1, progress);
+  const recStop = await measureRecovery(recoveryUrl, SHORT_LEASE, SHORT_LEASE_KILLS, progress, 'SIGSTOP');
   for (const [name, lease, r, kills] of [['short', SHORT_LEASE, recShort, SHORT_LEASE_KILLS], ['default', DEFAULT_LEASE, recDefault, 1]] as const) {
     row(`recovery: SIGKILL to run continuing on another replica, ${name} lease (${describeLease(lease)})`,
       `${r.runs} runs, ${kills} kill${kills > 1 ? 's' : ''}`, fmt(r.p50Ms, 0), fmt(r.p99Ms, 0));
-    row(`recovery, ${name} lease: of which after the lease expired (sweep wait, claim, replay, one ${CRAWL_STEP_MS} ms step)`, '', fmt(r.afterExpiryP50Ms, 0), fmt(r.afterExpiryP99Ms, 0));
   }
+  row(`recovery: SIGSTOP (stalled, or its machine gone: sessions stay open) to run continuing elsewhere, short lease (${describeLease(SHORT_LEASE)})`,
+    `${recStop.runs} runs, ${SHORT_LEASE_KILLS} stop${SHORT_LEASE_KILLS > 1 ? 's' : ''}`, fmt(recStop.p50Ms, 0), fmt(recStop.p99Ms, 0));
+  row(`recovery, SIGSTOP: of which after the lease expired (sweep wait, claim, replay, one ${CRAWL_STEP_MS} ms step)`, '', fmt(recStop.afterExpiryP50Ms, 0), fmt(recStop.afterExpiryP99Ms, 0));
 
   const ratios = [
     ['Waymark per-step p50 / floor commit p50 (goal <= 1.5)', fmt(wSeq.stepP50Ms / floor1.p50Ms)],
@@ -144,7 +148,8 @@ try {
     ['10 parallel steps: commits per step (10 sequential steps: see above)', fmt(parallelCommitsPerStep)],
     ['group commit speed-up at concurrency 16 (on / off)', fmt(w16.stepsPerSec / n16.stepsPerSec)],
     ['one-write step speed-up, sequential / concurrency 16', `${fmt(wSeq.stepsPerSec / iSeq.stepsPerSec)} / ${fmt(w16.stepsPerSec / i16.stepsPerSec)}`],
-    ['recovery p50 / lease TTL, short lease / default lease', `${fmt(recShort.p50Ms / SHORT_LEASE.leaseTtlMs)} / ${fmt(recDefault.p50Ms / DEFAULT_LEASE.leaseTtlMs)}`],
+    ['recovery p50 / lease TTL, SIGKILL short lease / SIGKILL default lease / SIGSTOP short lease',
+      `${fmt(recShort.p50Ms / SHORT_LEASE.leaseTtlMs)} / ${fmt(recDefault.p50Ms / DEFAULT_LEASE.leaseTtlMs, 3)} / ${fmt(recStop.p50Ms / SHORT_LEASE.leaseTtlMs)}`],
   ];
 
   const header = `# Benchmark results\n\n${new Date().toISOString()} · ${os.cpus().length} cores · Node ${process.version} · ` +

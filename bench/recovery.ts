@@ -1,7 +1,9 @@
-// Item 7 of the benchmark: recovery. A replica executing runs is SIGKILLed; how long until each of
-// its runs continues on another replica? Real processes: a `waymark sweeper` (it turns expired
-// leases back into PENDING runs), replica A executing `bench-crawl` runs, replica B idle until A
-// dies. A run's recovery time is from the kill to the first journal entry replica B wrote for it
+// Item 7 of the benchmark: recovery. A replica executing runs is SIGKILLed (or frozen with SIGSTOP);
+// how long until each of its runs continues on another replica? Real processes: a `waymark sweeper`
+// (it turns dead and expired leases back into PENDING runs), replica A executing `bench-crawl` runs,
+// replica B idle until A dies. A SIGKILL ends A's database sessions, so its leases are dead at once
+// (docs/recovery.md "Dead sessions"); a SIGSTOP keeps them open, as a stalled process or a machine
+// that vanished without closing its connections does, so those runs wait for their leases to expire. A run's recovery time is from the kill to the first journal entry replica B wrote for it
 // (each step's result names the replica that ran it), on one clock: the kill is taken with
 // Date.now() and moved onto the database clock by a measured offset (zero when PostgreSQL runs on
 // this machine); the entry's created_at is the database's.
@@ -41,7 +43,7 @@ export interface RecoveryResult {
   p99Ms: number;
   minMs: number;
   maxMs: number;
-  /** The part after the run's lease expired: waiting for a sweep, the claim, replay, one step and its append. */
+  /** SIGSTOP only: the part after the run's lease expired (waiting for a sweep, the claim, replay, one step and its append). */
   afterExpiryP50Ms: number;
   afterExpiryP99Ms: number;
 }
@@ -53,7 +55,9 @@ type Progress = (msg: string) => void;
  * time is taken once B journaled a step for it; then the runs are cancelled and B stopped. One
  * sweeper with the same settings serves every kill. Every process is stopped before returning.
  */
-export async function measureRecovery(databaseUrl: string, lease: LeaseSettings, kills: number, progress: Progress): Promise<RecoveryResult> {
+export async function measureRecovery(
+  databaseUrl: string, lease: LeaseSettings, kills: number, progress: Progress, how: 'SIGKILL' | 'SIGSTOP' = 'SIGKILL',
+): Promise<RecoveryResult> {
   const env = { WAYMARK_LEASE_TTL_MS: String(lease.leaseTtlMs), WAYMARK_SWEEP_INTERVAL_MS: String(lease.sweepIntervalMs) };
   const children = new Set<WaymarkChild>();
   const track = <T extends WaymarkChild>(c: T): T => (children.add(c), c);
@@ -70,16 +74,20 @@ export async function measureRecovery(databaseUrl: string, lease: LeaseSettings,
       await waitFor(`runs executing on A`, lease, async () => (await runsWithEntryFrom(pool, ids, tagA, STEPS_BEFORE_KILL)) === ids.length);
       const b = track(await startServer(databaseUrl, { ...env, WAYMARK_BENCH_REPLICA: tagB }));
       const offsetMs = await dbClockOffsetMs(pool);
-      const killedAt = await a.kill();
-      children.delete(a);
+      const killedAt = how === 'SIGKILL' ? await a.kill() : a.freeze();
+      if (how === 'SIGKILL') children.delete(a);
       const killedDbMs = killedAt + offsetMs;
-      const expiries = await leaseExpiries(pool, ids); // A is dead: nobody renews them any more
+      const expiries = await leaseExpiries(pool, ids); // A is dead or frozen: nobody renews them any more
       await waitFor('runs continuing on B', lease, async () => (await runsWithEntryFrom(pool, ids, tagB, 1)) === ids.length);
       const firsts = await firstEntryFrom(pool, ids, tagB);
       const times = ids.map((id) => firsts.get(id)! - killedDbMs);
       samples.push(...times);
       afterExpiry.push(...ids.map((id) => firsts.get(id)! - expiries.get(id)!));
-      progress(`  ${describeLease(lease)}, kill ${k + 1}/${kills}: ${ids.length} runs recovered in ${fmtRange(times)} ms`);
+      progress(`  ${describeLease(lease)}, ${how} ${k + 1}/${kills}: ${ids.length} runs recovered in ${fmtRange(times)} ms`);
+      if (how === 'SIGSTOP') {
+        await a.kill();
+        children.delete(a);
+      }
       await cancelRuns(b, ids);
       await waitFor('runs cancelled', lease, async () => (await openRuns(pool, ids)) === 0);
       await b.stop();

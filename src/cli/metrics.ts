@@ -79,6 +79,10 @@ export class Metrics {
     sweeper.events.on('elected', () => this.sweeperLeader.set(1));
     sweeper.events.on('demoted', () => this.sweeperLeader.set(0));
     sweeper.events.on('stopped', () => this.sweeperLeader.set(0));
+    sweeper.events.on('reclaimed', (r) => {
+      this.recoveries.inc({ result: 'recovered' }, r.recovered.length);
+      this.recoveries.inc({ result: 'failed' }, r.failed.length);
+    });
     sweeper.events.on('sweep', (r) => {
       if (!r.leader) return;
       this.sweepDuration.observe(r.durationMs / 1000);

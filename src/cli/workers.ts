@@ -89,6 +89,9 @@ export async function startWorkers(params: {
     async start() {
       if (started) return;
       started = true;
+      // Before anything is claimed: from here on this process's death ends its leases at once
+      // (docs/recovery.md "Dead sessions"), not at their expiry.
+      await store.leaseSessionOpen({ holder });
       await presence.start();
       await executor.start();
       sweeper?.start();
@@ -100,6 +103,7 @@ export async function startWorkers(params: {
       if (started) {
         await presence.stop();
         await executor.stop({ graceMs });
+        await store.leaseSessionClose({ holder });
       }
       metrics.stop();
       await metricsServer?.close();

@@ -17,7 +17,8 @@ import type {
   SignalInboxListParams, SuspensionListParams, SuspensionListResult, SuspensionOpenOldestParams,
 } from './suspension-params.js';
 import type {
-  OrphanedRun, RunListEndedChildrenParams, RunListOrphansParams, RunListTimedOutParams, RunRecoverExpiredParams, RunRecoverExpiredResult,
+  OrphanedRun, RunListEndedChildrenParams, RunListOrphansParams, RunListTimedOutParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult,
+  LeaseSessionParams,
   SuspensionListDueParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams,
 } from './sweeper-params.js';
 import type {
@@ -155,6 +156,22 @@ export interface JournalStore {
    * terminal event); a recovery journals nothing.
    */
   runRecoverExpired(params: RunRecoverExpiredParams): Promise<RunRecoverExpiredResult>;
+  /**
+   * Holds a session for lease holder `holder` whose end marks its leases dead (docs/recovery.md
+   * "Dead sessions"): on PostgreSQL a dedicated connection holding a session advisory lock, which
+   * ends with the holder's process. Resolves once registered; a lost session is reopened on its
+   * own. Leases of a holder that never opened one only expire. Idempotent per holder.
+   */
+  leaseSessionOpen(params: LeaseSessionParams): Promise<void>;
+  /** Ends `holder`'s session cleanly: its registration goes first, so its leases go back to expiring. */
+  leaseSessionClose(params: LeaseSessionParams): Promise<void>;
+  /**
+   * Sweeper: RUNNING runs whose holder's lease session has ended are recovered exactly as
+   * runRecoverExpired recovers expired ones (PENDING, or FAILED after `maxRecoveries`; epoch
+   * bumped), whatever their lease's expiry and age. Never takes a run whose holder's session is
+   * alive, nor one whose holder never opened a session (test/conformance/lease-sessions.conformance.ts).
+   */
+  runRecoverDeadSessions(params: RunRecoverDeadSessionsParams): Promise<RunRecoverExpiredResult>;
   /**
    * Open (unresolved) suspensions whose `deadlineAt` (payload.deadlineAt, ISO) passed on the store's
    * clock, earliest deadline first, in runs that are not terminal. `kinds` filters by entry kind.

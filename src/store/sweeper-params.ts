@@ -24,6 +24,20 @@ export interface RunRecoverExpiredParams {
   leader?: SweeperLease;
 }
 
+export interface RunRecoverDeadSessionsParams {
+  limit: number;
+  /** As in RunRecoverExpiredParams: a recovery counts the same whatever found it. */
+  maxRecoveries: number;
+  failError: RunError;
+  /** The sweeper's fence (see RunStatusForceParams). */
+  leader?: SweeperLease;
+}
+
+/** The lease holder (the `holder` its leases carry) a lease session is for. */
+export interface LeaseSessionParams {
+  holder: string;
+}
+
 export interface RunRecoverExpiredResult {
   /** Run ids made claimable again, in no particular order. */
   recovered: string[];

@@ -21,6 +21,12 @@ export interface SweeperOptions {
   /** Unique per process (host:pid): the leader lease's holder. */
   holder: string;
   intervalMs?: number;
+  /**
+   * How often the leader looks for runs whose holder's lease session ended (a killed replica) and
+   * reclaims them at once (docs/recovery.md "Dead sessions"): one statement over a table of one
+   * row per replica. 0 turns the check off between sweeps (each sweep still does it).
+   */
+  sessionCheckMs?: number;
   /** Leader lease TTL; a dead leader is replaced after at most this plus one renewal period. */
   leaderTtlMs?: number;
   /** A run younger than this (or a child/parent that ended more recently) is left alone. */
@@ -37,7 +43,7 @@ export interface SweeperOptions {
 }
 
 export const SWEEPER_DEFAULTS = {
-  intervalMs: 5_000, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000,
+  intervalMs: 5_000, sessionCheckMs: 200, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000,
 } as const;
 
 export const INTERRUPTED_RECOVERY: RunError = {
@@ -53,7 +59,7 @@ const PARENT_CANCELLED: RunError = { name: 'RunCancelledError', reason: 'cancell
 export interface SweepReport {
   leader: boolean;
   epoch: number | null;
-  /** Expired leases made claimable again. */
+  /** Expired leases, and leases of holders whose session ended, made claimable again. */
   recovered: string[];
   /** Runs failed as Interrupted after maxRecoveries. */
   failed: string[];
@@ -77,6 +83,8 @@ export interface SweepReport {
 
 export interface SweeperEvents {
   sweep: [SweepReport];
+  /** Runs of dead lease sessions recovered between sweeps (checkSessionsOnce). */
+  reclaimed: [{ recovered: string[]; failed: string[] }];
   elected: [SweeperLease];
   demoted: [];
   /** A sweep failed (database unavailable); the next tick retries. */
@@ -88,6 +96,7 @@ export class Sweeper {
   readonly events = new EventEmitter<SweeperEvents>();
   readonly holder: string;
   readonly intervalMs: number;
+  readonly sessionCheckMs: number;
   readonly graceMs: number;
   readonly batchSize: number;
   readonly maxBatches: number;
@@ -100,6 +109,8 @@ export class Sweeper {
   private readonly store: JournalStore;
   private readonly logger: Logger;
   private timer: NodeJS.Timeout | null = null;
+  private sessionTimer: NodeJS.Timeout | null = null;
+  private checking: Promise<unknown> = Promise.resolve();
   private running: Promise<unknown> = Promise.resolve();
   private state: 'new' | 'running' | 'stopped' = 'new';
 
@@ -108,12 +119,13 @@ export class Sweeper {
     for (const key of ['intervalMs', 'leaderTtlMs', 'batchSize', 'maxBatches'] as const) {
       if (!Number.isInteger(o[key]) || o[key] < 1) throw new RangeError(`${key} must be a whole number >= 1, got ${o[key]}`);
     }
-    for (const key of ['graceMs', 'maxRecoveries', 'unroutableAfterMs'] as const) {
+    for (const key of ['graceMs', 'maxRecoveries', 'unroutableAfterMs', 'sessionCheckMs'] as const) {
       if (!Number.isInteger(o[key]) || o[key] < 0) throw new RangeError(`${key} must be a whole number >= 0, got ${o[key]}`);
     }
     this.store = options.store;
     this.holder = options.holder;
     this.intervalMs = o.intervalMs;
+    this.sessionCheckMs = o.sessionCheckMs;
     this.graceMs = o.graceMs;
     this.batchSize = o.batchSize;
     this.maxBatches = o.maxBatches;
@@ -131,7 +143,7 @@ export class Sweeper {
     if (this.state !== 'new') throw new Error(`sweeper already ${this.state}`);
     this.state = 'running';
     this.leader.start();
-    this.logger.info({ holder: this.holder, intervalMs: this.intervalMs, graceMs: this.graceMs }, 'sweeper started');
+    this.logger.info({ holder: this.holder, intervalMs: this.intervalMs, sessionCheckMs: this.sessionCheckMs, graceMs: this.graceMs }, 'sweeper started');
     const loop = (): void => {
       this.running = this.sweepOnce().catch(() => undefined).finally(() => {
         if (this.state !== 'running') return;
@@ -140,6 +152,17 @@ export class Sweeper {
       });
     };
     loop();
+    if (this.sessionCheckMs > 0) {
+      const check = (): void => {
+        this.checking = this.checkSessionsOnce().catch(() => undefined).finally(() => {
+          if (this.state !== 'running') return;
+          this.sessionTimer = setTimeout(check, this.sessionCheckMs);
+          this.sessionTimer.unref();
+        });
+      };
+      this.sessionTimer = setTimeout(check, this.sessionCheckMs);
+      this.sessionTimer.unref();
+    }
   }
 
   /** Finishes the sweep in progress, then releases leadership so another sweeper takes over at once. */
@@ -147,9 +170,35 @@ export class Sweeper {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
     if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    if (this.sessionTimer) clearTimeout(this.sessionTimer);
+    await Promise.all([this.running, this.checking]);
     await this.leader.stop();
     this.events.emit('stopped');
+  }
+
+  /**
+   * Between sweeps, the leader's dead-session reclaim alone (the sweep's duty 1 does it too): runs
+   * of a replica that was killed continue elsewhere within about this interval, not at their
+   * lease's expiry. Does nothing unless this sweeper already leads. Returns the runs it recovered.
+   */
+  async checkSessionsOnce(): Promise<string[]> {
+    const lease = this.leader.current;
+    if (!lease) return [];
+    try {
+      const r = await leaderFencedStore(this.store, lease).runRecoverDeadSessions({
+        limit: this.batchSize, maxRecoveries: this.maxRecoveries, failError: INTERRUPTED_RECOVERY,
+      });
+      if (r.recovered.length + r.failed.length > 0) {
+        // The same line a sweep logs when it acts (tests and operators count recoveries from it).
+        this.logger.info({ epoch: lease.epoch, recovered: r.recovered, failed: r.failed, deadSessions: true }, 'sweep acted');
+        this.events.emit('reclaimed', r);
+      }
+      return [...r.recovered, ...r.failed];
+    } catch (error) {
+      if (error instanceof SweeperLeaseLostError) this.leader.markLost(lease);
+      else this.logger.warn({ err: error }, 'dead-session check failed; retrying at the next check');
+      return [];
+    }
   }
 
   /** One pass over every duty, if this sweeper leads (tests call it directly). */
@@ -210,7 +259,14 @@ export class Sweeper {
       }
       return due.length;
     });
-    // 1. Expired leases: claimable again, or failed after maxRecoveries.
+    // 1. Leases of holders whose session ended (a killed replica), then expired leases: claimable
+    // again, or failed after maxRecoveries.
+    await this.batches(async () => {
+      const r = await store.runRecoverDeadSessions({ limit, maxRecoveries: this.maxRecoveries, failError: INTERRUPTED_RECOVERY });
+      report.recovered.push(...r.recovered);
+      report.failed.push(...r.failed);
+      return r.recovered.length + r.failed.length;
+    });
     await this.batches(async () => {
       const r = await store.runRecoverExpired({ limit, maxRecoveries: this.maxRecoveries, graceMs, failError: INTERRUPTED_RECOVERY });
       report.recovered.push(...r.recovered);

@@ -10,6 +10,12 @@ export interface ConformanceHarness {
    * Postgres store backdates its timestamp columns (STYLE habit 7: never sleep to wait for a state).
    */
   advance(ms: number): Promise<void>;
+  /**
+   * Ends `holder`'s lease session as the death of its process would (the registration stays, its
+   * session is gone) and resolves once the store can tell: the memory store marks it ended, the
+   * Postgres store closes the connection without unregistering and waits for the lock to go.
+   */
+  endLeaseSession(holder: string): Promise<void>;
   close(): Promise<void>;
 }
 

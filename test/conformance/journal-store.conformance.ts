@@ -8,6 +8,7 @@ import { remoteTasksSection } from './remote-tasks.conformance.js';
 import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { leasesSection } from './leases.conformance.js';
+import { leaseSessionsSection } from './lease-sessions.conformance.js';
 import { limitsSection } from './limits.conformance.js';
 import { resolutionsSection } from './resolutions.conformance.js';
 import { runsSection } from './runs.conformance.js';
@@ -52,6 +53,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('journal', () => journalSection(ctx));
     describe('attempts', () => attemptsSection(ctx));
     describe('leases and fencing', () => leasesSection(ctx));
+    describe('lease sessions (dead-session reclaim)', () => leaseSessionsSection(ctx));
     describe('resolutions', () => resolutionsSection(ctx));
     describe('sweeper queries', () => sweeperSection(ctx));
     describe('sweeper leader and child scans', () => sweeperLeaderSection(ctx));

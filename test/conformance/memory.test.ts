@@ -9,6 +9,7 @@ runConformanceSuite('memory', async (options) => {
     advance: async (ms) => {
       now += ms;
     },
+    endLeaseSession: (holder) => store.leaseSessionEnd(holder),
     close: () => store.close(),
   };
 });

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { LEASE_SESSION_LOCK_CLASS } from '../../src/store/postgres/lease-sessions.js';
+import { until } from '../support/until.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { runConformanceSuite } from './journal-store.conformance.js';
 
@@ -17,7 +19,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, lease_sessions, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {
@@ -46,6 +48,16 @@ runConformanceSuite('postgres', async (options) => {
         claim_expires_at = claim_expires_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE api_keys SET created_at = created_at - $1 * interval '1 millisecond',
         revoked_at = revoked_at - $1 * interval '1 millisecond'`, [ms]);
+    },
+    endLeaseSession: async (holder) => {
+      const { rows } = await admin.query<{ lock_key: number }>('SELECT lock_key FROM lease_sessions WHERE holder = $1', [holder]);
+      await store.leaseSessionEnd(holder);
+      // The backend releases the lock as it exits, a moment after the connection closes.
+      await until('the lease session lock released', async () => {
+        const held = await admin.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid AND objid = $2::oid AND objsubid = 2`,
+          [LEASE_SESSION_LOCK_CLASS, rows[0]?.lock_key ?? 0]);
+        return held.rowCount === 0 ? true : undefined;
+      }, 10_000, 10);
     },
     close: () => store.close(),
   };

@@ -13,7 +13,7 @@ import type {
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
-  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListTimedOutParams, RunListResult, RunRecoverExpiredParams,
+  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListTimedOutParams, RunListResult, RunRecoverExpiredParams, RunRecoverDeadSessionsParams, LeaseSessionParams,
   RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
   SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
   SignalInboxListParams, SuspensionListDueParams, SuspensionListParams, SuspensionListResult,
@@ -76,6 +76,12 @@ export class MemoryStore implements JournalStore {
   private readonly wakeups = new MemoryWakeups();
   /** The sweeper leader lease row; the epoch survives releases, as in Postgres. */
   private readonly leader: { holder: string | null; expiresAt: Date | null; epoch: number } = { holder: null, expiresAt: null, epoch: 0 };
+  /**
+   * Lease sessions by holder: true while open, false once ended. In one process a holder cannot
+   * outlive the store, so only leaseSessionEnd (tests) ends one; the reclaim follows the same rules
+   * as PostgreSQL's (test/conformance/lease-sessions.conformance.ts).
+   */
+  private readonly leaseSessions = new Map<string, boolean>();
 
   constructor(options: MemoryStoreOptions = {}) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -302,21 +308,51 @@ export class MemoryStore implements JournalStore {
       .slice(0, Math.max(0, params.limit));
     const recovered: string[] = [];
     const failed: string[] = [];
-    for (const rec of expired) {
-      rec.run.leaseEpoch += 1;
-      this.dropLease(rec);
-      if (rec.run.recoveryCount >= params.maxRecoveries) {
-        this.changeStatus(rec, 'FAILED', { error: params.failError });
-        failed.push(rec.run.id);
-      } else {
-        rec.run.recoveryCount += 1;
-        rec.run.status = 'PENDING';
-        rec.run.updatedAt = this.now();
-        this.wakeups.notify(rec.run.id, true);
-        recovered.push(rec.run.id);
-      }
-    }
+    for (const rec of expired) this.recover(rec, params, recovered, failed);
     return { recovered, failed };
+  }
+
+  /** One recovery (expired lease or dead session): PENDING again, or FAILED after maxRecoveries. */
+  private recover(rec: RunRecord, params: { maxRecoveries: number; failError: RunError }, recovered: string[], failed: string[]): void {
+    rec.run.leaseEpoch += 1;
+    this.dropLease(rec);
+    if (rec.run.recoveryCount >= params.maxRecoveries) {
+      this.changeStatus(rec, 'FAILED', { error: params.failError });
+      failed.push(rec.run.id);
+    } else {
+      rec.run.recoveryCount += 1;
+      rec.run.status = 'PENDING';
+      rec.run.updatedAt = this.now();
+      this.wakeups.notify(rec.run.id, true);
+      recovered.push(rec.run.id);
+    }
+  }
+
+  async runRecoverDeadSessions(params: RunRecoverDeadSessionsParams): Promise<RunRecoverExpiredResult> {
+    this.sweeperFence(params.leader);
+    const dead = new Set([...this.leaseSessions].filter(([, open]) => !open).map(([holder]) => holder));
+    const taken = [...this.runs.values()]
+      .filter(({ run }) => run.status === 'RUNNING' && run.leaseHolder !== null && dead.has(run.leaseHolder))
+      .sort((a, b) => compare(a.run.id, b.run.id));
+    const batch = taken.slice(0, Math.max(0, params.limit));
+    if (taken.length === batch.length) for (const holder of dead) this.leaseSessions.delete(holder);
+    const recovered: string[] = [];
+    const failed: string[] = [];
+    for (const rec of batch) this.recover(rec, params, recovered, failed);
+    return { recovered, failed };
+  }
+
+  async leaseSessionOpen(params: LeaseSessionParams): Promise<void> {
+    this.leaseSessions.set(params.holder, true);
+  }
+
+  async leaseSessionClose(params: LeaseSessionParams): Promise<void> {
+    this.leaseSessions.delete(params.holder);
+  }
+
+  /** Tests: `holder`'s session ends as a killed process's would (its registration stays, dead). */
+  async leaseSessionEnd(holder: string): Promise<void> {
+    if (this.leaseSessions.has(holder)) this.leaseSessions.set(holder, false);
   }
 
   async suspensionListDue(params: SuspensionListDueParams): Promise<JournalEntry[]> {

@@ -13,7 +13,7 @@ import type {
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
-  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunListTimedOutParams, RunRecoverExpiredParams,
+  RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunListTimedOutParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, LeaseSessionParams,
   RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
   SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
   SignalInboxListParams, SuspensionListDueParams, SuspensionListParams, SuspensionListResult,
@@ -47,6 +47,7 @@ import * as repq from './replicas-queries.js';
 import * as rq from './runs-queries.js';
 import * as slq from './sweeper-leader-queries.js';
 import * as sq from './sweeper-queries.js';
+import { LeaseSession } from './lease-sessions.js';
 import { WakeupListener } from './wakeup-listener.js';
 
 export interface PostgresStoreOptions {
@@ -88,12 +89,14 @@ export class PostgresStore implements JournalStore {
   private closing: Promise<void> | null = null;
   private readonly batcher: AppendBatcher | null;
   private readonly budgetLocks: BudgetLocks;
+  /** The lease sessions this store holds, by holder (lease-sessions.ts). */
+  private readonly leaseSessions = new Map<string, LeaseSession>();
 
   private constructor(
     readonly pool: pg.Pool,
     readonly leasePool: pg.Pool,
     private readonly lockPool: pg.Pool,
-    listenConfig: pg.ClientConfig,
+    private readonly sessionConfig: (role: string) => pg.ClientConfig,
     private readonly options: PostgresStoreOptions,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -102,7 +105,7 @@ export class PostgresStore implements JournalStore {
     this.batcher = inFlight > 0 ? new AppendBatcher({ maxInFlight: inFlight, maxBatch: 64, send: (batch) => this.appendBatch(batch) }) : null;
     const onError = (err: unknown, message: string) => options.logger?.warn({ err }, message);
     this.listener = new WakeupListener({
-      client: listenConfig, onError,
+      client: sessionConfig('listen'), onError,
       minBackoffMs: options.listenerBackoffMs?.min, maxBackoffMs: options.listenerBackoffMs?.max,
     });
   }
@@ -132,7 +135,7 @@ export class PostgresStore implements JournalStore {
       options: `-c statement_timeout=${BUDGET_LOCK_WAIT_MS} -c idle_in_transaction_session_timeout=${options.idleInTransactionTimeoutMs ?? 5_000}`,
     });
     lockPool.on('error', (err) => options.logger?.warn({ err }, 'idle database connection failed; the pool replaces it'));
-    const store = new PostgresStore(pool, leasePool, lockPool, session(`${app}:listen`), options);
+    const store = new PostgresStore(pool, leasePool, lockPool, (role) => session(`${app}:${role}`), options);
     try {
       await pool.query({ name: 'store_ping', text: 'SELECT 1' });
     } catch (err) {
@@ -364,6 +367,56 @@ export class PostgresStore implements JournalStore {
       recovered: rows.filter((r) => r.status === 'PENDING').map((r) => r.id),
       failed: rows.filter((r) => r.status === 'FAILED').map((r) => r.id),
     };
+  }
+
+  async runRecoverDeadSessions(params: RunRecoverDeadSessionsParams): Promise<RunRecoverExpiredResult> {
+    if (params.limit <= 0) return { recovered: [], failed: [] };
+    const rows = await this.transaction(async (client) => {
+      await client.query(`SET LOCAL lock_timeout = ${Math.trunc(this.options.sweeperLockTimeoutMs ?? 500)}`);
+      if (params.leader) await this.sweeperFence(client, params.leader);
+      return (await client.query<{ id: string; status: RunStatus }>(rq.runRecoverDeadSessions(params))).rows;
+    });
+    return {
+      recovered: rows.filter((r) => r.status === 'PENDING').map((r) => r.id),
+      failed: rows.filter((r) => r.status === 'FAILED').map((r) => r.id),
+    };
+  }
+
+  async leaseSessionOpen(params: LeaseSessionParams): Promise<void> {
+    let session = this.leaseSessions.get(params.holder);
+    if (!session) {
+      session = new LeaseSession(params.holder, {
+        client: this.sessionConfig('session'),
+        onError: (err, message) => this.options.logger?.warn({ err, holder: params.holder }, message),
+        minBackoffMs: this.options.listenerBackoffMs?.min, maxBackoffMs: this.options.listenerBackoffMs?.max,
+      });
+      this.leaseSessions.set(params.holder, session);
+    }
+    try {
+      await session.open();
+    } catch (err) {
+      this.leaseSessions.delete(params.holder);
+      await session.close();
+      throw err;
+    }
+  }
+
+  async leaseSessionClose(params: LeaseSessionParams): Promise<void> {
+    const session = this.leaseSessions.get(params.holder);
+    this.leaseSessions.delete(params.holder);
+    await session?.close();
+  }
+
+  /** The backend pid of `holder`'s lease session (tests end it with pg_terminate_backend). */
+  leaseSessionPid(holder: string): number | null {
+    return this.leaseSessions.get(holder)?.pid ?? null;
+  }
+
+  /** Tests: `holder`'s session ends as a killed process's would (its registration stays, dead). */
+  async leaseSessionEnd(holder: string): Promise<void> {
+    const session = this.leaseSessions.get(holder);
+    this.leaseSessions.delete(holder);
+    await session?.abandon();
   }
 
   async suspensionListDue(params: SuspensionListDueParams): Promise<JournalEntry[]> {
@@ -602,6 +655,8 @@ export class PostgresStore implements JournalStore {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       await this.listener.close();
+      await Promise.all([...this.leaseSessions.values()].map((session) => session.close()));
+      this.leaseSessions.clear();
       await Promise.all([this.pool.end(), this.leasePool.end(), this.lockPool.end()]);
     })();
     return this.closing;

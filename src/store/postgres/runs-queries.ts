@@ -3,6 +3,7 @@ import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js
 import type { RunCreateParams } from '../store.js';
 import { statusEntryInsert } from './journal-queries.js';
 import { RUN_IS_FLOW } from './flows-queries.js';
+import { DEAD_LEASE_SESSIONS } from './lease-sessions.js';
 import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
 import { approvalPendingOutboxInsert, runFinishedOutboxInsert } from './webhooks-queries.js';
 
@@ -193,15 +194,47 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
         SELECT id FROM runs
         WHERE status = 'RUNNING' AND lease_expires_at < now() AND created_at <= now() - $3::integer ${MS}
         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
-      ), swept AS (
+      )${recoverTail(`r.lease_expires_at < now()`, '$4')}
+      SELECT id, status FROM swept ORDER BY id`,
+    values: [p.limit, p.maxRecoveries, p.graceMs, JSON.stringify(p.failError)],
+  };
+}
+
+/**
+ * The dead-session reclaim (docs/recovery.md "Dead sessions"): RUNNING runs whose holder's
+ * registered lease session has ended are recovered as runRecoverExpired recovers expired ones, at
+ * once and without a grace period (the holder is provably gone). A dead registration is deleted
+ * once a batch took all of its holder's runs, so a holder that lost only its lease session and goes
+ * on claiming falls back to lease expiry until it registers again.
+ */
+export function runRecoverDeadSessions(p: { limit: number; maxRecoveries: number; failError: RunError }): pg.QueryConfig {
+  return {
+    name: 'runs_recover_dead_sessions',
+    text: `WITH dead AS MATERIALIZED (
+        ${DEAD_LEASE_SESSIONS}
+      ), candidates AS (
+        SELECT r.id FROM runs r JOIN dead d ON r.lease_holder = d.holder
+        WHERE r.status = 'RUNNING' ORDER BY r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED
+      )${recoverTail(`r.lease_holder IN (SELECT holder FROM dead)`, '$3')}, forgotten AS (
+        DELETE FROM lease_sessions s USING dead d
+        WHERE s.holder = d.holder AND s.lock_key = d.lock_key AND (SELECT count(*) FROM candidates) < $1
+      )
+      SELECT id, status FROM swept ORDER BY id`,
+    values: [p.limit, p.maxRecoveries, JSON.stringify(p.failError)],
+  };
+}
+
+/** What both recoveries do to their candidates ($2 maxRecoveries, `fail` the error): `swept` and its writes. */
+function recoverTail(stillClaimable: string, fail: string): string {
+  return `, swept AS (
         UPDATE runs r SET
           status = CASE WHEN r.recovery_count >= $2 THEN 'FAILED' ELSE 'PENDING' END,
-          error = CASE WHEN r.recovery_count >= $2 THEN $4::jsonb END, output = NULL,
+          error = CASE WHEN r.recovery_count >= $2 THEN ${fail}::jsonb END, output = NULL,
           recovery_count = r.recovery_count + CASE WHEN r.recovery_count >= $2 THEN 0 ELSE 1 END,
           next_seq = r.next_seq + CASE WHEN r.recovery_count >= $2 THEN 1 ELSE 0 END,
           lease_epoch = r.lease_epoch + 1, lease_holder = NULL, lease_expires_at = NULL,
           resume_requested = false, updated_at = now()
-        FROM candidates c WHERE r.id = c.id AND r.status = 'RUNNING' AND r.lease_expires_at < now()
+        FROM candidates c WHERE r.id = c.id AND r.status = 'RUNNING' AND ${stillClaimable}
         RETURNING r.id, r.namespace, r.workflow_name, r.workflow_version, r.status, r.next_seq, r.output, r.error, r.lease_epoch
       ), failed_entries AS (
         ${statusEntryInsert(`(SELECT * FROM swept WHERE status = 'FAILED')`)}
@@ -209,10 +242,7 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
         ${runFinishedOutboxInsert('swept')}
       ), retired AS (
         DELETE FROM suspension_deadlines d USING swept s WHERE d.run_id = s.id AND s.status = 'FAILED'
-      )
-      SELECT id, status FROM swept ORDER BY id`,
-    values: [p.limit, p.maxRecoveries, p.graceMs, JSON.stringify(p.failError)],
-  };
+      )`;
 }
 
 
