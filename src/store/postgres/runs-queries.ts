@@ -3,7 +3,7 @@ import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js
 import type { RunCreateParams } from '../store.js';
 import { statusEntryInsert } from './journal-queries.js';
 import { RUN_IS_FLOW } from './flows-queries.js';
-import { DEAD_LEASE_SESSIONS } from './lease-sessions.js';
+import { DEAD_LEASE_SESSIONS, STALE_LEASE_SESSIONS_DELETE } from './lease-sessions.js';
 import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
 import { approvalPendingOutboxInsert, runFinishedOutboxInsert } from './webhooks-queries.js';
 
@@ -218,6 +218,8 @@ export function runRecoverDeadSessions(p: { limit: number; maxRecoveries: number
       )${recoverTail(`r.lease_holder IN (SELECT holder FROM dead)`, '$3')}, forgotten AS (
         DELETE FROM lease_sessions s USING dead d
         WHERE s.holder = d.holder AND s.lock_key = d.lock_key AND (SELECT count(*) FROM candidates) < $1
+      ), stale AS (
+        ${STALE_LEASE_SESSIONS_DELETE}
       )
       SELECT id, status FROM swept ORDER BY id`,
     values: [p.limit, p.maxRecoveries, JSON.stringify(p.failError)],
