@@ -13,7 +13,7 @@ import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutput
 import { Execution, type ExecutionEnd } from './runtime/execution.js';
 import { validatePinned, zodViolations } from './replay/payload-schema.js';
 import type { Registry } from './registry.js';
-import { invalidationEntries, JournalIndex, openSuspensions } from './replay/replay.js';
+import { invalidationEntries, JournalIndex } from './replay/replay.js';
 import { PARENT_TIMED_OUT_ENDING, runChildrenCancel, runEnd, runTimedOutRecord, type RunEnder, type RunEnding } from './runtime/run-ending.js';
 import * as resolutions from './runtime/resolutions.js';
 import { signalSend, type SignalSendParams, type SignalSendResult } from './runtime/signal-inbox.js';
@@ -281,8 +281,11 @@ export class Engine {
 
   /** What a run waits on now: its open suspensions. */
   async runWaits(params: { runId: string; namespace: string }): Promise<Waiting[]> {
-    const entries = await this.store.journalList({ runId: params.runId, namespace: params.namespace });
-    const waits = openSuspensions(JournalIndex.build(params.runId, entries), resolutionIsValid).map(waitingOf);
+    // The run's waits and what refers to them, not its journal (issue 22). Open: neither a valid
+    // winning resolution nor a cancellation (an invalidation, the run's end) refers to it.
+    const waits = (await this.store.journalWaits({ runId: params.runId, namespace: params.namespace }))
+      .filter(({ entry, referrers }) => !referrers.some((r) => r.status === 'cancelled' || (r.status === 'resolved' && resolutionIsValid(entry, r))))
+      .map(({ entry }) => waitingOf(entry));
     return waits.some((w) => w.kind === 'tool') ? this.remote.describe(params, waits) : waits;
   }
 

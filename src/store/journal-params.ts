@@ -27,6 +27,38 @@ export interface JournalCostTotalsParams {
 /** Run id to the sum of its own entries' `costUsd`; unknown ids are absent. */
 export type JournalCostTotalsResult = Map<string, number>;
 
+export interface JournalWaitsParams {
+  runId: string;
+  namespace: string;
+  /** Only the entry at this seq (when it is a `suspended` entry). */
+  seq?: number;
+}
+
+/** A `suspended` entry and the entries that refer to it (refSeq = its seq), in seq order. */
+export interface JournalWait {
+  entry: JournalEntry;
+  referrers: JournalEntry[];
+}
+
+export interface JournalSpendParams {
+  runId: string;
+  namespace: string;
+  /** Child runs deeper than this below `runId` are not counted (the root is depth 0). */
+  maxDepth: number;
+}
+
+/** What a run tree spent and holds reserved, unrounded (engine/read/spend.ts rounds it). */
+export interface JournalSpendResult {
+  /** Sum of the run's own entries' costUsd. */
+  ownUsd: number;
+  /** The same over its child runs, recursively, down to maxDepth. */
+  childrenUsd: number;
+  /** Entries with a cost, over the tree. */
+  pricedCalls: number;
+  /** Estimates (payload.estimatedCostUsd > 0) of `model` intents (`running`) no entry refers to yet, over the tree. */
+  reservedUsd: number;
+}
+
 export interface JournalResolveParams {
   runId: string;
   namespace?: string;

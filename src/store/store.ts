@@ -5,7 +5,7 @@ import type { FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, Flo
 import type { ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams } from './api-key-params.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
-  JournalResolveResult, WakeupSubscribeParams, WakeupUnsubscribe,
+  JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from './journal-params.js';
 import type {
   RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
@@ -132,6 +132,22 @@ export interface JournalStore {
    * `namespace`) are absent from the map; nothing throws for them.
    */
   journalCostTotals(params: JournalCostTotalsParams): Promise<JournalCostTotalsResult>;
+  /**
+   * The spend of run `runId` and its child runs (recursively, to `maxDepth`) and the reservations
+   * of their model calls in flight (docs/agents.md "Budgets"), folded by the store. Its cost grows
+   * with the tree's runs and model calls, not with its other entries (issue 22: GetRun and the
+   * budget check before each model call). Throws RunNotFoundError for an unknown run (or one
+   * outside `namespace`).
+   */
+  journalSpend(params: JournalSpendParams): Promise<JournalSpendResult>;
+  /**
+   * The run's `suspended` entries in seq order (or only the one at `seq`), each with every entry
+   * that refers to it: its resolutions (`resolved`, `noop`) and cancellations. What GetApproval,
+   * DecideApproval and GetRun's waiting_on read instead of the whole journal; its cost grows with
+   * the run's waits, not its other entries. Throws RunNotFoundError for an unknown run (or one
+   * outside `namespace`).
+   */
+  journalWaits(params: JournalWaitsParams): Promise<JournalWait[]>;
   /**
    * Appends a resolution of the suspension at `suspensionSeq` without a lease, serialised with the
    * run's other writes:

@@ -14,6 +14,7 @@ import { resolutionsSection } from './resolutions.conformance.js';
 import { runsSection } from './runs.conformance.js';
 import { runTimeoutsSection } from './run-timeouts.conformance.js';
 import { signalsSection } from './signals.conformance.js';
+import { spendSection } from './spend.conformance.js';
 import { sweeperSection } from './sweeper.conformance.js';
 import { sweeperLeaderSection } from './sweeper-leader.conformance.js';
 import { wakeupsSection } from './wakeups.conformance.js';
@@ -54,6 +55,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('attempts', () => attemptsSection(ctx));
     describe('leases and fencing', () => leasesSection(ctx));
     describe('lease sessions (dead-session reclaim)', () => leaseSessionsSection(ctx));
+    describe('spend (journalSpend)', () => spendSection(ctx));
     describe('resolutions', () => resolutionsSection(ctx));
     describe('sweeper queries', () => sweeperSection(ctx));
     describe('sweeper leader and child scans', () => sweeperLeaderSection(ctx));

@@ -27,7 +27,6 @@ export interface RunSpend {
   reservedUsd: number;
 }
 
-const PAGE = 100;
 /** Deeper trees are not followed; ctx.child chains this deep are not expected. */
 export const MAX_SPEND_DEPTH = 32;
 
@@ -36,48 +35,17 @@ export function roundUsd(usd: number): number {
   return Math.round(usd * 1e10) / 1e10;
 }
 
+/**
+ * The spend of a run and its children, folded by the store (journalSpend: one statement on
+ * PostgreSQL over the tree's priced entries and model intents, so a run of 10,000 step entries
+ * costs what one of 10 does; issue 22).
+ */
 export async function runSpend(params: { store: JournalStore; runId: string; namespace: string }): Promise<RunSpend> {
-  return spendOf(params.store, params.runId, params.namespace, 0);
-}
-
-async function spendOf(store: JournalStore, runId: string, namespace: string, depth: number): Promise<RunSpend> {
-  let own = 0;
-  let priced = 0;
-  const open = new Map<number, number>();
-  // Summed in seq order, so every reader of the same journal gets the same float.
-  for (const e of await store.journalList({ runId, namespace })) {
-    if (e.costUsd !== null) {
-      own += e.costUsd;
-      priced++;
-    }
-    if (e.kind === 'model' && e.status === 'running') open.set(e.seq, reservationOf(e.payload));
-    else if (e.refSeq !== null) open.delete(e.refSeq);
-  }
-  let reserved = 0;
-  for (const usd of open.values()) reserved += usd;
-  let children = 0;
-  if (depth < MAX_SPEND_DEPTH) {
-    let cursor: string | null = null;
-    do {
-      const page: Awaited<ReturnType<JournalStore['runList']>> = await store.runList({ namespace, parentRunId: runId, pageSize: PAGE, cursor });
-      for (const child of page.runs) {
-        const s = await spendOf(store, child.id, namespace, depth + 1);
-        children += s.totalUsd;
-        priced += s.pricedCalls;
-        reserved += s.reservedUsd;
-      }
-      cursor = page.nextCursor;
-    } while (cursor);
-  }
+  const s = await params.store.journalSpend({ runId: params.runId, namespace: params.namespace, maxDepth: MAX_SPEND_DEPTH });
   return {
-    runId, ownUsd: roundUsd(own), childrenUsd: roundUsd(children), totalUsd: roundUsd(own + children), pricedCalls: priced, reservedUsd: roundUsd(reserved),
+    runId: params.runId, ownUsd: roundUsd(s.ownUsd), childrenUsd: roundUsd(s.childrenUsd), totalUsd: roundUsd(s.ownUsd + s.childrenUsd),
+    pricedCalls: s.pricedCalls, reservedUsd: roundUsd(s.reservedUsd),
   };
-}
-
-/** The estimate a model intent reserved (`estimatedCostUsd`; 0 for an unpriced call or an entry without one). */
-function reservationOf(payload: unknown): number {
-  const usd = (payload as { estimatedCostUsd?: unknown } | null)?.estimatedCostUsd;
-  return typeof usd === 'number' && Number.isFinite(usd) && usd > 0 ? usd : 0;
 }
 
 /** Each run's own spend (its entries only, not its children's), in one summing read: what a listing shows. */

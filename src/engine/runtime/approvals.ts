@@ -1,9 +1,8 @@
 // runtime/: approvals as people see them (list, get), read from `approval` suspensions and their resolutions.
 // Read-only: must not write the journal (deciding one is resolutions.ts).
 import { RunNotFoundError } from '../../journal/errors.js';
-import type { JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Json } from '../../journal/run.js';
-import type { JournalStore, SuspensionListItem } from '../../store/store.js';
+import type { JournalStore, JournalWait, SuspensionListItem } from '../../store/store.js';
 import { ApprovalNotFoundError } from '../author/errors.js';
 import { approvalId, parseApprovalId, resolutionPayload, suspensionPayload } from './suspension.js';
 
@@ -87,18 +86,18 @@ export async function approvalList(store: JournalStore, params: ApprovalListPara
 export async function approvalGet(store: JournalStore, params: { namespace: string; approvalId: string }): Promise<ApprovalView> {
   const address = parseApprovalId(params.approvalId);
   if (!address) throw new ApprovalNotFoundError(params.approvalId);
-  let entries: JournalEntry[];
   let run;
+  let wait: JournalWait | undefined;
   try {
     run = await store.runGet({ runId: address.runId, namespace: params.namespace });
-    entries = await store.journalList({ runId: address.runId, namespace: params.namespace });
+    // The one entry and what refers to it, not the run's journal (issue 22).
+    [wait] = await store.journalWaits({ runId: address.runId, namespace: params.namespace, seq: address.seq });
   } catch (err) {
     if (err instanceof RunNotFoundError) throw new ApprovalNotFoundError(params.approvalId);
     throw err;
   }
-  const entry = entries[address.seq];
-  if (!entry || entry.kind !== 'approval' || entry.status !== 'suspended') throw new ApprovalNotFoundError(params.approvalId);
-  const pointing = entries.filter((e) => e.refSeq === entry.seq);
+  if (!wait || wait.entry.kind !== 'approval' || wait.entry.status !== 'suspended') throw new ApprovalNotFoundError(params.approvalId);
+  const { entry, referrers: pointing } = wait;
   return approvalOf({
     entry,
     winner: pointing.find((e) => e.status === 'resolved') ?? null,

@@ -4,12 +4,11 @@ import type { Logger } from 'pino';
 import { RunNotFoundError, RunStateError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Json, type Run } from '../../journal/run.js';
-import type { JournalStore } from '../../store/store.js';
+import type { JournalStore, JournalWait } from '../../store/store.js';
 import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
 import { ApprovalNotFoundError, InvalidResolutionError } from '../author/errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
-import { JournalIndex } from '../replay/replay.js';
 import { parseApprovalId, pinnedOf, timeoutResolution, type ResolutionPayload } from './suspension.js';
 
 /*
@@ -62,20 +61,22 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   const resolution: ResolutionPayload = { source: 'human', value, by: params.by, ...(params.keyId ? { keyId: params.keyId } : {}), requestId: params.requestId };
   // Checked once, on the entry it becomes, against the request field (the payload is what a caller sizes).
   assertJsonStorable('payload', resolution as Json, store.limits.payloadBytes);
-  let entries: JournalEntry[];
+  let wait: JournalWait | undefined;
   try {
-    entries = await store.journalList({ runId: address.runId, namespace: params.namespace });
+    // The approval and what refers to it, not the run's journal (issue 22).
+    [wait] = await store.journalWaits({ runId: address.runId, namespace: params.namespace, seq: address.seq });
   } catch (err) {
     if (err instanceof RunNotFoundError) throw new ApprovalNotFoundError(shownId);
     throw err;
   }
-  const target = entries[address.seq];
-  if (!target || target.status !== 'suspended' || target.kind !== 'approval') throw new ApprovalNotFoundError(shownId);
+  if (!wait || wait.entry.status !== 'suspended' || wait.entry.kind !== 'approval') throw new ApprovalNotFoundError(shownId);
+  const target = wait.entry;
+  const { referrers } = wait;
   // An invalidated approval was replaced by a new one (a new seq): deciding the old one would do nothing.
-  const attempt = JournalIndex.build(address.runId, entries).attemptsBySeq.get(target.seq);
-  if (attempt?.terminal?.status === 'cancelled') {
+  const cancelled = referrers.find((e) => e.status === 'cancelled');
+  if (cancelled) {
     // CancelRun closed it (engine.ts closeOpenWaits): the run is over, as the store would say.
-    const closing = attempt.terminal.payload as { reason?: unknown } | null;
+    const closing = cancelled.payload as { reason?: unknown } | null;
     if (closing?.reason === 'run_cancelled') throw new RunStateError(address.runId, 'CANCELLED', 'not finished');
     throw new ApprovalNotFoundError(shownId);
   }
@@ -85,7 +86,7 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
     return await resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`);
   } catch (err) {
     // A run that ended after its approval was decided takes no resolution; the caller still learns who won.
-    const winner = attempt?.resolutions.find((r) => r.status === 'resolved');
+    const winner = referrers.find((r) => r.status === 'resolved');
     if (err instanceof RunStateError && winner) {
       return { runId: address.runId, runnable: false, applied: false, duplicate: false, reason: 'already_resolved', entry: winner, winner };
     }

@@ -10,7 +10,7 @@ import { KeyedMutex } from '../keyed-mutex.js';
 import type {
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
   FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
-  BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListTimedOutParams, RunListResult, RunRecoverExpiredParams, RunRecoverDeadSessionsParams, LeaseSessionParams,
@@ -258,6 +258,38 @@ export class MemoryStore implements JournalStore {
       totals.set(runId, rec.entries.reduce((sum, e) => sum + (e.costUsd ?? 0), 0));
     }
     return totals;
+  }
+
+  async journalWaits(params: JournalWaitsParams): Promise<JournalWait[]> {
+    const rec = this.record(params.runId, params.namespace);
+    return rec.entries
+      .filter((e) => e.status === 'suspended' && (params.seq === undefined || e.seq === params.seq))
+      .map((entry) => ({ entry: clone(entry), referrers: rec.entries.filter((e) => e.refSeq === entry.seq).map((e) => clone(e)) }));
+  }
+
+  async journalSpend(params: JournalSpendParams): Promise<JournalSpendResult> {
+    const root = this.record(params.runId, params.namespace);
+    const result: JournalSpendResult = { ownUsd: 0, childrenUsd: 0, pricedCalls: 0, reservedUsd: 0 };
+    const visit = (rec: RunRecord, depth: number): void => {
+      const open = new Map<number, number>();
+      for (const e of rec.entries) {
+        if (e.costUsd !== null) {
+          if (rec === root) result.ownUsd += e.costUsd;
+          else result.childrenUsd += e.costUsd;
+          result.pricedCalls++;
+        }
+        const usd = (e.payload as { estimatedCostUsd?: unknown } | null)?.estimatedCostUsd;
+        if (e.kind === 'model' && e.status === 'running' && typeof usd === 'number' && Number.isFinite(usd) && usd > 0) open.set(e.seq, usd);
+        else if (e.refSeq !== null) open.delete(e.refSeq);
+      }
+      for (const usd of open.values()) result.reservedUsd += usd;
+      if (depth >= params.maxDepth) return;
+      for (const child of this.runs.values()) {
+        if (child.run.parentRunId === rec.run.id && child.run.namespace === params.namespace) visit(child, depth + 1);
+      }
+    };
+    visit(root, 0);
+    return result;
   }
 
   async journalResolve(params: JournalResolveParams): Promise<JournalResolveResult> {

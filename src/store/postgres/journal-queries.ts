@@ -233,6 +233,48 @@ export function journalCostTotals(p: { runIds: string[]; namespace: string | nul
   };
 }
 
+/** A run's suspended entries (journal_open_waits) with the entries referring to each (journal_ref_seq). */
+export function journalWaits(p: { runId: string; seq: number | null }): pg.QueryConfig {
+  return {
+    name: 'journal_waits',
+    text: `SELECT to_jsonb(j) AS entry, COALESCE((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.seq) FROM journal r
+        WHERE r.run_id = j.run_id AND r.ref_seq = j.seq), '[]'::jsonb) AS referrers
+      FROM journal j WHERE j.run_id = $1 AND j.status = 'suspended' AND ($2::integer IS NULL OR j.seq = $2)
+      ORDER BY j.seq`,
+    values: [p.runId, p.seq],
+  };
+}
+
+/**
+ * A run tree's spend and reservations (store.ts journalSpend) through the partial index
+ * journal_priced (migration 0014): only entries with a cost and model intents are visited. A
+ * reservation is open while no entry refers to its intent (journal_ref_seq). No row: unknown run.
+ */
+export function journalSpend(p: { runId: string; namespace: string; maxDepth: number }): pg.QueryConfig {
+  return {
+    name: 'journal_spend',
+    text: `WITH RECURSIVE tree AS (
+        SELECT id, 0 AS depth FROM runs WHERE id = $1 AND namespace = $2
+        UNION ALL
+        SELECT c.id, t.depth + 1 FROM runs c JOIN tree t ON c.parent_run_id = t.id WHERE t.depth < $3 AND c.namespace = $2
+      ), priced AS (
+        SELECT j.run_id, j.cost_usd,
+          CASE WHEN j.kind = 'model' AND j.status = 'running' AND jsonb_typeof(j.payload->'estimatedCostUsd') = 'number'
+              AND (j.payload->>'estimatedCostUsd')::numeric > 0
+              AND NOT EXISTS (SELECT 1 FROM journal t WHERE t.run_id = j.run_id AND t.ref_seq = j.seq)
+            THEN (j.payload->>'estimatedCostUsd')::numeric END AS reserved
+        FROM tree JOIN journal j ON j.run_id = tree.id
+        WHERE j.cost_usd IS NOT NULL OR j.kind = 'model'
+      )
+      SELECT (SELECT count(*) FROM tree)::int AS runs,
+        COALESCE(sum(cost_usd) FILTER (WHERE run_id = $1), 0)::text AS own,
+        COALESCE(sum(cost_usd) FILTER (WHERE run_id <> $1), 0)::text AS children,
+        count(cost_usd)::int AS priced, COALESCE(sum(reserved), 0)::text AS reserved
+      FROM priced`,
+    values: [p.runId, p.namespace, p.maxDepth],
+  };
+}
+
 /**
  * What journalResolve decides on, read after the run row is locked (a separate statement, so READ
  * COMMITTED gives it a snapshot that includes every resolution committed before the lock was ours).

@@ -10,7 +10,7 @@ import { isRunId, newRunId } from '../run-id.js';
 import type {
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams,
   FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
-  BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
+  BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
   RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunListTimedOutParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, LeaseSessionParams,
@@ -322,6 +322,20 @@ export class PostgresStore implements JournalStore {
       if (total !== undefined) totals.set(id, total);
     }
     return totals;
+  }
+
+  async journalWaits(params: JournalWaitsParams): Promise<JournalWait[]> {
+    await this.findRun(params.runId, params.namespace); // throws RunNotFoundError
+    const { rows } = await this.query<{ entry: jq.JournalRow; referrers: jq.JournalRow[] }>(jq.journalWaits({ runId: params.runId, seq: params.seq ?? null }));
+    return rows.map((row) => ({ entry: jq.toEntry(row.entry), referrers: row.referrers.map(jq.toEntry) }));
+  }
+
+  async journalSpend(params: JournalSpendParams): Promise<JournalSpendResult> {
+    if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
+    const { rows } = await this.query<{ runs: number; own: string; children: string; priced: number; reserved: string }>(jq.journalSpend(params));
+    const row = rows[0];
+    if (!row || row.runs === 0) throw new RunNotFoundError(params.runId);
+    return { ownUsd: Number(row.own), childrenUsd: Number(row.children), pricedCalls: row.priced, reservedUsd: Number(row.reserved) };
   }
 
   /**

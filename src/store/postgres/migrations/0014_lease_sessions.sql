@@ -17,3 +17,8 @@ CREATE TABLE lease_sessions (
 
 -- The dead-session reclaim finds a dead holder's RUNNING runs by holder.
 CREATE INDEX runs_running_holder ON runs (lease_holder) WHERE status = 'RUNNING';
+
+-- Spend without reading the journal (GetRun, the budget check before each model call; issue 22):
+-- the entries that carry a cost and the model calls' intents (their reservations), by run. Steps,
+-- tools and waits are not in it, so the fold costs the run's model calls, not its journal.
+CREATE INDEX journal_priced ON journal (run_id, seq) WHERE cost_usd IS NOT NULL OR kind = 'model';
