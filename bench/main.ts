@@ -9,6 +9,7 @@ import { measureFloor } from './floor.js';
 import { measureEvents, measureGrpc, measureRemote, startServer } from './grpc.js';
 import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
+import { callShape, measureCalls, type CallRow } from './calls.js';
 import { measureReplay, longRun } from './replay.js';
 import { fmt, repeat } from './stats.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
@@ -21,6 +22,7 @@ const FLOOR_INSERTS = quick ? 1000 : 4000;
 const REPLAY_ENTRIES = quick ? 2000 : 10_000;
 const EVENT_ROUNDS = quick ? 30 : 200;
 const SHORT_LEASE_KILLS = quick ? 1 : 3;
+const CALL_ITERATIONS = quick ? 30 : 200;
 
 const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
 
@@ -37,7 +39,7 @@ try {
   row('floor: INSERT commit, 8 conns', `${fmt(floor8.rowsPerSec, 0)} rows/s`, fmt(floor8.p50Ms, 3), fmt(floor8.p99Ms, 3));
 
   const wmUrl = await db.create('bench_waymark');
-  const bench = await openEngine(wmUrl, [longRun]);
+  const bench = await openEngine(wmUrl, [longRun, callShape]);
   progress(`waymark in-process: ${RUNS} runs x ${STEPS} steps, sequential`);
   const w0 = await walCounters(wmUrl);
   const wSeq = await repeat(REPS, () => measureWaymark(bench, RUNS, 1));
@@ -103,6 +105,8 @@ try {
 
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
   const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);
+  progress(`per-call cost: each call ${CALL_ITERATIONS} times on a run of 10 entries and one of 10,000, alternating`);
+  const callRows: CallRow[] = await measureCalls(bench, 10, 10_000, CALL_ITERATIONS);
   await bench.close();
   row(`replay: resume ${replay.entries} entries`, `${fmt(replay.resumeMs, 0)} ms`, `peak RSS ${fmt(replay.peakRssMb, 0)} MB`, `+${fmt(replay.extraRssMb, 0)} MB`);
 
@@ -156,7 +160,9 @@ try {
     `${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded PostgreSQL, default durability'} · ${REPS} repetitions (medians) · ${RUNS} runs of ${STEPS} steps\n`;
   const table = ['| measurement | throughput | p50 ms | p99 ms |', '| --- | --- | --- | --- |', ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
   const ratioTable = ['| ratio | value |', '| --- | --- |', ...ratios.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-  const report = `${header}\n${table}\n\n${ratioTable}\n`;
+  const callTable = ['| call (in process) | p50 ms, 10 entries | p50 ms, 10,000 entries | ratio (goal <= 1.2) |', '| --- | --- | --- | --- |',
+    ...callRows.map((r) => `| ${r.call} | ${fmt(r.smallP50Ms, 3)} | ${fmt(r.largeP50Ms, 3)} | ${fmt(r.ratio)} |`)].join('\n');
+  const report = `${header}\n${table}\n\n${ratioTable}\n\n${callTable}\n`;
   process.stdout.write(`\n${report}`);
   const out = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', quick ? 'quick.md' : 'latest.md');
   await mkdir(path.dirname(out), { recursive: true });

@@ -93,6 +93,11 @@ describe('Postgres restarted during a run', () => {
       await driver.waitEnded(ids, 240_000);
 
       const statuses = await driver.statuses(ids);
+      if (statuses.FAILED) {
+        const { rows } = await driver.pool.query(`SELECT id, error, recovery_count FROM runs WHERE id = ANY($1::uuid[]) AND status = 'FAILED'`, [ids]);
+        console.log(`chaos: pg-restart failed runs ${JSON.stringify(rows)}`);
+        console.log(`chaos: pg-restart sweeper acted ${JSON.stringify(processes.flatMap((p) => p.logs.filter((l) => l.msg === 'sweep acted')))}`);
+      }
       const figures = sink.figures(expected, 'p');
       const journal = await driver.journalViolations(ids);
       const streams = await Promise.all(followed);

@@ -247,7 +247,8 @@ export function journalWaits(p: { runId: string; seq: number | null }): pg.Query
 
 /**
  * A run tree's spend and reservations (store.ts journalSpend) through the partial index
- * journal_priced (migration 0014): only entries with a cost and model intents are visited. A
+ * journal_priced (migration 0014), by run (LATERAL with OFFSET 0, so the index is searched per run of the tree,
+ * never scanned across runs): only entries with a cost and model intents are visited. A
  * reservation is open while no entry refers to its intent (journal_ref_seq). No row: unknown run.
  */
 export function journalSpend(p: { runId: string; namespace: string; maxDepth: number }): pg.QueryConfig {
@@ -263,8 +264,9 @@ export function journalSpend(p: { runId: string; namespace: string; maxDepth: nu
               AND (j.payload->>'estimatedCostUsd')::numeric > 0
               AND NOT EXISTS (SELECT 1 FROM journal t WHERE t.run_id = j.run_id AND t.ref_seq = j.seq)
             THEN (j.payload->>'estimatedCostUsd')::numeric END AS reserved
-        FROM tree JOIN journal j ON j.run_id = tree.id
-        WHERE j.cost_usd IS NOT NULL OR j.kind = 'model'
+        FROM tree CROSS JOIN LATERAL (
+          SELECT * FROM journal WHERE run_id = tree.id AND (cost_usd IS NOT NULL OR kind = 'model') OFFSET 0
+        ) j
       )
       SELECT (SELECT count(*) FROM tree)::int AS runs,
         COALESCE(sum(cost_usd) FILTER (WHERE run_id = $1), 0)::text AS own,
