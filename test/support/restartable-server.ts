@@ -24,7 +24,8 @@ export class RestartableServer {
   address = '';
   restarts = 0;
 
-  constructor(private readonly env: Record<string, string>) {}
+  /** `workflows`: the module the server loads (default CLIENT_WORKFLOWS). */
+  constructor(private readonly env: Record<string, string>, private readonly workflows = CLIENT_WORKFLOWS) {}
 
   async start(): Promise<string> {
     this.process = this.spawn('127.0.0.1:0');
@@ -62,7 +63,7 @@ export class RestartableServer {
   }
 
   private spawn(addr: string): WaymarkProcess {
-    return WaymarkProcess.start(['server', '--workflows', CLIENT_WORKFLOWS], {
+    return WaymarkProcess.start(['server', '--workflows', this.workflows], {
       env: {
         ...this.env,
         WAYMARK_ADDR: addr,

@@ -5,7 +5,10 @@ It registers ``charge_back`` (its input schema comes from the ``Charge`` datacla
 for tasks and POSTs each refund to WAYMARK_EXAMPLE_SINK_URL (when set) with the task's
 idempotency key in the Idempotency-Key header, as a payment provider integration would. It reads
 WAYMARK_CA_FILE, WAYMARK_TOKEN and WAYMARK_NAMESPACE as the CLI does, and stops gracefully on
-SIGINT or SIGTERM (the task in progress finishes first).
+SIGINT or SIGTERM (the task in progress finishes first). WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT
+(seconds) declares a shorter heartbeat timeout than the server's 30 s, so that
+test/clients/remote-refund.test.ts, which kills a worker holding the task, sees another worker
+take it soon.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ def main() -> None:
         namespace=os.environ.get("WAYMARK_NAMESPACE", ""),
     )
 
-    @worker.tool(name="charge_back", mutating=True)
+    heartbeat = os.environ.get("WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT")
+
+    @worker.tool(name="charge_back", mutating=True, heartbeat_timeout=float(heartbeat) if heartbeat else None)
     def charge_back(charge: Charge, task: waymark.Task) -> dict[str, object]:
         """Refunds an order through the payment provider."""
         if charge.amount <= 0:

@@ -4,6 +4,9 @@
 // idempotency key in the Idempotency-Key header, as a payment provider integration would. It
 // reads WAYMARK_CA_FILE, WAYMARK_TOKEN and WAYMARK_NAMESPACE as the CLI does, and stops
 // gracefully on SIGINT or SIGTERM (the task in progress finishes first).
+// WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT (a Go duration, e.g. 2s) declares a shorter heartbeat
+// timeout than the server's 30 s, so that test/clients/remote-refund.test.ts, which kills a
+// worker holding the task, sees another worker take it soon.
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/waymark-dev/waymark/clients/go/waymark"
 	"github.com/waymark-dev/waymark/clients/go/worker"
@@ -87,9 +91,16 @@ func main() {
 	}
 	defer client.Close()
 
+	tool := []worker.ToolOption{worker.Description("Refunds an order through the payment provider.")}
+	if s := os.Getenv("WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			log.Fatalf("WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT: %v", err)
+		}
+		tool = append(tool, worker.HeartbeatTimeout(d))
+	}
 	w := worker.New(client, worker.Options{})
-	worker.Register(w, "charge_back", chargeBack,
-		worker.Description("Refunds an order through the payment provider."))
+	worker.Register(w, "charge_back", chargeBack, tool...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

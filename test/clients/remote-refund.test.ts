@@ -1,0 +1,169 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWaymarkClient, EntryStatus, RunStatus, type JournalEntry, type WaymarkClient } from '../../clients/ts/src/index.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { startRefundProvider, type RefundProvider } from '../support/refund-provider.js';
+import { RestartableServer } from '../support/restartable-server.js';
+import { until } from '../support/until.js';
+
+/*
+ * Issue 21's must-show: the refund scenario with `charge_back` served by a worker in another
+ * language, as a real process (the Python and Go worker examples, clients/python/examples/worker.py
+ * and clients/go/examples/worker), SIGKILLed while it holds the task. A stand-in payment provider
+ * behind the workers (test/support/refund-provider.ts) applies a refund once per Idempotency-Key
+ * and leaves the first delivery unanswered, so the first worker is inside the tool when it is
+ * killed. A second worker then takes the task (same key) once the first one's claim lapses (the
+ * examples declare a 1 s heartbeat timeout), and the run finishes: the provider applied the
+ * refund once, saw one key, twice; the journal has one intent and one result of charge_back. The
+ * same again with the Waymark server SIGKILLed too while the task is out.
+ */
+
+const root = path.resolve('.');
+const python = path.join(root, '.venv', 'bin', 'python');
+const goAvailable = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
+const pythonAvailable = existsSync(python) && spawnSync(python, ['-c', 'import waymark'], { stdio: 'ignore' }).status === 0;
+const REMOTE_WORKFLOWS = path.resolve('test/clients/remote-workflows.ts');
+
+let db: TestDatabase;
+let server: RestartableServer;
+let client: WaymarkClient;
+let scratch: string;
+let goBinary: string | undefined;
+
+beforeAll(async () => {
+  db = await createTestDatabase('waymark_remote_refund');
+  server = new RestartableServer({ DATABASE_URL: db.url }, REMOTE_WORKFLOWS);
+  await server.start();
+  client = createWaymarkClient({ address: server.address });
+  scratch = mkdtempSync(path.join(tmpdir(), 'waymark-remote-refund-'));
+  if (goAvailable) {
+    goBinary = path.join(scratch, 'worker-example');
+    const built = spawnSync('go', ['build', '-o', goBinary, './examples/worker'], { cwd: path.join(root, 'clients', 'go'), encoding: 'utf8' });
+    if (built.status !== 0) throw new Error(`go build of the worker example failed:\n${built.stderr}`);
+  }
+}, 300_000);
+
+afterAll(async () => {
+  client?.close();
+  await server?.stop();
+  await db?.drop();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+/** A worker process: its output kept for a failing test's message. */
+class WorkerProcess {
+  output = '';
+  readonly exited: Promise<void>;
+
+  constructor(readonly child: ChildProcess) {
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.output += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.output += d));
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  async kill(signal: NodeJS.Signals): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+function startWorker(command: string, args: string[], sink: string): WorkerProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('WAYMARK_')) delete env[k];
+  return new WorkerProcess(spawn(command, [...args, server.address], {
+    cwd: root,
+    env: { ...env, WAYMARK_EXAMPLE_SINK_URL: sink, WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT: command === python ? '1' : '1s' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+}
+
+async function approveWhenParked(runId: string): Promise<void> {
+  const approval = await until('the refund approval', async () => {
+    for await (const a of client.listApprovals({ runId })) return a;
+    return undefined;
+  });
+  await client.approve(approval.id, { by: 'ana@example.com' });
+}
+
+interface Worker {
+  command: () => string;
+  args: string[];
+}
+
+/**
+ * The scenario for one worker language; with `killServer` the Waymark server is SIGKILLed (and
+ * started again on its address) while the killed worker held the task.
+ */
+async function killedWorkerScenario(language: string, worker: Worker, killServer: boolean): Promise<void> {
+  const provider: RefundProvider = await startRefundProvider({ hold: true });
+  const order = `${language}-remote-${killServer ? 'server' : 'worker'}-A-1001`;
+  const workers: WorkerProcess[] = [];
+  const context = () => `workers:\n${workers.map((w) => w.output.slice(-3000)).join('\n---\n')}\nserver:\n${server.tail()}`;
+  try {
+    workers.push(startWorker(worker.command(), worker.args, provider.url));
+    const { run } = await client.startRun('refund_remote', { order, amount: 42.5 }, { idempotencyKey: `refund-${order}` });
+    await approveWhenParked(run.id);
+
+    // The first worker is inside charge_back: the provider has its delivery and has not answered.
+    const [key] = await until(`the first delivery of ${order}`, async () => {
+      if (workers[0]!.child.exitCode !== null) throw new Error(`the first worker exited before its delivery\n${context()}`);
+      const { run: now } = await client.getRun(run.id);
+      if (now.status === RunStatus.FAILED) throw new Error(`the run failed: ${JSON.stringify(now.error)}\n${context()}`);
+      return provider.keysOf(order).length > 0 ? provider.keysOf(order) : undefined;
+    }, 120_000, 100);
+    await workers[0]!.kill('SIGKILL');
+    if (killServer) await server.restart({ signal: 'SIGKILL' });
+
+    workers.push(startWorker(worker.command(), worker.args, provider.url));
+    const output = await client.result(run.id, { timeoutMs: 120_000 }).catch((err: unknown) => {
+      throw new Error(`the run did not finish: ${String(err)}\n${context()}`);
+    });
+    expect(output, context()).toMatchObject({ status: 'refunded' });
+
+    expect(provider.applied.get(order), 'the provider applied the refund once').toBe(1);
+    expect(provider.keysOf(order), 'every delivery carried the one idempotency key').toEqual([key]);
+    expect(provider.deliveries.get(key!), 'delivered by the killed worker and by the one that finished').toBe(2);
+
+    const entries: JournalEntry[] = [];
+    for await (const e of client.journal(run.id)) entries.push(e);
+    const calls = entries.filter((e) => e.kind === 'tool' && e.name === 'charge_back');
+    const results = calls.filter((e) => e.status === EntryStatus.OK);
+    const intents = calls.filter((e) => e.status !== EntryStatus.OK);
+    expect(intents, `one intent: ${JSON.stringify(calls)}`).toHaveLength(1);
+    expect(results, `one result: ${JSON.stringify(calls)}`).toHaveLength(1);
+    expect(results[0]!.refSeq).toBe(intents[0]!.seq);
+    expect(intents[0]!.idempotencyKey).toBe(key);
+  } finally {
+    for (const w of workers) await w.kill('SIGTERM');
+    provider.release();
+    await provider.close();
+  }
+}
+
+function skipWithout(available: boolean, what: string, skip: (note?: string) => void): void {
+  if (available) return;
+  const note = `${what} is not installed; run scripts/setup-clients.sh to run this worker's scenario`;
+  console.warn(`remote-refund.test.ts: skipping: ${note}`);
+  skip(note);
+}
+
+const PYTHON: Worker = { command: () => python, args: [path.join(root, 'clients', 'python', 'examples', 'worker.py')] };
+const GO: Worker = { command: () => goBinary!, args: [] };
+
+describe('the refund scenario with charge_back served by a worker that is SIGKILLed holding the task', { timeout: 300_000 }, () => {
+  for (const killServer of [false, true]) {
+    const also = killServer ? ', and the Waymark server too' : '';
+    it(`Python worker (examples/worker.py)${also}`, async (ctx) => {
+      skipWithout(pythonAvailable, 'The Python virtualenv (.venv with the client)', ctx.skip);
+      await killedWorkerScenario('py', PYTHON, killServer);
+    });
+
+    it(`Go worker (examples/worker)${also}`, async (ctx) => {
+      skipWithout(goAvailable, 'Go', ctx.skip);
+      await killedWorkerScenario('go', GO, killServer);
+    });
+  }
+});
