@@ -76,7 +76,7 @@ func (s *fakeServer) Heartbeat(_ context.Context, req *waymarkv1.HeartbeatReques
 	s.mu.Unlock()
 	s.beat <- struct{}{}
 	if lost {
-		st, _ := status.New(codes.Aborted, "the task was dispatched to another worker").WithDetails(&errdetails.ErrorInfo{Reason: "task_lost", Domain: "waymark"})
+		st, _ := status.New(codes.Aborted, "the task was dispatched to another worker").WithDetails(&errdetails.ErrorInfo{Reason: "TASK_LOST", Domain: "waymark"})
 		return nil, st.Err()
 	}
 	return &waymarkv1.HeartbeatResponse{}, nil

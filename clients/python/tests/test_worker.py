@@ -60,7 +60,7 @@ class Scripted(worker_service_pb2_grpc.WorkerServiceServicer):
             lost = self.lose_after > 0 and len(self.heartbeats) >= self.lose_after
         if lost:
             status = status_pb2.Status(code=grpc.StatusCode.ABORTED.value[0], message="dispatched to another worker")
-            status.details.add().Pack(error_details_pb2.ErrorInfo(reason="task_lost", domain="waymark"))
+            status.details.add().Pack(error_details_pb2.ErrorInfo(reason="TASK_LOST", domain="waymark"))
             context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
             context.abort(grpc.StatusCode.ABORTED, "dispatched to another worker")
         return worker_service_pb2.HeartbeatResponse()
