@@ -3,7 +3,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWaymarkClient, EntryStatus, RunStatus, type JournalEntry, type WaymarkClient } from '../../clients/ts/src/index.js';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createWaymarkClient, EntryStatus, entryStatusName, RunStatus, type JournalEntry, type WaymarkClient } from '../../clients/ts/src/index.js';
+import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { startRefundProvider, type RefundProvider } from '../support/refund-provider.js';
 import { RestartableServer } from '../support/restartable-server.js';
@@ -80,6 +83,16 @@ function startWorker(command: string, args: string[], sink: string): WorkerProce
   }));
 }
 
+/** Waits until the server lists charge_back with a live worker (a tool never declared is unknown to runs). */
+async function servedByALiveWorker(alive: () => boolean, context: () => string): Promise<void> {
+  const workers = createClient(WorkerService, createGrpcTransport({ baseUrl: `http://${server.address}` }));
+  await until('charge_back served by a live worker', async () => {
+    if (!alive()) throw new Error(`the worker exited before it registered\n${context()}`);
+    const { tools } = await workers.listTools({});
+    return tools.some((t) => t.declaration?.name === 'charge_back' && t.liveWorkers > 0) ? true : undefined;
+  }, 60_000, 100);
+}
+
 async function approveWhenParked(runId: string): Promise<void> {
   const approval = await until('the refund approval', async () => {
     for await (const a of client.listApprovals({ runId })) return a;
@@ -104,6 +117,7 @@ async function killedWorkerScenario(language: string, worker: Worker, killServer
   const context = () => `workers:\n${workers.map((w) => w.output.slice(-3000)).join('\n---\n')}\nserver:\n${server.tail()}`;
   try {
     workers.push(startWorker(worker.command(), worker.args, provider.url));
+    await servedByALiveWorker(() => workers[0]!.child.exitCode === null, context);
     const { run } = await client.startRun('refund_remote', { order, amount: 42.5 }, { idempotencyKey: `refund-${order}` });
     await approveWhenParked(run.id);
 
@@ -130,12 +144,13 @@ async function killedWorkerScenario(language: string, worker: Worker, killServer
     const entries: JournalEntry[] = [];
     for await (const e of client.journal(run.id)) entries.push(e);
     const calls = entries.filter((e) => e.kind === 'tool' && e.name === 'charge_back');
-    const results = calls.filter((e) => e.status === EntryStatus.OK);
-    const intents = calls.filter((e) => e.status !== EntryStatus.OK);
-    expect(intents, `one intent: ${JSON.stringify(calls)}`).toHaveLength(1);
-    expect(results, `one result: ${JSON.stringify(calls)}`).toHaveLength(1);
-    expect(results[0]!.refSeq).toBe(intents[0]!.seq);
-    expect(intents[0]!.idempotencyKey).toBe(key);
+    // A remote call journals its intent as a SUSPENDED tool entry and its result as the entry
+    // that resolves it (docs/workers.md): exactly those two, whatever happened in between.
+    const shown = calls.map((e) => `${e.seq} ${entryStatusName(e.status)} ref ${e.refSeq ?? '-'}`).join('; ');
+    expect(calls.map((e) => e.status), `one intent and one result: ${shown}`).toEqual([EntryStatus.SUSPENDED, EntryStatus.RESOLVED]);
+    const [intent, result] = calls as [JournalEntry, JournalEntry];
+    expect(result.refSeq, shown).toBe(intent.seq);
+    expect(intent.idempotencyKey).toBe(key);
   } finally {
     for (const w of workers) await w.kill('SIGTERM');
     provider.release();
