@@ -8,17 +8,16 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { createWaymarkClient, EntryStatus, entryStatusName, RunStatus, type JournalEntry, type WaymarkClient } from '../../clients/ts/src/index.js';
 import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { startRefundProvider, type RefundProvider } from '../support/refund-provider.js';
-import { RestartableServer } from '../support/restartable-server.js';
+import { RestartableServer, startChargeSink } from '../support/restartable-server.js';
 import { until } from '../support/until.js';
 
 /*
  * Issue 21's must-show: the refund scenario with `charge_back` served by a worker in another
  * language, as a real process (the Python and Go worker examples, clients/python/examples/worker.py
- * and clients/go/examples/worker), SIGKILLed while it holds the task. A stand-in payment provider
- * behind the workers (test/support/refund-provider.ts) applies a refund once per Idempotency-Key
- * and leaves the first delivery unanswered, so the first worker is inside the tool when it is
- * killed. A second worker then takes the task (same key) once the first one's claim lapses (the
+ * and clients/go/examples/worker), SIGKILLed while it holds the task. The stand-in payment provider
+ * behind the workers (startChargeSink) counts the charges and the Idempotency-Keys per order (a
+ * provider refunds once per key) and leaves the first charge unanswered, so the first worker is
+ * inside the tool when it is killed. A second worker then takes the task (same key) once the first one's claim lapses (the
  * examples declare a 1 s heartbeat timeout), and the run finishes: the provider applied the
  * refund once, saw one key, twice; the journal has one intent and one result of charge_back. The
  * same again with the Waymark server SIGKILLed too while the task is out.
@@ -111,23 +110,27 @@ interface Worker {
  * started again on its address) while the killed worker held the task.
  */
 async function killedWorkerScenario(language: string, worker: Worker, killServer: boolean): Promise<void> {
-  const provider: RefundProvider = await startRefundProvider({ hold: true });
+  const provider = await startChargeSink();
   const order = `${language}-remote-${killServer ? 'server' : 'worker'}-A-1001`;
   const workers: WorkerProcess[] = [];
   const context = () => `workers:\n${workers.map((w) => w.output.slice(-3000)).join('\n---\n')}\nserver:\n${server.tail()}`;
   try {
+    const charged = provider.hold(order);
+    let held = false;
+    void charged.then(() => (held = true));
     workers.push(startWorker(worker.command(), worker.args, provider.url));
     await servedByALiveWorker(() => workers[0]!.child.exitCode === null, context);
     const { run } = await client.startRun('refund_remote', { order, amount: 42.5 }, { idempotencyKey: `refund-${order}` });
     await approveWhenParked(run.id);
 
-    // The first worker is inside charge_back: the provider has its delivery and has not answered.
-    const [key] = await until(`the first delivery of ${order}`, async () => {
-      if (workers[0]!.child.exitCode !== null) throw new Error(`the first worker exited before its delivery\n${context()}`);
+    // The first worker is inside charge_back: the provider has its charge and has not answered.
+    await until(`the first charge of ${order}`, async () => {
+      if (workers[0]!.child.exitCode !== null) throw new Error(`the first worker exited before it charged\n${context()}`);
       const { run: now } = await client.getRun(run.id);
       if (now.status === RunStatus.FAILED) throw new Error(`the run failed: ${JSON.stringify(now.error)}\n${context()}`);
-      return provider.keysOf(order).length > 0 ? provider.keysOf(order) : undefined;
+      return held ? true : undefined;
     }, 120_000, 100);
+    const [key] = [...provider.keys.get(order)!];
     await workers[0]!.kill('SIGKILL');
     if (killServer) await server.restart({ signal: 'SIGKILL' });
 
@@ -137,9 +140,9 @@ async function killedWorkerScenario(language: string, worker: Worker, killServer
     });
     expect(output, context()).toMatchObject({ status: 'refunded' });
 
-    expect(provider.applied.get(order), 'the provider applied the refund once').toBe(1);
-    expect(provider.keysOf(order), 'every delivery carried the one idempotency key').toEqual([key]);
-    expect(provider.deliveries.get(key!), 'delivered by the killed worker and by the one that finished').toBe(2);
+    // One key, so the provider refunded once; charged by the killed worker and by the one that finished.
+    expect([...provider.keys.get(order)!], 'every charge carried the one idempotency key').toEqual([key]);
+    expect(provider.charges.get(order), 'charged by the killed worker and by the one that finished').toBe(2);
 
     const entries: JournalEntry[] = [];
     for await (const e of client.journal(run.id)) entries.push(e);
@@ -153,7 +156,6 @@ async function killedWorkerScenario(language: string, worker: Worker, killServer
     expect(intent.idempotencyKey).toBe(key);
   } finally {
     for (const w of workers) await w.kill('SIGTERM');
-    provider.release();
     await provider.close();
   }
 }
