@@ -29,7 +29,7 @@ import { domainStatus, ERROR_DOMAIN } from './error-mapping.js';
 export type Caller =
   | { kind: 'anonymous' }
   | { kind: 'key'; key: ApiKey }
-  | { kind: 'stream-token'; namespace: string; runId: string };
+  | { kind: 'stream-token'; namespace: string; runId: string; expiresAt: Date };
 
 export const callerKey = createContextKey<Caller>({ kind: 'anonymous' }, { description: 'waymark caller' });
 
@@ -72,6 +72,9 @@ const REFUSED = {
     { fingerprint_sha256: fingerprint },
   ),
 };
+
+/** How a stream opened with a stream token ends when the token expires (run-events-stream.ts). */
+export const tokenExpiredError = (): ConnectError => REFUSED.expired();
 
 function scopeMissing(scope: string, rpc: string, key: ApiKey, admin: boolean): ConnectError {
   const what = admin ? `an admin key (no namespace) with the "${scope}" scope` : `the "${scope}" scope`;
@@ -122,7 +125,7 @@ export function authInterceptor(options: AuthOptions): Interceptor {
     if (isStreamToken(credential)) {
       const v = options.streamTokens?.verify(credential) ?? { ok: false, why: 'invalid' as const };
       if (!v.ok) throw v.why === 'expired' ? REFUSED.expired() : v.why === 'malformed' ? REFUSED.malformed() : REFUSED.invalid();
-      return { kind: 'stream-token', namespace: v.namespace, runId: v.runId };
+      return { kind: 'stream-token', namespace: v.namespace, runId: v.runId, expiresAt: v.expiresAt };
     }
     const v = await options.keys.verify(credential);
     if (v.ok) return { kind: 'key', key: v.key };

@@ -4,6 +4,7 @@ import type { StreamRunEventsRequest, StreamRunEventsResponseSchema } from '../g
 import { eventOf } from './convert-journal.js';
 import type { ApiDeps } from './api-deps.js';
 import { RequestCheck } from './request-validation.js';
+import { callerKey, tokenExpiredError } from './auth.js';
 import { abortable, streamSignal } from './shutdown-signal.js';
 
 /*
@@ -11,7 +12,8 @@ import { abortable, streamSignal } from './shutdown-signal.js';
  * after `after_seq`, then live entries from any replica, ending after the event that settles the
  * run), sent as events. The transport's part: a stream slot (WAYMARK_MAX_STREAMS) taken before
  * anything is read and given back however the stream ends, and the way it ends: shutdown and
- * client cancels end it with their own status (UNAVAILABLE, CANCELLED), never OK.
+ * client cancels end it with their own status (UNAVAILABLE, CANCELLED), never OK, and so does a
+ * stream token's expiry (UNAUTHENTICATED, TOKEN_EXPIRED).
  */
 
 export async function* streamRunEvents(
@@ -24,7 +26,9 @@ export async function* streamRunEvents(
   check.done();
   const release = deps.streams.acquire(ctx.signal);
   try {
-    const signal = streamSignal(ctx);
+    // Opened with a stream token: the stream ends with UNAUTHENTICATED (TOKEN_EXPIRED) when it expires.
+    const caller = ctx.values.get(callerKey);
+    const signal = streamSignal(ctx, caller.kind === 'stream-token' ? { at: caller.expiresAt, reason: tokenExpiredError } : undefined);
     const it = deps.api.runEvents({ runId, namespace, afterSeq, followSuspended: req.followSuspended, signal });
     try {
       for (;;) {

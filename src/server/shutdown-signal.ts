@@ -22,8 +22,9 @@ export function serverShutdownError(): ConnectError {
 }
 
 /**
- * Aborts when the call ends (client cancel, deadline) or the server starts draining. Its reason is
- * always something `ConnectError.from` turns into the right status for the client.
+ * Aborts when the call ends (client cancel, deadline), the server starts draining, or at
+ * `deadline` (a stream token's expiry) with its reason. Its reason is always something
+ * `ConnectError.from` turns into the right status for the client.
  *
  * Not `AbortSignal.any`: on Node 20 every signal it makes stays in its sources' set of dependants
  * (a WeakRef each, never pruned), so the server-wide draining signal grew by one entry per stream
@@ -31,13 +32,20 @@ export function serverShutdownError(): ConnectError {
  * open: it is removed when the call's signal aborts (Connect aborts it however the call ends) or
  * when this signal aborts.
  */
-export function streamSignal(ctx: HandlerContext): AbortSignal {
+export function streamSignal(ctx: HandlerContext, deadline?: { at: Date; reason: () => unknown }): AbortSignal {
   const call = ctx.signal;
   const draining = ctx.values.get(shutdownSignalKey);
   const controller = new AbortController();
   if (call.aborted) controller.abort(call.reason);
   else if (draining.aborted) controller.abort(draining.reason);
+  else if (deadline && deadline.at.getTime() <= Date.now()) controller.abort(deadline.reason());
   if (controller.signal.aborted) return controller.signal;
+  // A stream token's expiry (docs/security.md "Stream tokens"): at most an hour away, so one timer; unref'd, and cleared with the hooks.
+  const timer = deadline ? setTimeout(() => {
+    unhook();
+    controller.abort(deadline.reason());
+  }, Math.min(deadline.at.getTime() - Date.now(), 2_147_483_647)) : undefined;
+  timer?.unref();
   const onCall = (): void => {
     unhook();
     controller.abort(call.reason);
@@ -47,6 +55,7 @@ export function streamSignal(ctx: HandlerContext): AbortSignal {
     controller.abort(draining.reason);
   };
   const unhook = (): void => {
+    clearTimeout(timer);
     call.removeEventListener('abort', onCall);
     draining.removeEventListener('abort', onDraining);
   };

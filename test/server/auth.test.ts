@@ -284,6 +284,29 @@ describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () 
     expect((await runs.getRun({ runId: parked }, { headers: bearer(streamToken) })).run?.id).toBe(parked);
   });
 
+  it('a stream opened with a stream token ends with UNAUTHENTICATED (TOKEN_EXPIRED) when the token expires, and gives its slot back', { timeout: TIMEOUT }, async () => {
+    // The parked run never ends by itself: without the expiry, this stream would follow it forever.
+    const shortLived = new StreamTokens({ secrets: [SECRET] }).mint({ namespace: 'team-a', runId: parked, ttlMs: 1_500 }).token;
+    const slotsBefore = s.deps.streams.open;
+    const runs = createClient(RunService, transport());
+    const events: unknown[] = [];
+    const ended = (async () => {
+      try {
+        for await (const e of runs.streamRunEvents({ runId: parked, followSuspended: true }, { headers: bearer(shortLived) })) events.push(e);
+        return null;
+      } catch (err) {
+        return ConnectError.from(err);
+      }
+    })();
+    let bound: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([ended, new Promise<'still open'>((resolve) => (bound = setTimeout(() => resolve('still open'), 60_000)))]);
+    clearTimeout(bound);
+    expect(outcome, 'the stream must end when its token expires').not.toBe('still open');
+    await expectRefused(outcome as ConnectError | null, Code.Unauthenticated, 'TOKEN_EXPIRED', [shortLived]);
+    expect(events.length, 'the history was streamed before the expiry').toBeGreaterThan(0);
+    await until('the stream slot to be given back', () => (s.deps.streams.open === slotsBefore ? true : undefined));
+  });
+
   it('health checks need no key; reflection needs one', async () => {
     expect(await call(Health, Health.method.check, {}, {})).toBeNull();
     const { ServerReflection } = await import('../../src/gen/grpc/reflection/v1/reflection_pb.js');
