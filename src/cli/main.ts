@@ -19,6 +19,7 @@ Operator commands (a client of a running server, local or remote; docs/cli.md):
   waymark approvals list|get|complete
   waymark signals send
   waymark workflows list
+  waymark flows register|get|list              declarative flows from JSON or YAML (docs/flows.md)
   waymark keys create|list|revoke               API keys (an admin key; docs/security.md)
   Each takes --addr, --namespace, --token, TLS flags and --output table|json; --help on any of
   them prints its options and an example, e.g. waymark runs start --help.
@@ -42,7 +43,7 @@ const EXIT_CONFIG = 78;
 const EXIT_USAGE = 64;
 
 /** The operator commands' groups (src/cli/client/), dispatched before any server setting is read. */
-const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'keys']);
+const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'flows', 'keys']);
 
 const SERVER_COMMANDS = new Set(['dev', 'server', 'sweeper', 'migrate', 'help', 'version']);
 

@@ -98,7 +98,7 @@ describe('bad input: one line, the documented exit code, nothing written', { tim
   it('--help of every command prints its usage, options and an example', async () => {
     const commands = [
       'runs start', 'runs get', 'runs list', 'runs cancel', 'runs journal', 'runs events', 'runs resume', 'runs provenance',
-      'approvals list', 'approvals get', 'approvals complete', 'signals send', 'workflows list',
+      'approvals list', 'approvals get', 'approvals complete', 'signals send', 'workflows list', 'flows register', 'flows get', 'flows list',
     ];
     const helps = await Promise.all(commands.map((c) => runCli([...c.split(' '), '--help'])));
     helps.forEach((r, i) => {
@@ -109,7 +109,7 @@ describe('bad input: one line, the documented exit code, nothing written', { tim
       expect(r.stdout).toContain('Exit codes: 0 ok, 1 error, 2 invalid input, 3 not found, 4 wrong state, 5 unavailable');
     });
     const top = await runCli(['--help']);
-    for (const c of ['waymark dev', 'waymark runs start|get|list|cancel|journal|events|resume|provenance', 'waymark approvals list|get|complete']) expect(top.stdout).toContain(c);
+    for (const c of ['waymark dev', 'waymark runs start|get|list|cancel|journal|events|resume|provenance', 'waymark approvals list|get|complete', 'waymark flows register|get|list']) expect(top.stdout).toContain(c);
     expect((await runCli(['runs', '--help'])).stdout).toMatch(/^ {2}resume <run> +Makes a suspended, failed, cancelled or finished run execute again/m);
   });
 

@@ -13,6 +13,7 @@ import { DriftRecovery, RunService, type RunProvenance } from './gen/waymark/v1/
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
+import { FlowSchema, FlowService, type Flow, type FlowVersion } from './gen/waymark/v1/flow_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus } from './names.js';
 import type {
@@ -40,6 +41,8 @@ export class WaymarkClient {
   readonly runs: Client<typeof RunService>;
   readonly signals: Client<typeof SignalService>;
   readonly health: Client<typeof Health>;
+  /** Declarative flows (FlowService); registering one needs an admin key. */
+  readonly flows: Client<typeof FlowService>;
   /** API keys (AdminService): needs an admin key. */
   readonly admin: Client<typeof AdminService>;
   /** WorkerService (remote tools, docs/workers.md): ListTools here; serve tools with createWaymarkWorker. */
@@ -63,6 +66,7 @@ export class WaymarkClient {
     this.runs = createClient(RunService, transport);
     this.signals = createClient(SignalService, transport);
     this.health = createClient(Health, transport);
+    this.flows = createClient(FlowService, transport);
     this.admin = createClient(AdminService, transport);
     this.workers = createClient(WorkerService, transport);
   }
@@ -244,6 +248,29 @@ export class WaymarkClient {
     return (await this.unary('safe', options, (_, o) => this.runs.listWorkflows({ namespace: this.namespace }, o))).workflows;
   }
 
+  /**
+   * Registers a declarative flow (docs/flows.md): a Flow message or its JSON form. Returns the
+   * stored version; `created` is false when the content equalled the latest version's (then
+   * nothing was stored), which is also why a retry is safe. An invalid flow throws InvalidArgument
+   * with one field violation per problem.
+   */
+  async registerFlow(flow: Flow | JsonValue, options: CallOptions = {}): Promise<{ flow: FlowVersion; created: boolean }> {
+    const message = isFlowMessage(flow) ? flow : fromJson(FlowSchema, flow);
+    const r = await this.unary('safe', options, (_, o) => this.flows.registerFlow({ namespace: this.namespace, flow: message }, o));
+    return { flow: required(r.flow, 'flow', 'RegisterFlow'), created: r.created };
+  }
+
+  /** One version of a flow: the latest unless `version` is given. */
+  async getFlow(name: string, options: CallOptions & { version?: string | undefined } = {}): Promise<FlowVersion> {
+    const r = await this.unary('safe', options, (_, o) => this.flows.getFlow({ namespace: this.namespace, name, version: options.version ?? '' }, o));
+    return required(r.flow, 'flow', 'GetFlow');
+  }
+
+  /** The latest version of each flow of the namespace, by name. */
+  async listFlows(options: CallOptions = {}): Promise<FlowVersion[]> {
+    return (await this.unary('safe', options, (_, o) => this.flows.listFlows({ namespace: this.namespace }, o))).flows;
+  }
+
   /** What the run's agents answered and what each answer drew on, and the same for its children. */
   async provenance(runId: string, options: CallOptions = {}): Promise<RunProvenance> {
     const r = await this.unary('safe', options, (_, o) => this.runs.getRunProvenance({ namespace: this.namespace, runId }, o));
@@ -416,4 +443,8 @@ function deadline(what: string, timeoutMs: number | undefined): WaymarkError {
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function isFlowMessage(value: Flow | JsonValue): value is Flow {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && (value as { $typeName?: unknown }).$typeName === FlowSchema.typeName;
 }
