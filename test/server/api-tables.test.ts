@@ -3,7 +3,7 @@ import { Code, ConnectError, createClient, type Client } from '@connectrpc/conne
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { errorFromJson } from '@connectrpc/connect/protocol-connect';
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
-import { create, toBinary } from '@bufbuild/protobuf';
+import { create, fromJson, toBinary } from '@bufbuild/protobuf';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { GetRunRequestSchema, RunService, StreamRunEventsRequestSchema } from '.
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { AdminService } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
+import { FlowSchema, FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
@@ -101,6 +102,7 @@ const BUFFERED_LIMIT = 64 * 1024;
 let authed: ApiServer;
 let authedRuns: Client<typeof RunService>;
 let authedAdmin: Client<typeof AdminService>;
+let flows: Client<typeof FlowService>;
 const AUTH_SECRET = 'the-tables-stream-token-secret-32-chars';
 
 beforeAll(async () => {
@@ -118,6 +120,7 @@ beforeAll(async () => {
   const transport = (address: string) => createGrpcTransport({ baseUrl: `http://${address}`, readMaxBytes: 16 << 20, writeMaxBytes: 16 << 20 });
   runs = createClient(RunService, transport(api.address));
   signals = createClient(SignalService, transport(api.address));
+  flows = createClient(FlowService, transport(api.address));
   smallRuns = createClient(RunService, transport(small.address));
   smallSignals = createClient(SignalService, transport(small.address));
   limited = await startApiServer({ prefix: 'waymark_tables_limited', clientLimits: { ratePerSecond: 0.001, burst: 20, streams: 1 } });
@@ -300,6 +303,7 @@ describe('docs/api.md "Errors"', () => {
     'INVALID_ARGUMENT INVALID_REQUEST': () => failure(runs.getRun({ runId: 'not-a-run' })),
     'INVALID_ARGUMENT INVALID_INPUT': () => failure(runs.startRun({ workflow: 'refund', input: json({ order: 'o', amount: 'lots' }) })),
     'INVALID_ARGUMENT INVALID_RESOLUTION': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 'not a number' }) })),
+    'INVALID_ARGUMENT INVALID_FLOW': () => failure(flows.registerFlow({ flow: fromJson(FlowSchema, { name: 'table-flow', start: 'nowhere', nodes: [{ id: 'done', end: {} }] }) })),
     'INVALID_ARGUMENT INVALID_INVALIDATE_TARGET': () => failure(runs.resumeRun({ runId: parked, invalidate: [999n] })),
     'INVALID_ARGUMENT NUL_CHARACTER': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'a\u0000' }) })),
     'INVALID_ARGUMENT UNPAIRED_SURROGATE': async () => {
@@ -308,6 +312,8 @@ describe('docs/api.md "Errors"', () => {
     },
     'NOT_FOUND RUN_NOT_FOUND': () => failure(runs.getRun({ runId: UNKNOWN_RUN })),
     'NOT_FOUND WORKFLOW_NOT_FOUND': () => failure(runs.startRun({ workflow: 'nope', input: json({}) })),
+    'NOT_FOUND FLOW_NOT_FOUND': () => failure(flows.getFlow({ name: 'no-such-flow' })),
+    'ALREADY_EXISTS FLOW_NAME_TAKEN': () => failure(flows.registerFlow({ flow: fromJson(FlowSchema, { name: 'refund', start: 'done', nodes: [{ id: 'done', end: {} }] }) })),
     'NOT_FOUND APPROVAL_NOT_FOUND': () => failure(signals.getApproval({ id: `${UNKNOWN_RUN}:1` })),
     'NOT_FOUND NAMESPACE_NOT_FOUND': async () => {
       const { secret } = await authed.deps.api.keys.create({ name: 'a', namespace: 'team-a', scopes: ['runs:read'], createdByKeyId: null });
