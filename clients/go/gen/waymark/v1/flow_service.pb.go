@@ -204,11 +204,12 @@ type FlowNode struct {
 	// How failures of the node's effect are retried (tool and agent nodes): as a code effect's
 	// retry option. Unset: the effect's default (a tool's own policy, the model call default).
 	Retry *RetryPolicy `protobuf:"bytes,10,opt,name=retry,proto3" json:"retry,omitempty"`
-	// Start to close of one attempt of the node's effect (tool nodes). Unset: the tool's own.
+	// Start to close of one attempt of the node's effect (tool and agent nodes). Unset: the tool's
+	// own, or the model call default.
 	Timeout *durationpb.Duration `protobuf:"bytes,11,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	// How many times a run may enter this node; 0 means once per walk of a path without a cycle. A
-	// cycle is valid only when one of its nodes sets a bound; entering it once more fails the run
-	// with error.reason "flow_loop_bound".
+	// How many times a run may enter this node; 0 means no bound. A cycle is valid only when one of
+	// its nodes sets a bound; entering that node once more fails the run with error.reason
+	// "flow_loop_bound".
 	MaxVisits     uint32 `protobuf:"varint,12,opt,name=max_visits,json=maxVisits,proto3" json:"max_visits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -130,9 +130,9 @@ class FlowNode(_message.Message):
     id: _builtins.str
     """Unique within the flow: 1-64 letters, digits, "_" or "-"."""
     max_visits: _builtins.int
-    """How many times a run may enter this node; 0 means once per walk of a path without a cycle. A
-    cycle is valid only when one of its nodes sets a bound; entering it once more fails the run
-    with error.reason "flow_loop_bound".
+    """How many times a run may enter this node; 0 means no bound. A cycle is valid only when one of
+    its nodes sets a bound; entering that node once more fails the run with error.reason
+    "flow_loop_bound".
     """
     @_builtins.property
     def agent(self) -> Global___AgentNode:
@@ -174,7 +174,9 @@ class FlowNode(_message.Message):
 
     @_builtins.property
     def timeout(self) -> _duration_pb2.Duration:
-        """Start to close of one attempt of the node's effect (tool nodes). Unset: the tool's own."""
+        """Start to close of one attempt of the node's effect (tool and agent nodes). Unset: the tool's
+        own, or the model call default.
+        """
 
     def __init__(
         self,

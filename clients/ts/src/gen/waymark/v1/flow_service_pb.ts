@@ -176,16 +176,17 @@ export type FlowNode = Message<"waymark.v1.FlowNode"> & {
   retry?: RetryPolicy | undefined;
 
   /**
-   * Start to close of one attempt of the node's effect (tool nodes). Unset: the tool's own.
+   * Start to close of one attempt of the node's effect (tool and agent nodes). Unset: the tool's
+   * own, or the model call default.
    *
    * @generated from field: google.protobuf.Duration timeout = 11;
    */
   timeout?: Duration | undefined;
 
   /**
-   * How many times a run may enter this node; 0 means once per walk of a path without a cycle. A
-   * cycle is valid only when one of its nodes sets a bound; entering it once more fails the run
-   * with error.reason "flow_loop_bound".
+   * How many times a run may enter this node; 0 means no bound. A cycle is valid only when one of
+   * its nodes sets a bound; entering that node once more fails the run with error.reason
+   * "flow_loop_bound".
    *
    * @generated from field: uint32 max_visits = 12;
    */
