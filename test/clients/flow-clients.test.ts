@@ -12,8 +12,8 @@ import { WaymarkProcess } from '../support/waymark-process.js';
 /*
  * Issue 20's must-show for the Go and Python clients: the refund flow of their READMEs, registered
  * and run by the README's example program (clients/go/examples/refund-flow,
- * clients/python/examples/refund_flow.py) against a real `waymark server`, to completion through
- * its approval. Each language runs it twice: plainly, and with its replica killed (SIGKILL) while
+ * clients/python/examples/refund_flow.py; and clients/ts/examples/refund-flow.ts, run plainly)
+ * against a real `waymark server`, to completion through its approval. Each language runs it twice: plainly, and with its replica killed (SIGKILL) while
  * the charge_back tool is in flight (the stand-in payment provider holds that charge unanswered;
  * the test kills the server, starts a new one on the same address, and the sweeper hands the run
  * on when its lease expires). The equivalent TypeScript workflow (refund_as_code in workflows.ts) runs the
@@ -75,9 +75,10 @@ interface Ran {
 }
 
 /** Runs an example program (with none of the shell's WAYMARK_* variables) to its end. */
-function runProgram(command: string, args: string[]): Promise<Ran> {
+function runProgram(command: string, args: string[], extra: Record<string, string> = {}): Promise<Ran> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('WAYMARK_')) delete env[k];
+  Object.assign(env, extra);
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -232,7 +233,18 @@ describe('a flow registered and run from the Go and Python clients', { timeout: 
     await flowScenario('py', python, (order) => [path.join(root, 'clients', 'python', 'examples', 'refund_flow.py'), server.address, order]);
   });
 
-  it('registers one content once: the Go YAML and the Python dict are the same flow (one version, one digest)', async () => {
+  it('TypeScript: clients/ts/examples/refund-flow.ts registers the flow from its JSON and runs it', async () => {
+    const ran = await runProgram(process.execPath, ['--import', 'tsx', path.join(root, 'clients', 'ts', 'examples', 'refund-flow.ts')], { WAYMARK_ADDRESS: server.address });
+    expect(ran.code, `TypeScript example failed:\n${ran.output}\nserver:\n${server.tail()}`).toBe(0);
+    expect(ran.output).toMatch(/^flow refund-flow version 1 [0-9a-f]{64} \(created: (true|false)\)$/m);
+    expect(ran.output).toMatch(/result: .*refunded/);
+    const journal = await journalOf(await runOf('refund-flow', 'A-1001'));
+    expect(shape(journal)).toEqual(codeShape.plain);
+    expectBookkeeping(journal);
+    expectOnce('A-1001', journal, false);
+  });
+
+  it('registers one content once: the Go YAML, the Python dict and the TypeScript JSON are the same flow (one version, one digest)', async () => {
     const versions = [];
     for (const v of (await client.runs.listWorkflows({})).workflows) if (v.name === 'refund-flow') versions.push(v);
     expect(versions).toHaveLength(1);
