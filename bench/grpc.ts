@@ -72,11 +72,18 @@ async function startWaymark(command: 'server' | 'sweeper', databaseUrl: string, 
   return { handle, line };
 }
 
-/** A `waymark server` (gRPC and executor); `env` adds or overrides settings (lease TTL, a replica tag). */
-export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<GrpcServer> {
-  const { handle, line } = await startWaymark('server', databaseUrl, env,
-    (l) => Boolean(l.msg?.startsWith('waymark ') && l.msg.includes(' listening on ')));
-  return { ...handle, address: String(line.address) };
+/**
+ * A `waymark server` (gRPC and executor); `env` adds or overrides settings (lease TTL, a replica tag).
+ * Resolved once it listens, or with `executing` once its executor claims runs too (it starts after
+ * the listener: a replica that must take over runs at once is waited for until then).
+ */
+export async function startServer(databaseUrl: string, env: Record<string, string> = {}, executing = false): Promise<GrpcServer> {
+  let address = '';
+  const { handle } = await startWaymark('server', databaseUrl, env, (l) => {
+    if (l.msg?.startsWith('waymark ') && l.msg.includes(' listening on ')) address = String(l.address);
+    return executing ? l.msg === 'executor started' && address !== '' : address !== '';
+  });
+  return { ...handle, address };
 }
 
 /** A `waymark sweeper` (the store's recovery loop), resolved once it started. */

@@ -72,7 +72,8 @@ export async function measureRecovery(
       const a = track(await startServer(databaseUrl, { ...env, WAYMARK_BENCH_REPLICA: tagA }));
       const ids = await startRuns(a, lease);
       await waitFor(`runs executing on A`, lease, async () => (await runsWithEntryFrom(pool, ids, tagA, STEPS_BEFORE_KILL)) === ids.length);
-      const b = track(await startServer(databaseUrl, { ...env, WAYMARK_BENCH_REPLICA: tagB }));
+      // B's executor is running before A dies, as a replica in service is (not only its listener).
+      const b = track(await startServer(databaseUrl, { ...env, WAYMARK_BENCH_REPLICA: tagB }, true));
       const offsetMs = await dbClockOffsetMs(pool);
       const killedAt = how === 'SIGKILL' ? await a.kill() : a.freeze();
       if (how === 'SIGKILL') children.delete(a);
