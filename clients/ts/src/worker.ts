@@ -38,7 +38,7 @@ export interface ToolContext {
   attempt: number;
   /** When the call fails with a timeout if no result came. */
   deadline: Date;
-  /** Fires when the task is lost (another worker holds it now, or the call was closed) or the worker stops. */
+  /** Fires when the task is lost (another worker holds it now, or the call was closed), its deadline passes, or the worker stops. */
   signal: AbortSignal;
 }
 
@@ -230,6 +230,11 @@ export class WaymarkWorker {
     const lost = new AbortController();
     const onStop = (): void => lost.abort(new Error('the worker is stopping'));
     this.stopping.signal.addEventListener('abort', onStop, { once: true });
+    // Past the call's deadline the server has failed it with a timeout: the tool is told, as Go's and Python's are.
+    const untilDeadline = task.deadline ? timestampDate(task.deadline).getTime() - Date.now() : null;
+    const deadline = untilDeadline !== null && untilDeadline < 2 ** 31 - 1
+      ? setTimeout(() => lost.abort(new Error('the call\'s deadline passed')), Math.max(0, untilDeadline))
+      : null;
     const beat = setInterval(() => {
       this.service.heartbeat(fence).catch((err: unknown) => {
         const e = toWaymarkError(err);
@@ -255,6 +260,7 @@ export class WaymarkWorker {
       outcome = { case: 'failure', value: { $typeName: 'waymark.v1.TaskFailure', name: e.name || 'Error', message: e.message, nonRetryable } };
     } finally {
       clearInterval(beat);
+      if (deadline) clearTimeout(deadline);
       this.stopping.signal.removeEventListener('abort', onStop);
     }
     if (lost.signal.aborted && lost.signal.reason instanceof TaskLost) return;
