@@ -2,7 +2,8 @@
 // real `waymark server --workflows test/clients/workflows.ts`: the refund example as `waymark dev`
 // registers it, a probe for drift, and refund_as_code: the refund flow of the clients' READMEs
 // (clients/go/examples/refund-flow) written as code, whose journal test/clients/flow-clients.test.ts
-// compares with the flow's.
+// compares with the flow's; remote_probe calls a remote tool the Go and Python worker SDKs' live
+// tests serve (clients/go/worker/live_test.go, clients/python/tests/test_worker.py).
 import { z } from 'zod';
 import { defineWorkflow } from 'waymark';
 import { chargeBack } from '../../examples/refund.js';
@@ -29,5 +30,22 @@ export const driftProbe = defineWorkflow(
   async (ctx) => {
     await ctx.approve({ title: 'Continue?' });
     return { done: true };
+  },
+);
+
+/**
+ * Calls the remote tool named in its input and reports how the call ended: `{ ok: result }`, or
+ * the error's reason, name and message (EFFECT_FAILED for a non-retryable failure,
+ * RETRIES_EXHAUSTED with `attempts` once the tool's attempts are spent).
+ */
+export const remoteProbe = defineWorkflow(
+  { name: 'remote_probe', input: z.object({ tool: z.string().min(1), args: z.record(z.string(), z.unknown()) }) },
+  async (ctx, { tool, args }) => {
+    try {
+      return { ok: (await ctx.tool(tool, args)) as Record<string, unknown> };
+    } catch (err) {
+      const e = err as { reason?: string; errorName?: string; errorMessage?: string; attempts?: number };
+      return { failed: e.reason ?? 'unknown', errorName: e.errorName ?? null, errorMessage: e.errorMessage ?? null, attempts: e.attempts ?? null };
+    }
   },
 );

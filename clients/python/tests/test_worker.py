@@ -6,6 +6,9 @@ and registering again; a permanent refusal; a graceful stop."""
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import time
 import dataclasses
 import queue
 import threading
@@ -327,3 +330,50 @@ def test_graceful_stop(scripted: Scripted, running: Any) -> None:
     stopping.join(WAIT)
     assert not r.thread.is_alive() and r.error is None
     assert scripted.completions.empty(), "the task cancelled by the shutdown was reported"
+
+
+@pytest.mark.skipif(not os.environ.get("WAYMARK_ADDRESS"), reason="WAYMARK_ADDRESS is not set; npm test (test/clients/clients.test.ts) runs this against a real server")
+def test_live_retryable_and_non_retryable_failures(running: Any) -> None:
+    """Against the real server test/clients/clients.test.ts starts: the workflow remote_probe
+    (test/clients/workflows.ts) calls tools this worker serves. A retryable exception is
+    dispatched again with the same idempotency key and the next attempt; a NonRetryableError
+    fails the call at once, with its name, after one attempt."""
+    address = os.environ["WAYMARK_ADDRESS"]
+    suffix = secrets.token_hex(4)
+    flaky, declines = f"py_flaky_{suffix}", f"py_declines_{suffix}"
+    seen: list[tuple[str, int]] = []
+    declined: list[int] = []
+    worker = waymark.Worker(address)
+
+    @worker.tool(name=flaky)
+    async def flaky_tool(charge: Charge, task: waymark.Task) -> dict[str, Any]:
+        seen.append((task.idempotency_key, task.attempt))
+        if len(seen) == 1:
+            raise TimeoutError("the provider timed out")  # retryable
+        return {"refundId": f"rf_{charge.order}"}
+
+    @worker.tool(name=declines)
+    def declines_tool(charge: Charge) -> dict[str, Any]:
+        declined.append(1)
+        raise CardDeclined("card declined")
+
+    r = running(worker)
+    with waymark.Client(address, connect_timeout=30) as client:
+        deadline = time.monotonic() + WAIT
+        while True:
+            tools = client.workers.ListTools(worker_service_pb2.ListToolsRequest(), timeout=10).tools
+            if sum(1 for t in tools if t.declaration.name in (flaky, declines) and t.live_workers > 0) == 2:
+                break
+            assert time.monotonic() < deadline and r.thread.is_alive(), f"the tools were never listed as served: {r.error}"
+            time.sleep(0.05)
+
+        def probe(tool: str) -> Any:
+            started = client.start_run("remote_probe", {"tool": tool, "args": {"order": "py-remote-1", "amount": 1}})
+            return client.result(started.run.id, timeout=120)
+
+        assert probe(flaky) == {"ok": {"refundId": "rf_py-remote-1"}}
+        assert len(seen) == 2 and seen[0][0] and seen[0][0] == seen[1][0] and seen[0][1] < seen[1][1], seen
+        out = probe(declines)
+        assert (out["failed"], out["errorName"], out["errorMessage"]) == ("EFFECT_FAILED", "CardDeclined", "card declined")
+        assert len(declined) == 1, "a non-retryable failure was dispatched again"
+    r.stop()
