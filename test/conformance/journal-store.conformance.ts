@@ -15,6 +15,7 @@ import { runsSection } from './runs.conformance.js';
 import { runTimeoutsSection } from './run-timeouts.conformance.js';
 import { signalsSection } from './signals.conformance.js';
 import { spendSection } from './spend.conformance.js';
+import { waitsSection } from './waits.conformance.js';
 import { sweeperSection } from './sweeper.conformance.js';
 import { sweeperLeaderSection } from './sweeper-leader.conformance.js';
 import { wakeupsSection } from './wakeups.conformance.js';
@@ -56,6 +57,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('leases and fencing', () => leasesSection(ctx));
     describe('lease sessions (dead-session reclaim)', () => leaseSessionsSection(ctx));
     describe('spend (journalSpend)', () => spendSection(ctx));
+    describe('waits (journalWaits)', () => waitsSection(ctx));
     describe('resolutions', () => resolutionsSection(ctx));
     describe('sweeper queries', () => sweeperSection(ctx));
     describe('sweeper leader and child scans', () => sweeperLeaderSection(ctx));
