@@ -218,3 +218,59 @@ describe("remote tools: a stale worker's late result", () => {
     }
   });
 });
+
+/*
+ * Load with kills (issue 21 "Must show"): calls through 4 worker processes, 2 on each of 2
+ * replicas; once a quarter of the calls reached the sink, one worker and the other replica are
+ * SIGKILLed. The runs of the dead replica are recovered by the sweeper and their calls finished by
+ * the workers still alive. By key: nothing applied twice, nothing lost. The rate is printed, not
+ * asserted (the bench's remote rows measure it on a quiet machine).
+ */
+const LOAD_CALLS = size(200, 1_000);
+
+describe(`remote tools under load: ${LOAD_CALLS} calls through 4 workers on 2 replicas, a worker and a replica SIGKILLed`, () => {
+  let db: TestDatabase;
+  let driver: Driver;
+  let sink: EffectSink;
+  let sweeper: WaymarkProcess;
+  const servers: { p: WaymarkProcess; address: string }[] = [];
+  const workers: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_chaos_remote_load');
+    sink = await EffectSink.start();
+    sweeper = await startSweeper(chaosEnv(db.url));
+    servers.push(...(await Promise.all([1, 2].map(() => server(chaosEnv(db.url))))));
+    driver = await Driver.open(db.url);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill()));
+    await Promise.all(servers.map((s) => s.p.stop()));
+    await sweeper?.stop();
+    await driver?.close();
+    await sink?.close();
+    await db?.drop();
+  });
+
+  it('duplicates 0 and lost 0 by idempotency key; every run succeeds', { timeout: 900_000 }, async () => {
+    workers.push(...servers.flatMap((s, n) => [0, 1].map((k) => WorkerProcess.start(s.address, `load-${n}-${k}`))));
+    await Promise.all(workers.map((w) => w.waitFor((l) => l.msg === 'registered')));
+    const began = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < LOAD_CALLS; i++) ids.push(await driver.start('chaos-remote', { sink: sink.url, tag: `load${i}` }));
+    const reached = (): number => new Set(sink.deliveries.filter((d) => d.effect.startsWith('load')).map((d) => d.effect)).size;
+    await until('a quarter of the calls reached the sink', async () => (reached() >= LOAD_CALLS / 4 ? true : undefined), 300_000);
+    await workers[0]!.kill(); // a worker of replica 1
+    await kill(servers[1]!.p); // replica 2, with the tasks its two workers hold and the runs it executes
+    await driver.waitEnded(ids, 600_000);
+    const seconds = (Date.now() - began) / 1000;
+
+    expect(await driver.statuses(ids)).toEqual({ SUCCEEDED: LOAD_CALLS });
+    const figures = sink.figures(ids.map((_, i) => `load${i}:charge`), 'load');
+    console.log(`remote load: ${LOAD_CALLS} calls in ${seconds.toFixed(1)} s (${(LOAD_CALLS / seconds).toFixed(1)} calls/s, kills included); ` +
+      `applied=${figures.applied} duplicates=${figures.duplicates} lost=${figures.lost} redundant=${figures.redundant}`);
+    expect(figures).toMatchObject({ applied: LOAD_CALLS, duplicates: 0, lost: 0, unkeyed: 0 });
+    expect(await driver.journalViolations(ids)).toEqual({ gaps: 0, doubleTerminals: 0, orphanTerminals: 0 });
+  });
+});
