@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { createWaymarkClient, EntryStatus, entryStatusName, RunStatus, type JournalEntry, type WaymarkClient } from '../../clients/ts/src/index.js';
-import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
+import { ToolPolicy, WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink } from '../support/restartable-server.js';
 import { until } from '../support/until.js';
@@ -72,12 +72,12 @@ class WorkerProcess {
   }
 }
 
-function startWorker(command: string, args: string[], sink: string): WorkerProcess {
+function startWorker(command: string, args: string[], sink: string, extra: NodeJS.ProcessEnv = {}): WorkerProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('WAYMARK_')) delete env[k];
   return new WorkerProcess(spawn(command, [...args, server.address], {
     cwd: root,
-    env: { ...env, WAYMARK_EXAMPLE_SINK_URL: sink, WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT: command === python ? '1' : '1s' },
+    env: { ...env, WAYMARK_EXAMPLE_SINK_URL: sink, WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT: command === python ? '1' : '1s', ...extra },
     stdio: ['ignore', 'pipe', 'pipe'],
   }));
 }
@@ -183,4 +183,66 @@ describe('the refund scenario with charge_back served by a worker that is SIGKIL
       await killedWorkerScenario('go', GO, killServer);
     });
   }
+});
+
+/*
+ * Issue 21's must-show for agents: the model of an agent run (test/clients/remote-workflows.ts,
+ * the built-in scripted model) calls charge_back, served by the Python worker example as a real
+ * process that declares it `ask` (WAYMARK_EXAMPLE_POLICY). The run parks on the approval with
+ * nothing charged; approved over the API, the tool runs once (the provider sees one charge, one
+ * key) and the journal has one intent and one result. Last in the file: the latest declaration
+ * of a tool wins, and this one is `ask`.
+ */
+describe('an agent whose model calls a Python-served charge_back with `ask` policy', { timeout: 300_000 }, () => {
+  it('parks on the approval, is approved over the API, and the tool runs once', async (ctx) => {
+    skipWithout(pythonAvailable, 'The Python virtualenv (.venv with the client)', ctx.skip);
+    const provider = await startChargeSink();
+    const order = 'py-agent-ask-A-1001';
+    const worker = startWorker(PYTHON.command(), PYTHON.args, provider.url, { WAYMARK_EXAMPLE_POLICY: 'ask' });
+    const context = () => `worker:\n${worker.output.slice(-3000)}\nserver:\n${server.tail()}`;
+    try {
+      // Served by this worker, declared `ask` (the latest declaration wins over the earlier tests').
+      const workers = createClient(WorkerService, createGrpcTransport({ baseUrl: `http://${server.address}` }));
+      await until('charge_back declared ask by a live worker', async () => {
+        if (worker.child.exitCode !== null) throw new Error(`the worker exited before it registered\n${context()}`);
+        const { tools } = await workers.listTools({});
+        return tools.some((t) => t.declaration?.name === 'charge_back' && t.declaration.policy === ToolPolicy.ASK && t.liveWorkers > 0) ? true : undefined;
+      }, 60_000, 100);
+
+      const { run } = await client.startRun('refund_agent_remote', { order }, { idempotencyKey: `agent-${order}` });
+      const parked = await until('the agent run parks on the approval', async () => {
+        const state = await client.getRun(run.id);
+        if (state.run.status === RunStatus.FAILED) throw new Error(`the run failed: ${JSON.stringify(state.run.error)}\n${context()}`);
+        return state.run.status === RunStatus.SUSPENDED && state.waitingOn.length > 0 ? state : undefined;
+      }, 60_000, 100);
+      expect(parked.waitingOn.map((w) => [w.kind, w.name]), context()).toEqual([['approval', 'Allow tool "charge_back"?']]);
+      const approvals = [];
+      for await (const a of client.listApprovals({ runId: run.id })) approvals.push(a);
+      expect(approvals.map((a) => a.id)).toEqual([parked.waitingOn[0]!.approvalId]);
+      // Parked before the call: the worker has not charged anything.
+      expect(provider.charges.get(order), 'nothing charged before the approval').toBeUndefined();
+
+      await client.approve(approvals[0]!.id, { by: 'ana@example.com' });
+      const output = await client.result(run.id, { timeoutMs: 120_000 }).catch((err: unknown) => {
+        throw new Error(`the run did not finish: ${String(err)}\n${context()}`);
+      });
+      expect(output, context()).toMatchObject({ calls: ['charge_back'] });
+      expect((await client.getRun(run.id)).run.status).toBe(RunStatus.SUCCEEDED);
+
+      // The tool ran once: one charge, with the call's one idempotency key.
+      expect(provider.charges.get(order), 'charged once').toBe(1);
+      const keys = [...provider.keys.get(order)!];
+      expect(keys).toHaveLength(1);
+      const entries: JournalEntry[] = [];
+      for await (const e of client.journal(run.id)) entries.push(e);
+      const calls = entries.filter((e) => e.kind === 'tool' && e.name === 'charge_back');
+      const shown = calls.map((e) => `${e.seq} ${entryStatusName(e.status)} ref ${e.refSeq ?? '-'}`).join('; ');
+      expect(calls.map((e) => e.status), `one intent and one result: ${shown}`).toEqual([EntryStatus.SUSPENDED, EntryStatus.RESOLVED]);
+      expect(calls[1]!.refSeq, shown).toBe(calls[0]!.seq);
+      expect(calls[0]!.idempotencyKey).toBe(keys[0]);
+    } finally {
+      await worker.kill('SIGTERM');
+      await provider.close();
+    }
+  });
 });

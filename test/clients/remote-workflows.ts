@@ -19,3 +19,18 @@ export const refundRemote = defineWorkflow(
     return { status: 'refunded', refundId };
   },
 );
+
+// An agent whose model (the built-in offline `scripted:auto`, which calls each offered tool once
+// with arguments made from its declared JSON Schema: `order` gets the prompt, `amount` 1) calls
+// the remote charge_back. The test's worker declares it `ask`, so the call parks on an approval first.
+export const refundAgentRemote = defineWorkflow(
+  {
+    name: 'refund_agent_remote',
+    description: 'An agent that refunds an order with the remote charge_back.',
+    input: z.object({ order: z.string().min(1) }),
+  },
+  async (ctx, { order }) => {
+    const result = await ctx.agent(order, { model: 'scripted:auto', tools: ['charge_back'] });
+    return { text: result.text, calls: result.toolCalls.map((c) => c.toolName) };
+  },
+);

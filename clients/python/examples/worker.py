@@ -8,7 +8,8 @@ WAYMARK_CA_FILE, WAYMARK_TOKEN and WAYMARK_NAMESPACE as the CLI does, and stops 
 SIGINT or SIGTERM (the task in progress finishes first). WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT
 (seconds) declares a shorter heartbeat timeout than the server's 30 s, so that
 test/clients/remote-refund.test.ts, which kills a worker holding the task, sees another worker
-take it soon.
+take it soon. WAYMARK_EXAMPLE_POLICY ("allow", "ask" or "deny"; default "allow") declares the
+tool's policy: with "ask" each call parks its run on an approval first (the agent scenario there).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import sys
 import urllib.request
+from typing import Literal, cast
 
 import waymark
 
@@ -39,8 +41,17 @@ def main() -> None:
     )
 
     heartbeat = os.environ.get("WAYMARK_EXAMPLE_HEARTBEAT_TIMEOUT")
+    policy = os.environ.get("WAYMARK_EXAMPLE_POLICY", "allow")
+    if policy not in ("allow", "ask", "deny"):
+        sys.exit(f"WAYMARK_EXAMPLE_POLICY must be allow, ask or deny, got {policy!r}")
+    declared = cast(Literal["allow", "ask", "deny"], policy)
 
-    @worker.tool(name="charge_back", mutating=True, heartbeat_timeout=float(heartbeat) if heartbeat else None)
+    @worker.tool(
+        name="charge_back",
+        mutating=True,
+        policy=declared,
+        heartbeat_timeout=float(heartbeat) if heartbeat else None,
+    )
     def charge_back(charge: Charge, task: waymark.Task) -> dict[str, object]:
         """Refunds an order through the payment provider."""
         if charge.amount <= 0:
