@@ -83,22 +83,21 @@ async function server(env: Record<string, string>): Promise<{ p: WaymarkProcess;
 
 const workerClient = (address: string): Client<typeof WorkerService> => createClient(WorkerService, createGrpcTransport({ baseUrl: `http://${address}` }));
 
-describe('remote tools: a worker and a replica SIGKILLed while the task is out', () => {
-  let db: TestDatabase;
-  let driver: Driver;
-  let sink: EffectSink;
-  let sweeper: WaymarkProcess;
+/** Two server replicas, a sweeper, a sink and a driver on a database of their own, for one describe; the workers a test starts are killed after it. */
+function twoReplicas(database: string): { servers: { p: WaymarkProcess; address: string }[]; workers: WorkerProcess[]; readonly db: TestDatabase; readonly driver: Driver; readonly sink: EffectSink } {
   const servers: { p: WaymarkProcess; address: string }[] = [];
   const workers: WorkerProcess[] = [];
-
+  let db: TestDatabase | undefined;
+  let driver: Driver | undefined;
+  let sink: EffectSink | undefined;
+  let sweeper: WaymarkProcess | undefined;
   beforeAll(async () => {
-    db = await createTestDatabase('waymark_chaos_remote');
+    db = await createTestDatabase(database);
     sink = await EffectSink.start();
     sweeper = await startSweeper(chaosEnv(db.url));
-    servers.push(...(await Promise.all([1, 2].map(() => server(chaosEnv(db.url))))));
+    servers.push(...(await Promise.all([1, 2].map(() => server(chaosEnv(db!.url))))));
     driver = await Driver.open(db.url);
   }, 120_000);
-
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.kill()));
     await Promise.all(servers.map((s) => s.p.stop()));
@@ -107,8 +106,15 @@ describe('remote tools: a worker and a replica SIGKILLed while the task is out',
     await sink?.close();
     await db?.drop();
   });
+  return { servers, workers, get db() { return db!; }, get driver() { return driver!; }, get sink() { return sink!; } };
+}
+
+describe('remote tools: a worker and a replica SIGKILLed while the task is out', () => {
+  const cluster = twoReplicas('waymark_chaos_remote');
+  const { servers, workers } = cluster;
 
   it(`${ITERATIONS} calls: the holder and its replica killed, another worker finishes, applied once, one intent and one result`, { timeout: 600_000 }, async () => {
+    const { db, driver, sink } = cluster;
     for (let i = 0; i < ITERATIONS; i++) {
       const tag = `r${i}`;
       const charge = `${tag}:charge`;
@@ -229,31 +235,11 @@ describe("remote tools: a stale worker's late result", () => {
 const LOAD_CALLS = size(200, 1_000);
 
 describe(`remote tools under load: ${LOAD_CALLS} calls through 4 workers on 2 replicas, a worker and a replica SIGKILLed`, () => {
-  let db: TestDatabase;
-  let driver: Driver;
-  let sink: EffectSink;
-  let sweeper: WaymarkProcess;
-  const servers: { p: WaymarkProcess; address: string }[] = [];
-  const workers: WorkerProcess[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase('waymark_chaos_remote_load');
-    sink = await EffectSink.start();
-    sweeper = await startSweeper(chaosEnv(db.url));
-    servers.push(...(await Promise.all([1, 2].map(() => server(chaosEnv(db.url))))));
-    driver = await Driver.open(db.url);
-  }, 120_000);
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill()));
-    await Promise.all(servers.map((s) => s.p.stop()));
-    await sweeper?.stop();
-    await driver?.close();
-    await sink?.close();
-    await db?.drop();
-  });
+  const cluster = twoReplicas('waymark_chaos_remote_load');
+  const { servers, workers } = cluster;
 
   it('duplicates 0 and lost 0 by idempotency key; every run succeeds', { timeout: 900_000 }, async () => {
+    const { driver, sink } = cluster;
     workers.push(...servers.flatMap((s, n) => [0, 1].map((k) => WorkerProcess.start(s.address, `load-${n}-${k}`))));
     await Promise.all(workers.map((w) => w.waitFor((l) => l.msg === 'registered')));
     const began = Date.now();
