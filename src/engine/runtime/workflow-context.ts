@@ -95,12 +95,8 @@ export class WorkflowContextImpl implements WorkflowContext {
     const runId = exec.run.id;
     const seal = sealer ? { seal: (v: Json) => sealer.seal(v, runId), open: (v: Json) => sealer.open(v, runId) } : undefined;
     const shownArgs = seal ? REDACTED : argsJson;
-    if (tool.policy === 'deny') {
-      return perform(exec, call, { twoPhase: false, execute: async () => { throw new ToolApprovalDeniedError(tool.name, 'policy'); } });
-    }
-    if (this.dryRun && mutating) {
-      return perform(exec, call, { twoPhase: false, execute: async () => ({ __dryRun: true, tool: tool.name }) });
-    }
+    const withheld = this.withheld(call, tool.name, tool.policy, mutating);
+    if (withheld) return withheld;
     if (tool.policy === 'ask') await this.askForTool(tool.name, tool.description, shownArgs, argsJson, scope);
     return perform(exec, call, {
       twoPhase: mutating,
@@ -237,6 +233,20 @@ export class WorkflowContextImpl implements WorkflowContext {
     return this.execution.inScope(scope, () => runtime.run(host, { prompt, model, options }));
   }
 
+  /**
+   * What a tool call journals instead of running, in-process or remote alike: policy `deny` (a
+   * ToolApprovalDeniedError) or, in a dry run, a mutating call's placeholder; null to go on.
+   */
+  private withheld(call: ReturnType<Execution['call']>, name: string, policy: Tool['policy'], mutating: boolean): Promise<unknown> | null {
+    if (policy === 'deny') {
+      return perform(this.execution, call, { twoPhase: false, execute: async () => { throw new ToolApprovalDeniedError(name, 'policy'); } });
+    }
+    if (this.dryRun && mutating) {
+      return perform(this.execution, call, { twoPhase: false, execute: async () => ({ __dryRun: true, tool: name }) });
+    }
+    return null;
+  }
+
   /** An `ask` tool's approval: parks until decided; throws ToolApprovalDeniedError when denied. */
   private async askForTool(name: string, description: string, shownArgs: Json, argsJson: Json, scope: string): Promise<void> {
     const approval = this.execution.call('approval', `tool:${name}`, { tool: name, args: argsJson }, scope);
@@ -271,12 +281,8 @@ export class WorkflowContextImpl implements WorkflowContext {
       const violations = validatePinned({ schema: d.inputSchema, schemaHash: schemaHash(d.inputSchema) }, argsJson);
       if (violations.length > 0) throw new InvalidInputError(`the arguments of tool "${name}"`, violations);
     }
-    if (d.policy === 'deny') {
-      return perform(exec, call, { twoPhase: false, execute: async () => { throw new ToolApprovalDeniedError(name, 'policy'); } });
-    }
-    if (this.dryRun && d.mutating) {
-      return perform(exec, call, { twoPhase: false, execute: async () => ({ __dryRun: true, tool: name }) });
-    }
+    const withheld = this.withheld(call, name, d.policy, d.mutating);
+    if (withheld) return withheld;
     if (d.policy === 'ask') await this.askForTool(name, d.description, argsJson, argsJson, scope);
     const resolution = await suspend(exec, call, {
       payload: async (): Promise<SuspensionPayload> => ({
