@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { translatePgError } from './pg-errors.js';
+import { reconnectDelayMs, type ReconnectBackoff } from './reconnect-delay.js';
 
 /*
  * Lease sessions (migration 0014, docs/recovery.md "Dead sessions"): each lease holder keeps one
@@ -33,12 +34,9 @@ export const DEAD_LEASE_SESSIONS = `SELECT s.holder, s.lock_key FROM lease_sessi
 export const STALE_LEASE_SESSIONS_DELETE = `DELETE FROM lease_sessions s WHERE s.opened_at < pg_postmaster_start_time()
   AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.lease_holder = s.holder AND r.status = 'RUNNING')`;
 
-export interface LeaseSessionOptions {
+export interface LeaseSessionOptions extends ReconnectBackoff {
   client: pg.ClientConfig;
   onError?: (err: unknown, message: string) => void;
-  /** First reconnect delay; doubles per failed attempt up to maxBackoffMs, with jitter. */
-  minBackoffMs?: number;
-  maxBackoffMs?: number;
 }
 
 /**
@@ -141,7 +139,7 @@ export class LeaseSession {
   }
 
   private scheduleReconnect(): void {
-    const base = Math.min(this.options.maxBackoffMs ?? 5_000, (this.options.minBackoffMs ?? 50) * 2 ** this.attempt);
+    const delay = reconnectDelayMs(this.attempt, this.options);
     this.attempt += 1;
     this.timer = setTimeout(() => {
       this.timer = null;
@@ -150,7 +148,7 @@ export class LeaseSession {
         this.options.onError?.(err, 'lease session reconnect failed; retrying');
         this.scheduleReconnect();
       });
-    }, base * (0.5 + Math.random() / 2));
+    }, delay);
     this.timer.unref();
   }
 }

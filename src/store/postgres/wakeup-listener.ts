@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { translatePgError } from './pg-errors.js';
+import { reconnectDelayMs, type ReconnectBackoff } from './reconnect-delay.js';
 
 /** One wake-up subscription, as passed to JournalStore.wakeupSubscribe. */
 export interface WakeupSubscriber {
@@ -14,12 +15,9 @@ export interface WakeupSubscriber {
 export const RUN_CHANNEL = 'waymark_run';
 export const PENDING_CHANNEL = 'waymark_pending';
 
-export interface WakeupListenerOptions {
+export interface WakeupListenerOptions extends ReconnectBackoff {
   client: pg.ClientConfig;
   onError?: (err: unknown, message: string) => void;
-  /** First reconnect delay; doubles per failed attempt up to maxBackoffMs, with jitter. */
-  minBackoffMs?: number;
-  maxBackoffMs?: number;
 }
 
 /**
@@ -109,7 +107,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
   }
 
   private scheduleReconnect(): void {
-    const base = Math.min(this.options.maxBackoffMs ?? 5_000, (this.options.minBackoffMs ?? 50) * 2 ** this.attempt);
+    const delay = reconnectDelayMs(this.attempt, this.options);
     this.attempt += 1;
     this.timer = setTimeout(() => {
       this.timer = null;
@@ -121,7 +119,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
           this.scheduleReconnect();
         },
       );
-    }, base * (0.5 + Math.random() / 2));
+    }, delay);
     this.timer.unref();
   }
 
