@@ -11,6 +11,7 @@ import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
 import { callShape, measureCalls, type CallRow } from './calls.js';
 import { measureReplay, longRun } from './replay.js';
+import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
@@ -103,6 +104,18 @@ try {
   row('events across replicas: signal sent on A to entry seen on B', '', fmt(events.sendP50Ms, 3), fmt(events.sendP99Ms, 3));
   row('events across replicas: entry create_time to receipt on B', '', fmt(events.commitP50Ms, 3), fmt(events.commitP99Ms, 3));
 
+  progress(`Restate 1.7: server binary, endpoint process (10 ctx.run steps), client process through the ingress, ${RUNS} invocations, sequential and concurrency 16`);
+  const restate = await launchRestate();
+  let sSeq, s16;
+  try {
+    sSeq = await repeat(REPS, () => measureRestate(restate, RUNS, 1, STEPS));
+    s16 = await repeat(REPS, () => measureRestate(restate, RUNS, 16, STEPS));
+  } finally {
+    await restate.stop();
+  }
+  row('Restate 1.7, sequential (through ingress; p50/p99: per invocation)', `${fmt(sSeq.stepsPerSec, 0)} steps/s`, fmt(sSeq.runP50Ms, 3), fmt(sSeq.runP99Ms, 3));
+  row('Restate 1.7, concurrency 16 (through ingress; p50/p99: per invocation)', `${fmt(s16.stepsPerSec, 0)} steps/s`, fmt(s16.runP50Ms, 3), fmt(s16.runP99Ms, 3));
+
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
   const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);
   progress(`per-call cost: each call ${CALL_ITERATIONS} times on a run of 10 entries and one of 10,000, alternating`);
@@ -140,7 +153,9 @@ try {
     ['Waymark per-step p50 / floor commit p50 (goal <= 1.5)', fmt(wSeq.stepP50Ms / floor1.p50Ms)],
     ['Waymark steps/s / DBOS steps/s, sequential', fmt(wSeq.stepsPerSec / dSeq.stepsPerSec)],
     ['Waymark steps/s / DBOS steps/s, concurrency 16 (goal >= 3)', fmt(w16.stepsPerSec / d16.stepsPerSec)],
-    ['Waymark gRPC steps/s / in-process steps/s, concurrency 16', fmt(g16.stepsPerSec / w16.stepsPerSec)],
+    ['Waymark gRPC steps/s / in-process steps/s, concurrency 16 (goal >= 0.8)', fmt(g16.stepsPerSec / w16.stepsPerSec)],
+    ['Waymark gRPC steps/s / Restate steps/s, concurrency 16 (goal >= 1.5)', fmt(g16.stepsPerSec / s16.stepsPerSec)],
+    ['Waymark gRPC steps/s / Restate steps/s, sequential', fmt(gSeq.stepsPerSec / sSeq.stepsPerSec)],
     ['Waymark gRPC steps/s / DBOS steps/s, concurrency 16', fmt(g16.stepsPerSec / d16.stepsPerSec)],
     ['remote tool call: added p50 ms over an in-process tool, sequential / concurrency 16', `${fmt(rSeq.remote.p50Ms - rSeq.local.p50Ms, 3)} / ${fmt(r16.remote.p50Ms - r16.local.p50Ms, 3)}`],
     ['remote tool calls/s / in-process tool calls/s, sequential / concurrency 16', `${fmt(rSeq.remote.callsPerSec / rSeq.local.callsPerSec)} / ${fmt(r16.remote.callsPerSec / r16.local.callsPerSec)}`],
