@@ -207,19 +207,19 @@ export function childScope(parent: string, segment: string): string {
  * never turn a recorded effect into a miss.
  */
 export class ReplayCursor {
-  private readonly consumed = new Set<string>();
+  /** Consumed effects by their record (object identity: no identity string is built per call). */
+  private readonly consumed = new Set<EffectRecord>();
   private readonly cursors = new Map<string, number>();
 
   constructor(readonly index: JournalIndex) {}
 
   take(identity: CallIdentity): EffectRecord | undefined {
-    const key = identityKey(identity);
-    const record = this.index.records.get(key);
-    if (!record || this.consumed.has(key)) return undefined;
-    this.consumed.add(key);
+    const record = this.index.records.get(identityKey(identity));
+    if (!record || this.consumed.has(record)) return undefined;
+    this.consumed.add(record);
     const list = this.index.scopes.get(identity.scope)!;
     let at = this.cursors.get(identity.scope) ?? 0;
-    while (at < list.length && this.consumed.has(identityKey(list[at]!.identity))) at++;
+    while (at < list.length && this.consumed.has(list[at]!)) at++;
     this.cursors.set(identity.scope, at);
     return record;
   }
@@ -232,7 +232,7 @@ export class ReplayCursor {
   /** Effects no call consumed, in journal order: orphans once the body has run to its end. */
   unconsumed(): EffectRecord[] {
     return [...this.index.records.values()]
-      .filter((r) => !this.consumed.has(identityKey(r.identity)))
+      .filter((r) => !this.consumed.has(r))
       .sort((a, b) => a.firstSeq - b.firstSeq);
   }
 }

@@ -69,6 +69,33 @@ const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
 const NEVER = new Promise<never>(() => {});
 const LIVE: ReplayDecision = { action: 'live' };
 
+/**
+ * A call as Execution.call reserves it. Its idempotency key (a sha256) is computed on first read:
+ * only a call that runs live hands it out, and a resume replays up to 100,000 calls that never do.
+ */
+class ReservedCall implements Call {
+  decision: ReplayDecision = LIVE;
+  private key: string | null;
+
+  constructor(
+    readonly identity: CallIdentity,
+    readonly kind: EntryKind,
+    readonly name: string,
+    private readonly runId: string,
+    key: string | null = null,
+  ) {
+    this.key = key;
+  }
+
+  get idempotencyKey(): string {
+    return (this.key ??= idempotencyKey({ runId: this.runId, ...this.identity }));
+  }
+
+  set idempotencyKey(key: string) {
+    this.key = key;
+  }
+}
+
 export class Execution {
   readonly run: Run;
   readonly mode: ExecutionMode;
@@ -178,14 +205,14 @@ export class Execution {
     const key = contentKey({ kind, name, args });
     if (this.end) {
       // Over: the call will never settle; leave the cursor and the figures as they were.
-      return { identity: { scope, contentKey: key, occurrence: -1 }, kind, name, idempotencyKey: '', decision: { action: 'live' } };
+      return new ReservedCall({ scope, contentKey: key, occurrence: -1 }, kind, name, this.run.id, '');
     }
     const slot = `${scope}\u0000${key}`;
     const occurrence = this.occurrences.get(slot) ?? 0;
     this.occurrences.set(slot, occurrence + 1);
     const identity = { scope, contentKey: key, occurrence };
     const record = this.cursor.take(identity);
-    const call: Call = { identity, kind, name, idempotencyKey: idempotencyKey({ runId: this.run.id, scope, contentKey: key, occurrence }), decision: LIVE };
+    const call = new ReservedCall(identity, kind, name, this.run.id);
     // The call is its own expectation (kind, name): replayDecide says whether the journal agrees.
     const decision = replayDecide(record, { index: this.index, resolutionIsValid, call });
     if (decision.action === 'nondeterministic') {
