@@ -23,6 +23,7 @@ import type { Workflow } from './author/workflow.js';
 import { WorkflowContextImpl, type ChildStarter } from './runtime/workflow-context.js';
 import { FlowCatalog } from './flow/flow-catalog.js';
 import { RemoteCalls, type RemoteCallsOptions } from './runtime/remote-calls.js';
+import { JOURNAL_PAGE_SIZE, journalReadAll } from './runtime/journal-read.js';
 
 export interface EngineOptions {
   store: JournalStore;
@@ -37,6 +38,8 @@ export interface EngineOptions {
   renewEveryMs?: number;
   /** Remote tools (docs/workers.md): declaration cache and poll interval. */
   remote?: RemoteCallsOptions;
+  /** Entries per read when an execution reads its journal to replay it; default JOURNAL_PAGE_SIZE (5,000). */
+  journalPageSize?: number;
 }
 
 export interface RunStartParams {
@@ -104,6 +107,7 @@ export class Engine {
   private readonly logger: Logger;
   private readonly clock: () => Promise<Date>;
   private readonly renewEveryMs: number;
+  private readonly journalPageSize: number;
   /** Live executions of this engine, from start until nothing of them is in flight (Execution.quiet). */
   private readonly executing = new Map<string, Execution>();
   /** Runs executionsAbort named before their execution existed: it stops before it starts. */
@@ -120,6 +124,10 @@ export class Engine {
     const clock = options.clock;
     this.clock = clock ? async () => clock() : () => this.store.clockNow();
     this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(options.leaseTtlMs / 3));
+    this.journalPageSize = options.journalPageSize ?? JOURNAL_PAGE_SIZE;
+    if (!(Number.isInteger(this.journalPageSize) && this.journalPageSize > 0)) {
+      throw new RangeError(`journalPageSize must be a positive integer, got ${this.journalPageSize}`);
+    }
     this.flows = new FlowCatalog(this.store, this.registry);
     this.remote = new RemoteCalls(options.store, options.remote);
   }
@@ -452,7 +460,7 @@ export class Engine {
     let entries: JournalEntry[] = [];
     try {
       // A run created here holds only its RUNNING entry, which replay skips: no read needed.
-      if (!created) entries = await this.store.journalList({ runId });
+      if (!created) entries = await journalReadAll(this.store, runId, this.journalPageSize);
     } catch (error) {
       return this.stopped(runId, error);
     }

@@ -51,7 +51,8 @@ export function toEntry(row: JournalRow): JournalEntry {
     usage: row.usage ?? null,
     costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
     attempt: row.attempt ?? null,
-    createdAt: new Date(row.created_at),
+    // pg has built a Date already (to_jsonb rows carry a string): one Date per entry, not two.
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
 }
 

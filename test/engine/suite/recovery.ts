@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow, FlowDriftError, LeaseLostError, RunStateError } from '../../../src/index.js';
+import { journalReadAll } from '../../../src/engine/runtime/journal-read.js';
 import { EffectSink, FakeClock, NS, shape, TTL } from '../harness.js';
 import { deferred, type Suite } from './support.js';
 
@@ -97,6 +98,49 @@ export function recoverySuite(suite: Suite): void {
       await expect(engine.runResume({ runId: runs.runs[0]!.id, namespace: NS })).rejects.toBeInstanceOf(RunStateError);
       gate.resolve();
       expect((await started).run.status).toBe('SUCCEEDED');
+    });
+
+    it('a resume reads a journal longer than a page in keyset pages and replays it as one read would', async () => {
+      const pagedSink = new EffectSink();
+      // Steps of three names (each name's content key repeats: occurrences 0..7), a wait, one step after.
+      const paged = defineWorkflow({ name: 'paged', input: z.object({}) }, async (ctx) => {
+        const seen: number[] = [];
+        for (let i = 0; i < 23; i++) seen.push(await ctx.step(`s${i % 3}`, () => { pagedSink.deliver(`s${i}`, ''); return i; }));
+        const go = await ctx.signal('go', { schema: z.number() });
+        const after = await ctx.step('after', () => { pagedSink.deliver('after', ''); return go + 1; });
+        return { sum: seen.reduce((a, b) => a + b, 0), after };
+      });
+      const { engine, store } = await setup([paged]);
+      const { run } = await engine.runStart({ namespace: NS, workflowName: 'paged', input: {}, execute: true });
+      expect(run.status).toBe('SUSPENDED');
+      await engine.signalSend({ runId: run.id, namespace: NS, name: 'go', payload: 41, signalId: 'go-1' });
+      const whole = await entriesOf(store, run.id);
+      // Every page size around the journal's length and its divisors: one page, exact multiples, a short last page.
+      for (const size of [1, 2, 4, 5, 7, whole.length - 1, whole.length, whole.length + 1]) {
+        expect(await journalReadAll(store, run.id, size), `page size ${size}`).toEqual(whole);
+      }
+      // The resume itself, on an engine reading 4 entries a page, through a store that records its reads.
+      const reads: { afterSeq?: number; limit?: number }[] = [];
+      const recording = new Proxy(store, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop === 'journalList') {
+            return (p: Parameters<typeof store.journalList>[0]) => {
+              if (p.runId === run.id) reads.push({ afterSeq: p.afterSeq, limit: p.limit });
+              return target.journalList(p);
+            };
+          }
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const resumer = (await setup([paged], { store: recording, journalPageSize: 4 })).engine;
+      const delivered = pagedSink.deliveries.length;
+      const result = await resumer.runExecute({ runId: run.id, namespace: NS });
+      expect(result?.outcome).toBe('succeeded');
+      expect((await store.runGet({ runId: run.id, namespace: NS })).output).toEqual({ sum: 253, after: 42 });
+      expect(pagedSink.deliveries.slice(delivered).map((d) => d.label)).toEqual(['after']); // the 23 replayed, none re-run
+      const pages = Math.floor(whole.length / 4) + 1;
+      expect(reads.slice(0, pages)).toEqual(Array.from({ length: pages }, (_, i) => ({ afterSeq: i === 0 ? -1 : i * 4 - 1, limit: 4 })));
     });
   });
   describe(`${suite.label}: leases`, () => {
