@@ -15,12 +15,15 @@ import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
+import { DEFAULT_LIMITS } from '../src/journal/limits.js';
 
 const quick = process.env.BENCH_QUICK === '1';
 const REPS = quick ? 1 : Number(process.env.BENCH_REPS ?? 3);
 const RUNS = quick ? 40 : 200;
 const FLOOR_INSERTS = quick ? 1000 : 4000;
 const REPLAY_ENTRIES = quick ? 2000 : 10_000;
+/** The journal limit (DEFAULT_LIMITS.journalEntries) less the run's own entries around its steps. */
+const REPLAY_LIMIT_STEPS = quick ? 20_000 : DEFAULT_LIMITS.journalEntries - 8;
 const EVENT_ROUNDS = quick ? 30 : 200;
 const SHORT_LEASE_KILLS = quick ? 1 : 3;
 const CALL_ITERATIONS = quick ? 30 : 200;
@@ -118,10 +121,12 @@ try {
 
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
   const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);
+  progress(`replay: resume a run at the journal limit (${REPLAY_LIMIT_STEPS} steps, built 100 at a time)`);
+  const replayLimit = await measureReplay(bench, wmUrl, REPLAY_LIMIT_STEPS, 100);
   progress(`per-call cost: each call ${CALL_ITERATIONS} times on a run of 10 entries and one of 10,000, alternating`);
   const callRows: CallRow[] = await measureCalls(bench, 10, 10_000, CALL_ITERATIONS);
   await bench.close();
-  row(`replay: resume ${replay.entries} entries`, `${fmt(replay.resumeMs, 0)} ms`, `peak RSS ${fmt(replay.peakRssMb, 0)} MB`, `+${fmt(replay.extraRssMb, 0)} MB`);
+  for (const r of [replay, replayLimit]) row(`replay: resume ${r.entries} entries`, `${fmt(r.resumeMs, 0)} ms`, `peak RSS ${fmt(r.peakRssMb, 0)} MB`, `+${fmt(r.extraRssMb, 0)} MB`);
 
   const dbosUrl = await db.create('bench_dbos');
   progress('DBOS Transact: sequential');
