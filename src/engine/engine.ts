@@ -24,6 +24,7 @@ import { WorkflowContextImpl, type ChildStarter } from './runtime/workflow-conte
 import { FlowCatalog } from './flow/flow-catalog.js';
 import { RemoteCalls, type RemoteCallsOptions } from './runtime/remote-calls.js';
 import { JOURNAL_PAGE_SIZE, journalReadAll } from './runtime/journal-read.js';
+import { ResumeCache, type ResumeCacheOptions } from './runtime/resume-cache.js';
 
 export interface EngineOptions {
   store: JournalStore;
@@ -40,6 +41,8 @@ export interface EngineOptions {
   remote?: RemoteCallsOptions;
   /** Entries per read when an execution reads its journal to replay it; default JOURNAL_PAGE_SIZE (5,000). */
   journalPageSize?: number;
+  /** Hot resume (runtime/resume-cache.ts): how many journal entries of parked runs this engine keeps. */
+  resumeCache?: ResumeCacheOptions;
 }
 
 export interface RunStartParams {
@@ -104,6 +107,8 @@ export class Engine {
   readonly flows: FlowCatalog;
   /** Remote tools: what ctx.tool reads of their declarations and how calls become tasks (docs/workers.md). */
   readonly remote: RemoteCalls;
+  /** The journals of runs that parked here (docs/recovery.md "Hot resume"): their next execution here reads none of it again. */
+  readonly resumes: ResumeCache;
   private readonly logger: Logger;
   private readonly clock: () => Promise<Date>;
   private readonly renewEveryMs: number;
@@ -130,6 +135,7 @@ export class Engine {
     }
     this.flows = new FlowCatalog(this.store, this.registry);
     this.remote = new RemoteCalls(options.store, options.remote);
+    this.resumes = new ResumeCache(options.resumeCache);
   }
 
   /**
@@ -259,12 +265,16 @@ export class Engine {
   }
 
   /** Resolves the oldest open wait of the signal's name, or buffers the signal for the next one (signal-inbox.ts). */
-  signalSend(params: SignalSendParams): Promise<SignalSendResult> {
-    return signalSend(this.store, params);
+  async signalSend(params: SignalSendParams): Promise<SignalSendResult> {
+    const result = await signalSend(this.store, params);
+    this.resumes.note(result.entry);
+    return result;
   }
 
-  approvalDecide(params: resolutions.ApprovalDecideParams): Promise<resolutions.ResolveResult> {
-    return resolutions.approvalDecide(this.store, params);
+  async approvalDecide(params: resolutions.ApprovalDecideParams): Promise<resolutions.ResolveResult> {
+    const result = await resolutions.approvalDecide(this.store, params);
+    this.resumes.note(result.entry);
+    return result;
   }
 
   /** ListApprovals: pending ones by default, oldest first (approvals.ts). */
@@ -283,8 +293,10 @@ export class Engine {
   }
 
   /** For whoever ends a child run (and the sweeper): closes the parent's `child` wait. */
-  childResolveParent(params: { child: Run }): Promise<resolutions.ResolveResult | null> {
-    return resolutions.childResolveParent(this.store, params.child, this.logger);
+  async childResolveParent(params: { child: Run }): Promise<resolutions.ResolveResult | null> {
+    const result = await resolutions.childResolveParent(this.store, params.child, this.logger);
+    this.resumes.note(result?.entry);
+    return result;
   }
 
   /** What a run waits on now: its open suspensions. */
@@ -324,16 +336,21 @@ export class Engine {
       this.logger.warn({ runId: run.id, workflow: workflow.name }, 'resuming against a changed definition (drift policy warn)');
     }
     const invalidate = params.invalidate ?? [];
-    const before = await this.store.journalList({ runId: run.id, namespace: params.namespace });
-    invalidationEntries(JournalIndex.build(run.id, before), before, invalidate); // refuse bad targets before any write
+    // Only invalidations need the journal (issue 22: a plain resume costs the same for any journal length).
+    if (invalidate.length > 0) {
+      const before = await this.store.journalList({ runId: run.id, namespace: params.namespace });
+      invalidationEntries(JournalIndex.build(run.id, before), before, invalidate); // refuse bad targets before any write
+    }
     const lease = await this.store.runLeaseAcquire({
       runId: run.id, namespace: params.namespace, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: RESUMABLE,
     });
     if (!lease) throw new RunStateError(run.id, run.status, 'not executing on another worker');
     try {
-      const entries = await this.store.journalList({ runId: run.id });
-      const cancelled = invalidationEntries(JournalIndex.build(run.id, entries), entries, invalidate);
-      if (cancelled.length > 0) await this.store.journalAppend({ lease, entries: cancelled });
+      if (invalidate.length > 0) {
+        const entries = await this.store.journalList({ runId: run.id });
+        const cancelled = invalidationEntries(JournalIndex.build(run.id, entries), entries, invalidate);
+        if (cancelled.length > 0) await this.store.journalAppend({ lease, entries: cancelled });
+      }
     } catch (err) {
       await this.store.runLeaseRelease({ lease }).catch(() => undefined);
       throw err;
@@ -357,6 +374,7 @@ export class Engine {
       waitsReason: 'run_cancelled', message: params.reason ?? null,
     };
     const target = { runId: params.runId, namespace: params.namespace };
+    this.resumes.drop(params.runId);
     const cancelled: string[] = [];
     if (await runEnd(this.ender, target, ending)) cancelled.push(params.runId);
     cancelled.push(...(await runChildrenCancel(this.ender, target, ending)));
@@ -420,11 +438,12 @@ export class Engine {
   private async executeOnce(lease: Lease, created?: Run): Promise<ExecuteResult> {
     const runId = lease.runId;
     let run: Run;
+    let running: JournalEntry | null = null;
     if (created) run = created;
     else {
       try {
         // Records the RUNNING event and returns the run row (the lease carries no namespace).
-        ({ run } = await this.store.runStatusSet({ lease, status: 'RUNNING' }));
+        ({ run, entry: running } = await this.store.runStatusSet({ lease, status: 'RUNNING' }));
       } catch (error) {
         return this.stopped(runId, error);
       }
@@ -460,7 +479,7 @@ export class Engine {
     let entries: JournalEntry[] = [];
     try {
       // A run created here holds only its RUNNING entry, which replay skips: no read needed.
-      if (!created) entries = await journalReadAll(this.store, runId, this.journalPageSize);
+      if (running) entries = await this.journalOf(lease, workflow, running);
     } catch (error) {
       return this.stopped(runId, error);
     }
@@ -489,6 +508,23 @@ export class Engine {
     return this.finish(execution, workflow, end, log);
   }
 
+  /**
+   * The journal an execution under `lease` starts from, `running` being the RUNNING entry just
+   * written: what this engine kept when the run parked here plus what was written since (nothing
+   * to read when this replica wrote it), or the whole journal when the kept one is not provably
+   * current (runtime/resume-cache.ts, docs/recovery.md "Hot resume").
+   */
+  private async journalOf(lease: Lease, workflow: Workflow, running: JournalEntry): Promise<JournalEntry[]> {
+    const runId = lease.runId;
+    const kept = this.resumes.resume(runId, { epoch: lease.epoch, digest: workflow.digest, runningSeq: running.seq });
+    if (!kept.hit) return journalReadAll(this.store, runId, this.journalPageSize);
+    if (kept.readFrom === running.seq) {
+      kept.entries.push(running);
+      return kept.entries;
+    }
+    return kept.entries.concat(await this.store.journalList({ runId, afterSeq: kept.readFrom - 1 }));
+  }
+
   private async finish(execution: Execution, workflow: Workflow, end: ExecutionEnd, log: Logger): Promise<ExecuteResult> {
     const lease = execution.lease!;
     const run = execution.run;
@@ -497,7 +533,10 @@ export class Engine {
         if (end.reason === 'timed_out') return this.timeOut(lease, run, log);
         return this.stopped(run.id, end.error);
       case 'blocked':
-        return this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf));
+        // What it parks with stays here for its next execution (hot resume), read or written alike.
+        return this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf), (entry) => {
+          this.resumes.park(run.id, { known: [...execution.known(), entry], epoch: lease.epoch, digest: workflow.digest });
+        });
       case 'threw':
         return this.end(lease, run, { status: 'FAILED', error: errorRecord(end.error) }, log);
       case 'returned': {
@@ -550,10 +589,13 @@ export class Engine {
   /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
   private async end(
     lease: Lease, run: Run, status: { status: RunStatus; output?: Json; error?: RunError }, log: Logger, waitingOn: Waiting[] = [],
+    parked?: (entry: JournalEntry) => void,
   ): Promise<ExecuteResult> {
     let after: Run;
     try {
-      ({ run: after } = await this.store.runStatusSet({ lease, ...status }));
+      let entry: JournalEntry;
+      ({ run: after, entry } = await this.store.runStatusSet({ lease, ...status }));
+      if (parked && (after.status === 'SUSPENDED' || after.status === 'PENDING')) parked(entry);
     } catch (error) {
       if (!(error instanceof PayloadTooLargeError || error instanceof UnstorableValueError) || status.status === 'FAILED') return this.stopped(run.id, error);
       // An output over the payload limit (or holding a NUL) fails the run (nothing was written) instead of looping through recoveries.

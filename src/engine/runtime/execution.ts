@@ -113,6 +113,8 @@ export class Execution {
   private readonly occurrences = new Map<string, number>();
   private readonly sites = new Map<string, number>();
   private readonly parked = new Map<number, JournalEntry>();
+  /** Entries this execution wrote or was handed back by the store (runtime/resume-cache.ts keeps them with the read ones). */
+  private readonly written: JournalEntry[] = [];
   private pending = 0;
   private generation = 0;
   private checkScheduled = false;
@@ -251,6 +253,7 @@ export class Execution {
     this.pending++;
     return this.appends.push(produce).then(
       (entries) => {
+        if (entries) this.written.push(...entries);
         this.release();
         return entries ?? NEVER;
       },
@@ -269,7 +272,19 @@ export class Execution {
   /** A `signal` wait about to park takes the earliest buffered signal of its name (signal-inbox.ts); null in preview. */
   signalInboxTake(suspension: JournalEntry): Promise<JournalEntry | null> {
     if (this.mode !== 'live' || !this.store || !this.lease) return Promise.resolve(null);
-    return signalInboxTake({ store: this.store, lease: () => this.lease!, suspension, logger: this.logger });
+    return signalInboxTake({ store: this.store, lease: () => this.lease!, suspension, logger: this.logger }).then((winner) => {
+      if (winner) this.written.push(winner);
+      return winner;
+    });
+  }
+
+  /**
+   * Every journal entry this execution knows: the ones it started from and the ones it wrote (or
+   * read back from a store write), in no particular order and maybe with gaps (entries written by
+   * others meanwhile). What a parked run leaves in the resume cache.
+   */
+  known(): JournalEntry[] {
+    return this.options.entries.concat(this.written);
   }
 
   /** Tracks work in flight (an executing effect) so the run is not taken for blocked meanwhile. */

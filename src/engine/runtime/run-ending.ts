@@ -6,7 +6,7 @@ import { RunNotFoundError } from '../../journal/errors.js';
 import type { Lease, Run, RunError, RunStatus } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import { RunTimedOutError } from '../author/errors.js';
-import { invalidationEntries, JournalIndex, openSuspensions } from '../replay/replay.js';
+import { newEntry } from '../../journal/journal-entry.js';
 import { childResolveParent } from './resolutions.js';
 import { resolutionIsValid } from './suspension.js';
 
@@ -110,12 +110,17 @@ async function closeOpenWaits(ender: RunEnder, runId: string, namespace: string,
   }
   if (!lease) return;
   try {
-    const entries = await store.journalList({ runId });
-    const index = JournalIndex.build(runId, entries);
-    const open = openSuspensions(index, resolutionIsValid);
+    // The run's waits and what refers to them (journalWaits), not its journal (issue 22): open is
+    // neither won by a valid resolution nor cancelled, as GetRun's waiting_on says (engine.runWaits).
+    const open = (await store.journalWaits({ runId, namespace }))
+      .filter(({ entry, referrers }) => !referrers.some((r) => r.status === 'cancelled' || (r.status === 'resolved' && resolutionIsValid(entry, r))))
+      .map(({ entry }) => entry);
     if (open.length === 0) return;
-    const closing = invalidationEntries(index, entries, open.map((e) => e.seq))
-      .map((e) => ({ ...e, payload: { reason: ending.waitsReason, seq: e.refSeq, ...(ending.message ? { message: ending.message } : {}) } }));
+    const payload = (seq: number) => ({ reason: ending.waitsReason, seq, ...(ending.message ? { message: ending.message } : {}) });
+    const closing = open.map((head) => newEntry({
+      kind: head.kind, name: head.name, status: 'cancelled', scope: head.scope, contentKey: head.contentKey, occurrence: head.occurrence,
+      idempotencyKey: head.idempotencyKey, refSeq: head.seq, payload: payload(head.seq),
+    }));
     await store.journalAppend({ lease, entries: closing });
   } catch (err) {
     logger.warn({ runId, err }, 'could not journal the end of open waits; ending the run anyway');
