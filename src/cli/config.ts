@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
+import { RESUME_CACHE_DEFAULTS } from '../engine/runtime/resume-cache.js';
 import { REPLICA_DEFAULTS } from '../engine/scheduling/replica-presence.js';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/http2-sessions.js';
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
@@ -46,6 +47,7 @@ const schema = z.object({
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
   WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(STORE_DEFAULTS.appendsInFlight),
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
+  WAYMARK_RESUME_CACHE_ENTRIES: nonNegativeInt('a whole number >= 0 (0 turns hot resume off)').default(RESUME_CACHE_DEFAULTS.maxEntries),
   WAYMARK_REPLICA_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(REPLICA_DEFAULTS.ttlMs),
   WAYMARK_UNROUTABLE_AFTER_MS: positiveInt('a whole number of milliseconds > 0').default(60_000),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be the path of a workflows module (.ts, .mts, .cts, .tsx, .js, .mjs, .cjs or .jsx)').optional(),
@@ -105,6 +107,8 @@ export interface Config {
   appendsInFlight: number;
   /** Runs this replica's executor executes at once (claimed PENDING runs; StartRun with wait is not counted). */
   executorConcurrency: number;
+  /** Journal entries of parked runs this replica keeps so that their resume here reads none of it (0: off; docs/recovery.md "Hot resume"). */
+  resumeCacheEntries: number;
   /** A replica's heartbeat row expires this long after its last beat (routing). */
   replicaTtlMs: number;
   /** The sweeper reports a run PENDING this long that no live replica can execute. */
@@ -174,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,
     appendsInFlight: e.WAYMARK_APPENDS_IN_FLIGHT,
     executorConcurrency: e.WAYMARK_EXECUTOR_CONCURRENCY,
+    resumeCacheEntries: e.WAYMARK_RESUME_CACHE_ENTRIES,
     replicaTtlMs: e.WAYMARK_REPLICA_TTL_MS,
     unroutableAfterMs: e.WAYMARK_UNROUTABLE_AFTER_MS,
     workflowsPath: e.WAYMARK_WORKFLOWS,

@@ -137,7 +137,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, clientLimits: config.clients },
+      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: workers.engine.resumes.maxEntries, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     await workers.start();

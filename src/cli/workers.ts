@@ -72,6 +72,7 @@ export async function startWorkers(params: {
   const holder = `${hostname()}:${process.pid}`;
   const engine = new Engine({
     store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger,
+    resumeCache: { maxEntries: config.resumeCacheEntries },
   });
   metrics.watchEngine(engine);
   metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
