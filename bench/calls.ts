@@ -17,15 +17,24 @@ export const callShape = defineWorkflow({ name: 'bench-call-shape', input: z.obj
   return ctx.approve({ title: 'go?' });
 });
 
+/** The same journal shape built faster (steps at once, journaled together): runs that CancelRun uses up, one per iteration. */
+export const callShapeWide = defineWorkflow({ name: 'bench-call-shape-wide', input: z.object({ steps: z.number() }) }, async (ctx, { steps }) => {
+  await Promise.all(Array.from({ length: steps }, (_, i) => ctx.step('s', () => i)));
+  return ctx.approve({ title: 'go?' });
+});
+
 export interface CallRow { call: string; smallP50Ms: number; largeP50Ms: number; ratio: number }
 
 const NS = 'bench';
 
-/** Each call `iterations` times on a run of `small` and one of `large` entries, alternating, p50 each. */
-export async function measureCalls(bench: EngineBench, small: number, large: number, iterations: number): Promise<CallRow[]> {
+/**
+ * Each call `iterations` times on a run of `small` and one of `large` entries, alternating, p50
+ * each; CancelRun, which ends its run, `cancels` times on as many parked runs of each size.
+ */
+export async function measureCalls(bench: EngineBench, small: number, large: number, iterations: number, cancels: number): Promise<CallRow[]> {
   const { engine, store } = bench;
-  const park = async (steps: number, key: string) => {
-    const { run } = await engine.runStart({ namespace: NS, workflowName: callShape.name, input: { steps }, execute: true, idempotencyKey: key, budgetUsd: 100 });
+  const park = async (steps: number, key: string, workflowName: string = callShape.name) => {
+    const { run } = await engine.runStart({ namespace: NS, workflowName, input: { steps }, execute: true, idempotencyKey: key, budgetUsd: 100 });
     const parked = await store.runGet({ runId: run.id, namespace: NS });
     if (parked.status !== 'SUSPENDED') throw new Error(`call bench run is ${parked.status}, expected SUSPENDED`);
     const [wait] = await engine.runWaits({ runId: run.id, namespace: NS });
@@ -51,6 +60,8 @@ export async function measureCalls(bench: EngineBench, small: number, large: num
     ['DecideApproval (already decided: read, validate, journalResolve)', (r) =>
       approvalDecide(store, { namespace: NS, approvalId: r.approval, approve: true, by: 'bench', requestId: `again-${n++}` })],
     ['budget check before a model call (the run tree\'s spend and reservations)', (r) => runSpend({ store, runId: r.run.id, namespace: NS })],
+    // What the RPC awaits (engine-api.ts): the resume itself; the execution it makes runnable runs afterwards.
+    ['ResumeRun (no invalidate: lease taken and given back, the run PENDING)', (r) => engine.runResume({ runId: r.run.id, namespace: NS, execute: false })],
   ];
   const rows: CallRow[] = [];
   for (const [call, fn] of calls) {
@@ -66,5 +77,23 @@ export async function measureCalls(bench: EngineBench, small: number, large: num
     const largeP50Ms = percentile(times.large, 50);
     rows.push({ call, smallP50Ms, largeP50Ms, ratio: largeP50Ms / smallP50Ms });
   }
+  // CancelRun ends its run: parked runs made beforehand, one per call, both sizes alternating.
+  const parked = { small: [] as string[], large: [] as string[] };
+  for (let i = 0; i < cancels; i++) {
+    for (const size of ['small', 'large'] as const) {
+      parked[size].push((await park((size === 'small' ? small : large) - 3, `calls-cancel-${size}-${i}-${tag}`, callShapeWide.name)).run.id);
+    }
+  }
+  const times = { small: [] as number[], large: [] as number[] };
+  for (let i = 0; i < cancels; i++) {
+    for (const size of ['small', 'large'] as const) {
+      const t = performance.now();
+      await engine.runCancel({ runId: parked[size][i]!, namespace: NS, reason: 'bench' });
+      times[size].push(performance.now() - t);
+    }
+  }
+  const smallP50Ms = percentile(times.small, 50);
+  const largeP50Ms = percentile(times.large, 50);
+  rows.push({ call: 'CancelRun (closes the open approval, forces CANCELLED)', smallP50Ms, largeP50Ms, ratio: largeP50Ms / smallP50Ms });
   return rows;
 }

@@ -9,7 +9,7 @@ import { measureFloor } from './floor.js';
 import { measureEvents, measureGrpc, measureRemote, startServer } from './grpc.js';
 import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
-import { callShape, measureCalls, type CallRow } from './calls.js';
+import { callShape, callShapeWide, measureCalls, type CallRow } from './calls.js';
 import { measureReplay, longRun } from './replay.js';
 import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
@@ -27,6 +27,7 @@ const REPLAY_LIMIT_STEPS = quick ? 20_000 : DEFAULT_LIMITS.journalEntries - 8;
 const EVENT_ROUNDS = quick ? 30 : 200;
 const SHORT_LEASE_KILLS = quick ? 1 : 3;
 const CALL_ITERATIONS = quick ? 30 : 200;
+const CANCEL_RUNS = quick ? 5 : 11;
 
 const progress = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
 
@@ -43,7 +44,7 @@ try {
   row('floor: INSERT commit, 8 conns', `${fmt(floor8.rowsPerSec, 0)} rows/s`, fmt(floor8.p50Ms, 3), fmt(floor8.p99Ms, 3));
 
   const wmUrl = await db.create('bench_waymark');
-  const bench = await openEngine(wmUrl, [longRun, callShape]);
+  const bench = await openEngine(wmUrl, [longRun, callShape, callShapeWide]);
   progress(`waymark in-process: ${RUNS} runs x ${STEPS} steps, sequential`);
   const w0 = await walCounters(wmUrl);
   const wSeq = await repeat(REPS, () => measureWaymark(bench, RUNS, 1));
@@ -124,7 +125,7 @@ try {
   progress(`replay: resume a run at the journal limit (${REPLAY_LIMIT_STEPS} steps, built 100 at a time)`);
   const replayLimit = await measureReplay(bench, wmUrl, REPLAY_LIMIT_STEPS, 100);
   progress(`per-call cost: each call ${CALL_ITERATIONS} times on a run of 10 entries and one of 10,000, alternating`);
-  const callRows: CallRow[] = await measureCalls(bench, 10, 10_000, CALL_ITERATIONS);
+  const callRows: CallRow[] = await measureCalls(bench, 10, 10_000, CALL_ITERATIONS, CANCEL_RUNS);
   await bench.close();
   for (const r of [replay, replayLimit]) row(`replay: resume ${r.entries} entries`, `${fmt(r.resumeMs, 0)} ms`, `peak RSS ${fmt(r.peakRssMb, 0)} MB`, `+${fmt(r.extraRssMb, 0)} MB`);
 
