@@ -87,6 +87,16 @@ export interface EngineEvents {
   'execution-ended': [ExecuteResult];
 }
 
+/** How an execution under a lease starts (Engine.executeOnce): which writes and reads it still needs. */
+interface LeasedStart {
+  lease: Lease;
+  /** Created here with its lease and RUNNING entry (runCreate with recordRunning): the journal is that entry. */
+  created?: Run;
+  /** Taken with its RUNNING entry (runLeaseAcquireRunning): the run row after it, and that entry. */
+  run?: Run;
+  entry?: JournalEntry;
+}
+
 /** Statuses a resume may take a run from (a RUNNING one only once its lease expired). */
 const RESUMABLE: RunStatus[] = ['PENDING', 'RUNNING', 'SUSPENDED', 'FAILED', 'CANCELLED', 'SUCCEEDED'];
 /** A resolution arriving while a run parks makes it PENDING; continuing here saves a queue hop, a few times at most. */
@@ -177,7 +187,7 @@ export class Engine {
     });
     if (!lease) return { run, created, execution: null, waitingOn: await this.runWaits({ runId: run.id, namespace: run.namespace }) };
     // Created with its RUNNING entry (recordRunning): the journal is that one entry, nothing to read.
-    const execution = await this.executeLeased(lease, run);
+    const execution = await this.executeLeased({ lease, created: run });
     return { run: execution.run ?? run, created, execution, waitingOn: execution.waitingOn };
   }
 
@@ -236,14 +246,12 @@ export class Engine {
    * someone else holds it). Reads the journal only after the lease is committed.
    */
   async runExecute(params: { lease: Lease } | { runId: string; namespace?: string }): Promise<ExecuteResult | null> {
-    let lease: Lease | null;
-    if ('lease' in params) lease = params.lease;
-    else {
-      lease = await this.store.runLeaseAcquire({
-        runId: params.runId, holder: this.holder, ttlMs: this.leaseTtlMs, ...(params.namespace ? { namespace: params.namespace } : {}),
-      });
-    }
-    return lease ? this.executeLeased(lease) : null;
+    if ('lease' in params) return this.executeLeased({ lease: params.lease });
+    // The lease and the RUNNING entry in one statement (the execution then writes no RUNNING itself).
+    const taken = await this.store.runLeaseAcquireRunning({
+      runId: params.runId, holder: this.holder, ttlMs: this.leaseTtlMs, ...(params.namespace ? { namespace: params.namespace } : {}),
+    });
+    return taken ? this.executeLeased(taken) : null;
   }
 
   /**
@@ -259,14 +267,15 @@ export class Engine {
         ...(params.namespace ? { namespace: params.namespace } : {}), serves: this.serves(), flows: true,
       });
       if (leases.length === 0) break;
-      for (const lease of leases) results.push(await this.executeLeased(lease));
+      for (const lease of leases) results.push(await this.executeLeased({ lease }));
     }
     return results;
   }
 
   /** Resolves the oldest open wait of the signal's name, or buffers the signal for the next one (signal-inbox.ts). */
   async signalSend(params: SignalSendParams): Promise<SignalSendResult> {
-    const result = await signalSend(this.store, params);
+    // A run parked here: the wait it parked on is the likely target, which saves the look-up (signal-inbox.ts).
+    const result = await signalSend(this.store, params, this.resumes.openWait(params.runId, 'signal', params.name));
     this.resumes.note(result.entry);
     return result;
   }
@@ -359,7 +368,7 @@ export class Engine {
       await this.store.runLeaseRelease({ lease });
       return { run: await this.store.runGet({ runId: run.id, namespace: params.namespace }), execution: null, restartedAs: null, runId: run.id, runnable: true };
     }
-    const execution = await this.executeLeased(lease);
+    const execution = await this.executeLeased({ lease });
     return { run: execution.run ?? run, execution, restartedAs: null, runId: run.id, runnable: false };
   }
 
@@ -418,28 +427,32 @@ export class Engine {
   }
 
   /** Executes under a lease; if parking found a resolution already waiting, takes the run again here. */
-  private async executeLeased(first: Lease, created?: Run): Promise<ExecuteResult> {
-    let lease = first;
+  private async executeLeased(first: LeasedStart): Promise<ExecuteResult> {
+    let start = first;
     for (let round = 1; ; round++) {
+      const { lease } = start;
       this.events.emit('lease-acquired', { runId: lease.runId, lease });
-      const result = await this.executeOnce(lease, round === 1 ? created : undefined);
+      const result = await this.executeOnce(start);
       this.events.emit('execution-ended', result);
       if (result.outcome !== 'pending' || round >= MAX_ROUNDS) return result;
-      const again = await this.store.runLeaseAcquire({ runId: lease.runId, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING'] });
+      const again = await this.store.runLeaseAcquireRunning({ runId: lease.runId, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING'] });
       if (!again) return result;
-      lease = again;
+      start = again;
     }
   }
 
   /**
    * One execution under `lease`. `created`: a run this engine just created with its lease and its
    * RUNNING entry (runCreate with recordRunning), whose journal is known to hold only that entry.
+   * `run` and `entry`: the lease was taken with its RUNNING entry (runLeaseAcquireRunning).
+   * Neither: the RUNNING entry is written here first.
    */
-  private async executeOnce(lease: Lease, created?: Run): Promise<ExecuteResult> {
+  private async executeOnce({ lease, created, run: takenRun, entry }: LeasedStart): Promise<ExecuteResult> {
     const runId = lease.runId;
     let run: Run;
-    let running: JournalEntry | null = null;
+    let running: JournalEntry | null = entry ?? null;
     if (created) run = created;
+    else if (takenRun && entry) run = takenRun;
     else {
       try {
         // Records the RUNNING event and returns the run row (the lease carries no namespace).
@@ -535,7 +548,7 @@ export class Engine {
       case 'blocked':
         // What it parks with stays here for its next execution (hot resume), read or written alike.
         return this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf), (entry) => {
-          this.resumes.park(run.id, { known: [...execution.known(), entry], epoch: lease.epoch, digest: workflow.digest });
+          this.resumes.park(run.id, { known: [...execution.known(), entry], epoch: lease.epoch, digest: workflow.digest, waits: end.parked });
         });
       case 'threw':
         return this.end(lease, run, { status: 'FAILED', error: errorRecord(end.error) }, log);

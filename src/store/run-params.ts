@@ -72,6 +72,13 @@ export interface RunLeaseAcquireParams {
   namespace?: string;
 }
 
+/** What runLeaseAcquireRunning took: the lease, the run as it left it (RUNNING) and the RUNNING `status` entry it journaled. */
+export interface RunLeaseAcquireRunningResult {
+  lease: Lease;
+  run: Run;
+  entry: JournalEntry;
+}
+
 export interface RunLeaseRenewParams {
   lease: Lease;
   ttlMs: number;

@@ -8,7 +8,7 @@ import type {
   JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from './journal-params.js';
 import type {
-  RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
+  RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseAcquireRunningResult,
   RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult, RunStatusForceParams, RunStatusForceResult,
   RunStatusSetParams, RunStatusSetResult,
 } from './run-params.js';
@@ -85,6 +85,14 @@ export interface JournalStore {
    * for an unknown run (or one outside `namespace`, when given).
    */
   runLeaseAcquire(params: RunLeaseAcquireParams): Promise<Lease | null>;
+  /**
+   * runLeaseAcquire and runStatusSet RUNNING as one atomic step, one commit: takes the lease on the
+   * same terms (epoch bumped, durable before returning) and journals the RUNNING `status` entry, so
+   * an execution starting on a run it takes this way (a run a signal or decision made runnable,
+   * a re-take after parking found a resolution) writes one statement fewer. Null when
+   * runLeaseAcquire would return null; RunNotFoundError likewise.
+   */
+  runLeaseAcquireRunning(params: RunLeaseAcquireParams): Promise<RunLeaseAcquireRunningResult | null>;
   /** Extends the lease (even an expired one nobody took over); throws LeaseLostError when fenced. */
   runLeaseRenew(params: RunLeaseRenewParams): Promise<Lease>;
   /**

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { LeaseLostError } from '../../src/journal/errors.js';
+import { LeaseLostError, RunNotFoundError } from '../../src/journal/errors.js';
 import { runParams, startRun, step, TTL } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
@@ -85,6 +85,33 @@ export function leasesSection({ h }: SuiteContext): void {
     expect(await store.runGet({ runId: run.id, namespace: 'default' })).toMatchObject({ status: 'RUNNING', error: null, output: null });
     const { run: suspended } = await store.runCreate(runParams());
     expect(await store.runLeaseAcquire({ runId: suspended.id, holder: 'b', ttlMs: TTL, statuses: ['SUSPENDED'] })).toBeNull();
+  });
+
+  it('acquires with the RUNNING entry in one step (runLeaseAcquireRunning): the same take, the entry runStatusSet would write', async () => {
+    const { store, advance } = h();
+    const { run, lease } = await startRun(store);
+    await store.journalAppend({ lease, entries: [step('a')] });
+    await store.runStatusSet({ lease, status: 'FAILED', error: { name: 'Boom', message: 'boom' } });
+    expect(await store.runLeaseAcquireRunning({ runId: run.id, holder: 'b', ttlMs: TTL })).toBeNull();
+    expect(await store.runLeaseAcquireRunning({ runId: run.id, holder: 'b', ttlMs: TTL, statuses: ['SUSPENDED'] })).toBeNull();
+    const before = await store.journalList({ runId: run.id });
+    const taken = await store.runLeaseAcquireRunning({ runId: run.id, holder: 'b', ttlMs: TTL, statuses: ['FAILED'], namespace: 'default' });
+    expect(taken?.lease).toMatchObject({ runId: run.id, holder: 'b', epoch: lease.epoch + 1 });
+    expect(taken?.run).toMatchObject({ id: run.id, status: 'RUNNING', leaseHolder: 'b', leaseEpoch: lease.epoch + 1, output: null, error: null, nextSeq: before.length + 1 });
+    expect(taken?.entry).toMatchObject({ runId: run.id, seq: before.length, kind: 'status', name: 'RUNNING', status: 'info', payload: { status: 'RUNNING' } });
+    const journal = await store.journalList({ runId: run.id });
+    expect(journal.slice(0, before.length)).toEqual(before);
+    expect(journal[before.length]).toEqual(taken!.entry);
+    expect(await store.runGet({ runId: run.id, namespace: 'default' })).toMatchObject({ status: 'RUNNING', leaseHolder: 'b', error: null });
+    // Held: nobody else takes it, until it expires; the old holder is fenced.
+    expect(await store.runLeaseAcquireRunning({ runId: run.id, holder: 'c', ttlMs: TTL, statuses: ['RUNNING'] })).toBeNull();
+    await expect(store.journalAppend({ lease, entries: [step('stale')] })).rejects.toBeInstanceOf(LeaseLostError);
+    await store.journalAppend({ lease: taken!.lease, entries: [step('b')] });
+    await advance(TTL + 1_000);
+    const c = await store.runLeaseAcquireRunning({ runId: run.id, holder: 'c', ttlMs: TTL });
+    expect(c?.lease.epoch).toBe(lease.epoch + 2);
+    await expect(store.runLeaseAcquireRunning({ runId: '00000000-0000-4000-8000-000000000000', holder: 'c', ttlMs: TTL })).rejects.toBeInstanceOf(RunNotFoundError);
+    await expect(store.runLeaseAcquireRunning({ runId: run.id, holder: 'c', ttlMs: TTL, namespace: 'elsewhere' })).rejects.toBeInstanceOf(RunNotFoundError);
   });
 
   it('claims PENDING runs oldest first, up to the limit, within a namespace, never one run twice', async () => {

@@ -9,7 +9,7 @@ export class SimulatedCrash extends Error {
 }
 
 export interface CrashPoint {
-  /** 1-based index among the fenced writes (journalAppend, runStatusSet) of the whole test. */
+  /** 1-based index among the fenced writes (journalAppend, runStatusSet, runLeaseAcquireRunning) of the whole test. */
   write: number;
   /** `after`: the write commits and the worker dies before seeing it (an ambiguous commit). */
   when: 'before' | 'after';
@@ -39,6 +39,10 @@ export function crashingStore(inner: JournalStore, points: CrashPoint[], log: (e
     get(target, key) {
       if (key === 'journalAppend') {
         return (p: Parameters<JournalStore['journalAppend']>[0]) => fenced(() => target.journalAppend(p), logOk);
+      }
+      if (key === 'runLeaseAcquireRunning') {
+        // A take with its RUNNING entry is a write too: a crash right after it leaves the lease to expire.
+        return (p: Parameters<JournalStore['runLeaseAcquireRunning']>[0]) => fenced(() => target.runLeaseAcquireRunning(p), () => undefined);
       }
       if (key === 'runStatusSet') {
         return (p: Parameters<JournalStore['runStatusSet']>[0]) => fenced(() => target.runStatusSet(p), () => undefined);

@@ -4,6 +4,7 @@ import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { Engine } from '../../src/engine/engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { ResumeCacheOptions } from '../../src/engine/runtime/resume-cache.js';
+import { RunNotFoundError } from '../../src/journal/errors.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { JournalListParams, JournalStore } from '../../src/store/store.js';
@@ -43,6 +44,8 @@ const twoWaits = defineWorkflow({ name: 'two-waits', input: z.object({ steps: z.
 interface Reads {
   /** journalList calls: afterSeq (-1: the whole journal) and the rows it returned. */
   calls: { afterSeq: number; rows: number }[];
+  /** suspensionOpenOldest calls (signalSend's look-up of the wait a signal goes to). */
+  lookups: number;
   rows(): number;
   reset(): void;
 }
@@ -52,13 +55,23 @@ function counted(store: JournalStore): { store: JournalStore; reads: Reads } {
   const reads: Reads = {
     calls: [],
     rows: () => reads.calls.reduce((n, c) => n + c.rows, 0),
-    reset: () => void reads.calls.splice(0),
+    reset: () => {
+      reads.calls.splice(0);
+      reads.lookups = 0;
+    },
+    lookups: 0,
   };
   const wrapped = new Proxy(store, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target);
       if (typeof value !== 'function') return value;
       const method = (value as (...args: unknown[]) => unknown).bind(target);
+      if (key === 'suspensionOpenOldest') {
+        return (...args: unknown[]) => {
+          reads.lookups++;
+          return method(...args);
+        };
+      }
       if (key !== 'journalList') return method;
       return async (params: JournalListParams) => {
         const entries = await target.journalList(params);
@@ -133,6 +146,31 @@ describe.each(stores)('hot resume on %s', (_name, make) => {
       expect((await store.runGet({ runId, namespace: NS })).output).toEqual({ got: [10, 20, 30] });
       expect(engine.resumes.stats).toMatchObject({ hits: 2 });
       for (const step of ['step-0', 'step-1', 'step-2']) expect(sink.keysOf(step).size).toBe(sink.count(step));
+    } finally {
+      await close();
+    }
+  });
+
+  it('sends a signal to a run parked here without looking its wait up; a stale guess still lands right', async () => {
+    const { open, close } = make();
+    try {
+      const a = engineOn(await open(), 'replica-a');
+      const b = engineOn(await open(), 'replica-b');
+      const runId = await parkedTwice(a.engine, 3);
+      a.reads.reset();
+      const sent = await a.engine.signalSend({ runId, namespace: NS, name: 'go', payload: { n: 2 }, signalId: `${runId}-2` });
+      expect(sent).toMatchObject({ applied: true, buffered: false });
+      expect(a.reads.lookups).toBe(0);
+      expect((await a.engine.runExecute({ runId, namespace: NS }))?.outcome).toBe('suspended');
+      // B closes the wait A saw the run park on; A's guess is now stale: the signal is buffered, as with a look-up.
+      await b.engine.signalSend({ runId, namespace: NS, name: 'go', payload: { n: 3 }, signalId: `${runId}-3` });
+      const late = await a.engine.signalSend({ runId, namespace: NS, name: 'go', payload: { n: 4 }, signalId: `${runId}-4` });
+      expect(late).toMatchObject({ applied: false, buffered: true });
+      await expect(a.engine.signalSend({ runId, namespace: 'elsewhere', name: 'go', payload: { n: 5 }, signalId: `${runId}-5` }))
+        .rejects.toBeInstanceOf(RunNotFoundError);
+      expect((await a.engine.runExecute({ runId, namespace: NS }))?.outcome).toBe('succeeded');
+      expect((await a.engine.store.runGet({ runId, namespace: NS })).output).toEqual({ got: [10, 20, 30] });
+      expect(await a.engine.store.signalInboxList({ runId })).toMatchObject([{ signalId: `${runId}-4` }]);
     } finally {
       await close();
     }

@@ -40,6 +40,8 @@ interface Parked {
   digest: string;
   /** Resolutions written by this replica since, after the kept prefix, by seq. */
   noted: Map<number, JournalEntry>;
+  /** The open suspensions the execution parked on, in seq order. */
+  waits: readonly JournalEntry[];
 }
 
 /** What resume() found: the journal up to (not including) the new RUNNING entry, and the first seq still to read. */
@@ -76,12 +78,12 @@ export class ResumeCache {
    * Keeps the journal of a run that just parked under `epoch`. `known` is every entry the execution
    * read or wrote, in any order; only the dense prefix from seq 0 is kept.
    */
-  park(runId: string, params: { known: readonly JournalEntry[]; epoch: number; digest: string }): void {
+  park(runId: string, params: { known: readonly JournalEntry[]; epoch: number; digest: string; waits?: readonly JournalEntry[] }): void {
     this.drop(runId);
     if (this.maxEntries === 0) return;
     const entries = densePrefix(params.known);
     if (entries.length === 0 || entries.length > this.maxEntries) return;
-    this.runs.set(runId, { entries, epoch: params.epoch, digest: params.digest, noted: new Map() });
+    this.runs.set(runId, { entries, epoch: params.epoch, digest: params.digest, noted: new Map(), waits: params.waits ?? [] });
     this.kept += entries.length;
     for (const [id, parked] of this.runs) {
       if (this.kept <= this.maxEntries) break;
@@ -98,6 +100,20 @@ export class ResumeCache {
     if (!parked || entry.seq < parked.entries.length || parked.noted.has(entry.seq)) return;
     parked.noted.set(entry.seq, entry);
     this.kept++;
+  }
+
+  /**
+   * A guess at the oldest open wait of `kind` and `name` of a run parked here: the oldest one it
+   * parked on that no resolution noted since closed. Only a guess (another replica may have closed
+   * it, an older wait nobody awaits may still be open): signalSend hands it to signalDeliver, which
+   * checks it against the store under the run's lock and answers `wait_open` when it is wrong.
+   */
+  openWait(runId: string, kind: string, name: string): JournalEntry | null {
+    const parked = this.runs.get(runId);
+    if (!parked) return null;
+    const closed = new Set<number>();
+    for (const entry of parked.noted.values()) if (entry.refSeq !== null && entry.status !== 'noop') closed.add(entry.refSeq);
+    return parked.waits.find((w) => w.kind === kind && w.name === name && !closed.has(w.seq)) ?? null;
   }
 
   /**

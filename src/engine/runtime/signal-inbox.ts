@@ -56,7 +56,7 @@ const MAX_ATTEMPTS = 8;
  * in it: InvalidResolutionError, nothing written), or buffers it. A repeated signal id gets the first
  * delivery's outcome. RunStateError for a finished run.
  */
-export async function signalSend(store: JournalStore, params: SignalSendParams): Promise<SignalSendResult> {
+export async function signalSend(store: JournalStore, params: SignalSendParams, guess: JournalEntry | null = null): Promise<SignalSendResult> {
   const payload = toJson(params.payload, `signal "${params.name}" payload`);
   // Checked once, on the largest form it is ever stored in (the resolution a wait makes of it once
   // buffered), against the request field: nothing accepted here can overflow when a wait takes it.
@@ -65,7 +65,11 @@ export async function signalSend(store: JournalStore, params: SignalSendParams):
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     // Only the wait it would reach, never the whole journal (a long run has thousands of entries).
     // A repeated signal id needs no read here: signalDeliver answers `duplicate` before anything else.
-    const open = await store.suspensionOpenOldest({ runId: params.runId, namespace: params.namespace, kind: 'signal', name: params.name });
+    // `guess`: the wait this replica saw the run park on (runtime/resume-cache.ts), tried first without a
+    // read. signalDeliver checks any target under the run's lock: a wrong guess answers `wait_open`
+    // (then the read below), or buffers the signal exactly as no target would when no wait is open.
+    const open = attempt === 0 && guess !== null && guess.runId === params.runId ? guess
+      : await store.suspensionOpenOldest({ runId: params.runId, namespace: params.namespace, kind: 'signal', name: params.name });
     // An invalid payload is refused only if it would resolve that wait now; the store decides (it
     // may still buffer it behind queued signals, or answer a duplicate), so ask it without a target.
     const violations = open ? validatePinned(pinnedOf(open), payload) : [];

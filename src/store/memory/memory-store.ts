@@ -12,7 +12,7 @@ import type {
   FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
-  RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
+  RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListTimedOutParams, RunListResult, RunRecoverExpiredParams, RunRecoverDeadSessionsParams, LeaseSessionParams,
   RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
   SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
@@ -160,7 +160,20 @@ export class MemoryStore implements JournalStore {
   }
 
   async runLeaseAcquire(params: RunLeaseAcquireParams): Promise<Lease | null> {
-    const { run } = this.record(params.runId, params.namespace);
+    return this.acquire(params)?.lease ?? null;
+  }
+
+  async runLeaseAcquireRunning(params: RunLeaseAcquireParams): Promise<RunLeaseAcquireRunningResult | null> {
+    const taken = this.acquire(params);
+    if (!taken) return null;
+    // In the same synchronous step as the take: nothing else reaches the run in between.
+    const { run, entry } = this.changeStatus(taken.rec, 'RUNNING', {});
+    return { lease: taken.lease, run, entry };
+  }
+
+  private acquire(params: RunLeaseAcquireParams): { rec: RunRecord; lease: Lease } | null {
+    const rec = this.record(params.runId, params.namespace);
+    const { run } = rec;
     const now = this.now();
     const statuses = params.statuses ?? ['PENDING', 'RUNNING'];
     if (!statuses.includes(run.status) || !leaseFreeAt(run, now)) return null;
@@ -169,7 +182,7 @@ export class MemoryStore implements JournalStore {
       run.error = null;
     }
     this.takeLease(run, params.holder, params.ttlMs, now);
-    return leaseOf(run);
+    return { rec, lease: leaseOf(run) };
   }
 
   async runLeaseRenew(params: RunLeaseRenewParams): Promise<Lease> {

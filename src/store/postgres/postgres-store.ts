@@ -12,7 +12,7 @@ import type {
   FlowGetParams, FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult,
   BudgetLock, BudgetLockParams, BufferedSignal, ReplicaHeartbeatParams, ReplicaInfo, RunListUnroutableParams, UnroutableRun, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalStore, OrphanedRun, RunClaimParams, RunCountByStatusResult,
-  RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseReleaseParams, RunLeaseRenewParams,
+  RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams,
   RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult, RunListTimedOutParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, LeaseSessionParams,
   RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
   SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult,
@@ -186,6 +186,20 @@ export class PostgresStore implements JournalStore {
       statuses: params.statuses ?? ['PENDING', 'RUNNING'], namespace: params.namespace ?? null,
     }));
     if (rows[0]) return rq.toLease(rows[0]);
+    await this.findRun(params.runId, params.namespace ?? null); // throws RunNotFoundError
+    return null;
+  }
+
+  async runLeaseAcquireRunning(params: RunLeaseAcquireParams): Promise<RunLeaseAcquireRunningResult | null> {
+    if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
+    const { rows } = await this.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runLeaseAcquireRunning({
+      runId: params.runId, holder: params.holder, ttlMs: params.ttlMs,
+      statuses: params.statuses ?? ['PENDING', 'RUNNING'], namespace: params.namespace ?? null,
+    }), { runId: params.runId });
+    if (rows[0]) {
+      const run = rq.toRun(rows[0].run);
+      return { lease: { runId: run.id, holder: run.leaseHolder!, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt! }, run, entry: jq.toEntry(rows[0].entry) };
+    }
     await this.findRun(params.runId, params.namespace ?? null); // throws RunNotFoundError
     return null;
   }

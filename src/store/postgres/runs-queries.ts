@@ -117,6 +117,28 @@ export function runList(p: {
  * Takes the lease where it is free or expired: one statement, committed before the caller reads the
  * journal (DESIGN "Leases and fencing"). The epoch bump is what fences the previous holder.
  */
+export function runLeaseAcquireRunning(p: {
+  runId: string; holder: string; ttlMs: number; statuses: RunStatus[]; namespace: string | null;
+}): pg.QueryConfig {
+  // runLeaseAcquire's take and runStatusSet's RUNNING change in one statement: the status entry
+  // goes in at the seq the UPDATE reserved (RUNNING clears output and error, as runStatusSet does).
+  return {
+    name: 'runs_lease_acquire_running',
+    text: `WITH changed AS (
+        UPDATE runs SET lease_epoch = lease_epoch + 1, lease_holder = $2,
+          lease_expires_at = clock_timestamp() + $3::integer ${MS}, status = 'RUNNING', resume_requested = false,
+          output = NULL, error = NULL, next_seq = next_seq + 1, updated_at = now()
+        WHERE id = $1 AND status = ANY($4::text[]) AND ($5::text IS NULL OR namespace = $5)
+          AND (lease_holder IS NULL OR lease_expires_at < clock_timestamp())
+        RETURNING ${RUN_COLUMNS}
+      ), entry AS (
+        ${statusEntryInsert('changed')} RETURNING *
+      )
+      SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
+    values: [p.runId, p.holder, p.ttlMs, p.statuses, p.namespace],
+  };
+}
+
 export function runLeaseAcquire(p: {
   runId: string; holder: string; ttlMs: number; statuses: RunStatus[]; namespace: string | null;
 }): pg.QueryConfig {
