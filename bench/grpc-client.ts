@@ -20,6 +20,7 @@ const startRun = async (n: number) => {
 
 await startRun(-1); // warm the connection and the server's code paths
 const latencies: number[] = [];
+const cpuBefore = process.cpuUsage();
 const started = performance.now();
 await pool(runs, concurrency, async (i) => {
   const t = performance.now();
@@ -27,4 +28,5 @@ await pool(runs, concurrency, async (i) => {
   latencies.push(performance.now() - t);
 });
 const seconds = (performance.now() - started) / 1000;
-process.stdout.write(`${JSON.stringify({ runsPerSec: runs / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99) })}\n`);
+const cpu = process.cpuUsage(cpuBefore);
+process.stdout.write(`${JSON.stringify({ runsPerSec: runs / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);

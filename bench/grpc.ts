@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { processCpuMs } from './cpu.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -92,11 +93,21 @@ export async function startSweeper(databaseUrl: string, env: Record<string, stri
   return handle;
 }
 
-/** Runs `runs` runs at `concurrency` from a separate client process. */
-export async function measureGrpc(server: GrpcServer, runs: number, concurrency: number, steps: number) {
+/**
+ * Runs `runs` runs at `concurrency` from a separate client process. CPU per run (ms): the server's
+ * and PostgreSQL's (`postgres`, bench/cpu.ts) over the client's lifetime, the client's over its timed window.
+ */
+export async function measureGrpc(server: GrpcServer, runs: number, concurrency: number, steps: number, postgres: () => number = () => NaN) {
+  const server0 = processCpuMs(server.pid);
+  const pg0 = postgres();
   const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/grpc-client.ts'), server.address, String(runs), String(concurrency)], { cwd: root });
-  const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { runsPerSec: number; runP50Ms: number; runP99Ms: number };
-  return { stepsPerSec: r.runsPerSec * steps, runP50Ms: r.runP50Ms, runP99Ms: r.runP99Ms };
+  const serverCpuMs = processCpuMs(server.pid) - server0;
+  const pgCpuMs = postgres() - pg0;
+  const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { runsPerSec: number; runP50Ms: number; runP99Ms: number; cpuMs: number };
+  return {
+    stepsPerSec: r.runsPerSec * steps, runP50Ms: r.runP50Ms, runP99Ms: r.runP99Ms,
+    serverCpuMsPerRun: serverCpuMs / runs, clientCpuMsPerRun: r.cpuMs / runs, postgresCpuMsPerRun: pgCpuMs / runs,
+  };
 }
 
 /** Event latency across replicas (bench/events-client.ts): a signal on A to the emitted entry at a follower on B. */

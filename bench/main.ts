@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { launchDbos, measureDbos, shutdownDbos } from './dbos.js';
 import { measureFloor } from './floor.js';
 import { measureEvents, measureGrpc, measureRemote, startServer } from './grpc.js';
+import { postgresCpu } from './cpu.js';
 import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
 import { callShape, callShapeWide, measureCalls, type CallRow } from './calls.js';
@@ -50,7 +51,8 @@ try {
   const wSeq = await repeat(REPS, () => measureWaymark(bench, RUNS, 1));
   const w1 = await walCounters(wmUrl);
   progress(`waymark in-process: concurrency 16`);
-  const w16 = await repeat(REPS, () => measureWaymark(bench, RUNS, 16));
+  const pgCpu = await postgresCpu(wmUrl);
+  const w16 = await repeat(REPS, () => measureWaymark(bench, RUNS, 16, undefined, pgCpu));
   const stepsDone = REPS * RUNS * STEPS;
   const commitsPerStep = (w1.commits - w0.commits - 1) / stepsDone; // minus the second reading's own transaction
   const walPerStep = (w1.walBytes - w0.walBytes) / stepsDone;
@@ -85,7 +87,7 @@ try {
   let gSeq, g16, events, rSeq, r16;
   try {
     gSeq = await repeat(REPS, () => measureGrpc(server, RUNS, 1, STEPS));
-    g16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS));
+    g16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS, pgCpu));
     progress(`remote tools: ${RUNS} runs of one tool call each, in process and served by a worker (TypeScript SDK) over WorkerService; sequential and concurrency 16`);
     rSeq = await measureRemote(server, RUNS, 1);
     r16 = await measureRemote(server, RUNS, 16);
@@ -119,6 +121,10 @@ try {
   }
   row('Restate 1.7, sequential (through ingress; p50/p99: per invocation)', `${fmt(sSeq.stepsPerSec, 0)} steps/s`, fmt(sSeq.runP50Ms, 3), fmt(sSeq.runP99Ms, 3));
   row('Restate 1.7, concurrency 16 (through ingress; p50/p99: per invocation)', `${fmt(s16.stepsPerSec, 0)} steps/s`, fmt(s16.runP50Ms, 3), fmt(s16.runP99Ms, 3));
+  // Which process a concurrency-16 row spent its CPU in: the machine's cores are shared by all of them.
+  row('CPU per run at concurrency 16, ms: in process (node / PostgreSQL)', `${fmt(w16.nodeCpuMsPerRun, 2)} / ${fmt(w16.postgresCpuMsPerRun, 2)}`, '', '');
+  row('CPU per run at concurrency 16, ms: gRPC (server / client / PostgreSQL)', `${fmt(g16.serverCpuMsPerRun, 2)} / ${fmt(g16.clientCpuMsPerRun, 2)} / ${fmt(g16.postgresCpuMsPerRun, 2)}`, '', '');
+  row('CPU per invocation at concurrency 16, ms: Restate (server / endpoint / client)', `${fmt(s16.serverCpuMsPerRun, 2)} / ${fmt(s16.endpointCpuMsPerRun, 2)} / ${fmt(s16.clientCpuMsPerRun, 2)}`, '', '');
 
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
   const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);

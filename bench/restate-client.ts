@@ -28,6 +28,7 @@ const invoke = (n: number) => new Promise<void>((resolve, reject) => {
 
 await invoke(-1); // warm the connection and the endpoint
 const latencies: number[] = [];
+const cpuBefore = process.cpuUsage();
 const started = performance.now();
 await pool(runs, concurrency, async (i) => {
   const t = performance.now();
@@ -35,5 +36,6 @@ await pool(runs, concurrency, async (i) => {
   latencies.push(performance.now() - t);
 });
 const seconds = (performance.now() - started) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
 session.close();
-process.stdout.write(`${JSON.stringify({ runsPerSec: runs / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99) })}\n`);
+process.stdout.write(`${JSON.stringify({ runsPerSec: runs / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { processCpuMs } from './cpu.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
@@ -18,6 +19,9 @@ const run = promisify(execFile);
 
 export interface RestateBench {
   ingressPort: number;
+  /** The server's and the endpoint's processes (their CPU is read per pass). */
+  serverPid: number;
+  endpointPid: number;
   /** Stops the endpoint and the server (SIGTERM, SIGKILL after 5 s) and removes the scratch directory. */
   stop(): Promise<void>;
 }
@@ -112,16 +116,27 @@ export async function launchRestate(): Promise<RestateBench> {
       });
       return res.ok ? true : undefined;
     });
-    return { ingressPort, stop };
+    return { ingressPort, serverPid: server.pid!, endpointPid: endpoint.pid!, stop };
   } catch (err) {
     await stop();
     throw new Error(`${(err as Error).message}\n${output.join('\n')}`, { cause: err });
   }
 }
 
-/** `runs` invocations at `concurrency` from a separate client process; steps/s and per-invocation p50/p99. */
+/**
+ * `runs` invocations at `concurrency` from a separate client process; steps/s, per-invocation
+ * p50/p99, and CPU per invocation (ms) of the server and the endpoint (over the client's lifetime)
+ * and of the client (over its timed window).
+ */
 export async function measureRestate(bench: RestateBench, runs: number, concurrency: number, steps: number) {
+  const server0 = processCpuMs(bench.serverPid);
+  const endpoint0 = processCpuMs(bench.endpointPid);
   const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(here, 'restate-client.ts'), String(bench.ingressPort), String(runs), String(concurrency)], { cwd: root });
-  const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { runsPerSec: number; runP50Ms: number; runP99Ms: number };
-  return { stepsPerSec: r.runsPerSec * steps, runP50Ms: r.runP50Ms, runP99Ms: r.runP99Ms };
+  const serverCpuMs = processCpuMs(bench.serverPid) - server0;
+  const endpointCpuMs = processCpuMs(bench.endpointPid) - endpoint0;
+  const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { runsPerSec: number; runP50Ms: number; runP99Ms: number; cpuMs: number };
+  return {
+    stepsPerSec: r.runsPerSec * steps, runP50Ms: r.runP50Ms, runP99Ms: r.runP99Ms,
+    serverCpuMsPerRun: serverCpuMs / runs, endpointCpuMsPerRun: endpointCpuMs / runs, clientCpuMsPerRun: r.cpuMs / runs,
+  };
 }

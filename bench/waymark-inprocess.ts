@@ -55,17 +55,23 @@ export async function openEngine(url: string, extra: Parameters<Registry['regist
 }
 
 /** 200 runs of the ten-step workflow, each started with execute=true (StartRun with wait, in process). */
-export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number, workflowName = tenSteps.name) {
+export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number, workflowName = tenSteps.name, postgres: () => number = () => NaN) {
   stepLatencies.length = 0;
+  const cpuBefore = process.cpuUsage();
+  const pg0 = postgres();
   const started = performance.now();
   await pool(runs, concurrency, async (i) => {
     const { execution } = await bench.engine.runStart({ namespace: 'bench', workflowName, input: { n: i }, execute: true });
     if (execution?.outcome !== 'succeeded') throw new Error(`bench run ended ${execution?.outcome}: ${String(execution?.error)}`);
   });
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   return {
     stepsPerSec: (runs * STEPS) / seconds,
     stepP50Ms: percentile(stepLatencies, 50),
     stepP99Ms: percentile(stepLatencies, 99),
+    /** This process's CPU (the engine, the pg driver) and PostgreSQL's, per run, over the pass. */
+    nodeCpuMsPerRun: (cpu.user + cpu.system) / 1000 / runs,
+    postgresCpuMsPerRun: (postgres() - pg0) / runs,
   };
 }
