@@ -20,13 +20,19 @@ export function processCpuMs(pid: number): number {
   return f ? ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND : NaN;
 }
 
+/** Starts a measurement window; the function it returns gives the CPU ms spent since then. */
+export type CpuWindow = () => () => number;
+
+/** A window that measures nothing (NaN): where a process's CPU cannot be read. */
+export const noCpu: CpuWindow = () => () => NaN;
+
 /**
- * A reader of the CPU time of the PostgreSQL server behind `url` (its postmaster and every child:
- * backends, WAL writer, checkpointer), when it runs on this machine; otherwise one that returns NaN.
- * Backends that exit between two readings take their time with them: read while the measured
- * clients stay connected.
+ * CPU windows over the PostgreSQL server behind `url` (its postmaster and every child: backends,
+ * WAL writer, checkpointer), when it runs on this machine; otherwise `noCpu`. A process that exits
+ * within a window (a pool closing an idle connection) takes its time in the window with it, and
+ * one that exited before does not subtract from it: each process's time is taken as a difference.
  */
-export async function postgresCpu(url: string): Promise<() => number> {
+export async function postgresCpu(url: string): Promise<CpuWindow> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   let backend: number;
@@ -36,15 +42,23 @@ export async function postgresCpu(url: string): Promise<() => number> {
     await c.end();
   }
   const ppid = stat(backend)?.[1];
-  if (ppid === undefined) return () => NaN;
+  if (ppid === undefined) return noCpu;
   const postmaster = Number(ppid);
-  return () => {
-    let total = processCpuMs(postmaster);
+  const read = (): Map<number, number> => {
+    const byPid = new Map<number, number>([[postmaster, processCpuMs(postmaster)]]);
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       const f = stat(Number(name));
-      if (f && Number(f[1]) === postmaster) total += ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND;
+      if (f && Number(f[1]) === postmaster) byPid.set(Number(name), ((Number(f[11]) + Number(f[12])) * 1000) / TICKS_PER_SECOND);
     }
-    return total;
+    return byPid;
+  };
+  return () => {
+    const before = read();
+    return () => {
+      let total = 0;
+      for (const [pid, ms] of read()) total += ms - (before.get(pid) ?? 0);
+      return total;
+    };
   };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { processCpuMs } from './cpu.js';
+import { noCpu, processCpuMs, type CpuWindow } from './cpu.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -97,12 +97,12 @@ export async function startSweeper(databaseUrl: string, env: Record<string, stri
  * Runs `runs` runs at `concurrency` from a separate client process. CPU per run (ms): the server's
  * and PostgreSQL's (`postgres`, bench/cpu.ts) over the client's lifetime, the client's over its timed window.
  */
-export async function measureGrpc(server: GrpcServer, runs: number, concurrency: number, steps: number, postgres: () => number = () => NaN) {
+export async function measureGrpc(server: GrpcServer, runs: number, concurrency: number, steps: number, postgres: CpuWindow = noCpu) {
   const server0 = processCpuMs(server.pid);
-  const pg0 = postgres();
+  const pgSince = postgres();
   const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/grpc-client.ts'), server.address, String(runs), String(concurrency)], { cwd: root });
   const serverCpuMs = processCpuMs(server.pid) - server0;
-  const pgCpuMs = postgres() - pg0;
+  const pgCpuMs = pgSince();
   const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { runsPerSec: number; runP50Ms: number; runP99Ms: number; cpuMs: number };
   return {
     stepsPerSec: r.runsPerSec * steps, runP50Ms: r.runP50Ms, runP99Ms: r.runP99Ms,

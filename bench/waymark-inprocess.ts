@@ -5,6 +5,7 @@ import { Registry } from '../src/engine/registry.js';
 import { defineWorkflow } from '../src/engine/author/workflow.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
+import { noCpu, type CpuWindow } from './cpu.js';
 import { percentile, pool } from './stats.js';
 
 export const STEPS = 10;
@@ -55,10 +56,10 @@ export async function openEngine(url: string, extra: Parameters<Registry['regist
 }
 
 /** 200 runs of the ten-step workflow, each started with execute=true (StartRun with wait, in process). */
-export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number, workflowName = tenSteps.name, postgres: () => number = () => NaN) {
+export async function measureWaymark(bench: EngineBench, runs: number, concurrency: number, workflowName = tenSteps.name, postgres: CpuWindow = noCpu) {
   stepLatencies.length = 0;
   const cpuBefore = process.cpuUsage();
-  const pg0 = postgres();
+  const pgSince = postgres();
   const started = performance.now();
   await pool(runs, concurrency, async (i) => {
     const { execution } = await bench.engine.runStart({ namespace: 'bench', workflowName, input: { n: i }, execute: true });
@@ -72,6 +73,6 @@ export async function measureWaymark(bench: EngineBench, runs: number, concurren
     stepP99Ms: percentile(stepLatencies, 99),
     /** This process's CPU (the engine, the pg driver) and PostgreSQL's, per run, over the pass. */
     nodeCpuMsPerRun: (cpu.user + cpu.system) / 1000 / runs,
-    postgresCpuMsPerRun: (postgres() - pg0) / runs,
+    postgresCpuMsPerRun: pgSince() / runs,
   };
 }
