@@ -54,6 +54,17 @@ export interface PerformOptions {
  * the call parks on the timer; the attempt after it runs when the timer resolved (docs/journal.md
  * "Retries").
  */
+/**
+ * The recorded value of a call replay answers with `return`, for a caller without a seal: what
+ * perform would return, without its two async frames (a resume at the journal limit replays up to
+ * 100,000 steps, and those frames were half of a sequential step's replay). Null otherwise: perform.
+ */
+export function replayedReturn(exec: Execution, call: Call): { value: Json } | null {
+  if (exec.over || call.decision.action !== 'return') return null;
+  exec.hit(call);
+  return { value: call.decision.value };
+}
+
 export async function perform(exec: Execution, call: Call, options: PerformOptions): Promise<Json> {
   const { afterIntent } = options;
   // Only budget-admitted model calls pass afterIntent: steps and tools keep the direct path.

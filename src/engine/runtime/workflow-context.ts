@@ -12,7 +12,7 @@ import { retryPolicy, STEP_RETRY_DEFAULT, TOOL_RETRY_DEFAULT, type RetryPolicy }
 import { AgentRuntimeMissingError, ChildRunFailedError, DefinitionError, InvalidInputError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError } from '../author/errors.js';
 import { errorFromRecord } from '../replay/error-codec.js';
 import { REDACTED } from '../../journal/sealed-payload.js';
-import { perform, suspend } from './effect-runner.js';
+import { perform, replayedReturn, suspend } from './effect-runner.js';
 import type { Execution } from './execution.js';
 import { ANY_JSON_SCHEMA, pinSchema, validatePinned, zodViolations, type PinnedSchema } from '../replay/payload-schema.js';
 import type { Registry } from '../registry.js';
@@ -64,6 +64,8 @@ export class WorkflowContextImpl implements WorkflowContext {
     // Only a step that asks for retries or a timeout pays for them (the hot path stays as it was).
     const limits = options.retry !== undefined || options.timeout !== undefined ? stepLimits(name, options) : null;
     const call = this.execution.call('step', name, null, this.here);
+    const replayed = replayedReturn(this.execution, call);
+    if (replayed) return replayed.value as Awaited<T>;
     const value = await perform(this.execution, call, {
       twoPhase: options.intent === true,
       execute: async (signal) => toJson(await fn(this.info(call.idempotencyKey, signal)), `the result of step "${name}"`),
