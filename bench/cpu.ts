@@ -35,13 +35,14 @@ export const noCpu: CpuWindow = () => () => NaN;
 export async function postgresCpu(url: string): Promise<CpuWindow> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  let backend: number;
+  let ppid: string | undefined;
   try {
-    backend = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const backend = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    // Read while this connection (so its backend) is still open.
+    ppid = stat(backend)?.[1];
   } finally {
     await c.end();
   }
-  const ppid = stat(backend)?.[1];
   if (ppid === undefined) return noCpu;
   const postmaster = Number(ppid);
   const read = (): Map<number, number> => {
