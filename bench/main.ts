@@ -128,7 +128,7 @@ try {
 
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
   const replay = await measureReplay(bench, wmUrl, REPLAY_ENTRIES);
-  progress(`replay: resume a run at the journal limit (${REPLAY_LIMIT_STEPS} steps, built 100 at a time)`);
+  progress(`replay: resume a run at the journal limit (${REPLAY_LIMIT_STEPS} steps, built 100 per append, replayed one at a time)`);
   const replayLimit = await measureReplay(bench, wmUrl, REPLAY_LIMIT_STEPS, 100);
   progress(`per-call cost: each call ${CALL_ITERATIONS} times on a run of 10 entries and one of 10,000, alternating`);
   const callRows: CallRow[] = await measureCalls(bench, 10, 10_000, CALL_ITERATIONS, CANCEL_RUNS);
