@@ -3,6 +3,7 @@
 // and the load from a separate client process (bench/restate-client.ts) through the HTTP ingress:
 // the same three-process shape as the Waymark gRPC rows (bench/grpc.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import net from 'node:net';
@@ -66,8 +67,12 @@ export async function launchRestate(): Promise<RestateBench> {
       if (stream) createInterface({ input: stream }).on('line', (l) => { output.push(`${name}: ${l}`); if (output.length > 40) output.shift(); });
     }
   };
-  // A bench that throws (or is interrupted) must not leave a server behind.
-  const killAll = () => { for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); };
+  // A bench that throws, or exits before stop() (a closed pipe, process.exit), must not leave a
+  // server or its scratch directory behind: an exit handler can only do synchronous work.
+  const killAll = () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
   process.once('exit', killAll);
   const stop = async () => {
     await Promise.all(children.map(async (c) => {
