@@ -164,8 +164,10 @@ export class EngineApi {
 
   /** SendSignal: resolves the oldest open wait of the name, or buffers; a run it made runnable executes here. */
   async signalSend(params: SignalSendParams): Promise<SignalSendResult> {
-    const result = await this.engine.signalSend(params);
-    this.inline.resolved(result, params.namespace);
+    // The lease comes with the delivery (no PENDING hop, no other replica racing for the claim).
+    const result = await this.engine.signalSend(params, { take: this.inline.accepting });
+    if (result.taken) this.inline.executeTaken(result.taken);
+    else this.inline.resolved(result, params.namespace);
     return result;
   }
 

@@ -5,7 +5,7 @@ import { pino, type Logger } from 'pino';
 import { LeaseLostError, PayloadTooLargeError, RunStateError, UnstorableValueError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
-import type { JournalStore, ServedWorkflow } from '../store/store.js';
+import type { JournalStore, RunLeaseAcquireRunningResult, ServedWorkflow } from '../store/store.js';
 import { approvalGet, approvalList, type ApprovalListParams, type ApprovalView } from './runtime/approvals.js';
 import { schemaHash, toJson } from './replay/content-key.js';
 import { errorRecord } from './replay/error-codec.js';
@@ -245,8 +245,9 @@ export class Engine {
    * Executes a run under `lease` (from runClaim), or takes the lease of `runId` first (null when
    * someone else holds it). Reads the journal only after the lease is committed.
    */
-  async runExecute(params: { lease: Lease } | { runId: string; namespace?: string }): Promise<ExecuteResult | null> {
+  async runExecute(params: { lease: Lease } | { taken: RunLeaseAcquireRunningResult } | { runId: string; namespace?: string }): Promise<ExecuteResult | null> {
     if ('lease' in params) return this.executeLeased({ lease: params.lease });
+    if ('taken' in params) return this.executeLeased(params.taken);
     // The lease and the RUNNING entry in one statement (the execution then writes no RUNNING itself).
     const taken = await this.store.runLeaseAcquireRunning({
       runId: params.runId, holder: this.holder, ttlMs: this.leaseTtlMs, ...(params.namespace ? { namespace: params.namespace } : {}),
@@ -273,9 +274,12 @@ export class Engine {
   }
 
   /** Resolves the oldest open wait of the signal's name, or buffers the signal for the next one (signal-inbox.ts). */
-  async signalSend(params: SignalSendParams): Promise<SignalSendResult> {
+  async signalSend(params: SignalSendParams, options: { take?: boolean } = {}): Promise<SignalSendResult> {
     // A run parked here: the wait it parked on is the likely target, which saves the look-up (signal-inbox.ts).
-    const result = await signalSend(this.store, params, this.resumes.openWait(params.runId, 'signal', params.name));
+    // `take`: the run's lease comes with the delivery when it makes the run runnable (the caller then
+    // executes it with runExecute({ taken }), or releases it).
+    const send = options.take ? { ...params, leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs } } : params;
+    const result = await signalSend(this.store, send, this.resumes.openWait(params.runId, 'signal', params.name));
     this.resumes.note(result.entry);
     return result;
   }

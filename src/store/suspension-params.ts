@@ -1,5 +1,6 @@
 import type { EntryKind, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, RunStatus } from '../journal/run.js';
+import type { RunLeaseAcquireRunningResult } from './run-params.js';
 
 /*
  * Parameters and results of the JournalStore's suspension and signal-inbox methods (store.ts says
@@ -63,11 +64,18 @@ export interface SignalDeliverParams {
   payload: Json;
   /** The open wait the caller validated `payload` against, and the resolution to append; null when it saw none. */
   target: { seq: number; entry: NewJournalEntry } | null;
+  /**
+   * When the delivery resolves the wait of a SUSPENDED run (so it becomes runnable), take the run's
+   * lease for `holder` in the same atomic step and journal its RUNNING entry after the resolution,
+   * as runLeaseAcquireRunning would at once: the caller executes the run, and no other replica's
+   * executor is woken to race it for the claim. Absent: the run becomes PENDING as before.
+   */
+  leaseFor?: { holder: string; ttlMs: number };
 }
 
 export type SignalDeliverResult =
   /** Appended as the winning resolution of the open wait the caller targeted. */
-  | { outcome: 'resolved'; entry: JournalEntry }
+  | { outcome: 'resolved'; entry: JournalEntry; /** With `leaseFor`, the lease taken (null: the run was RUNNING, so it was flagged instead). */ taken?: RunLeaseAcquireRunningResult | null }
   /** Kept in the inbox for the next wait of that name. */
   | { outcome: 'buffered'; signal: BufferedSignal }
   /** Delivered before: the journal entry that recorded it (and its wait's winner), or the signal still buffered. */

@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { LeaseLostError, RunNotFoundError, RunStateError, UnstorableValueError } from '../../src/journal/errors.js';
 import { newEntry, type NewJournalEntry } from '../../src/journal/journal-entry.js';
 import type { JournalStore } from '../../src/store/store.js';
-import { resolution, runParams, startRun, step, suspension } from './harness.js';
+import { resolution, runParams, startRun, step, suspension, TTL } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 /** A `signal` wait named `name`, as ctx.signal journals it. */
@@ -51,6 +51,37 @@ export function signalsSection({ h }: SuiteContext): void {
     const again = await deliver(store, run.id, 's1', { seq: 1 });
     expect(again).toMatchObject({ outcome: 'duplicate', entry: { seq: 3 }, winner: { seq: 3 }, signal: null });
     expect(await deliver(store, run.id, 's2', { seq: 1 })).toMatchObject({ outcome: 'buffered' });
+  });
+
+  it('with leaseFor, takes the lease of the run it wakes in the same step: RUNNING under the holder, its RUNNING entry after the resolution', async () => {
+    const { store } = h();
+    const { run, lease } = await startRun(store);
+    await store.journalAppend({ lease, entries: [step('a'), signalWait('go'), signalWait('go')] });
+    await store.runStatusSet({ lease, status: 'SUSPENDED' });
+    const leaseFor = { holder: 'replica-a', ttlMs: TTL };
+    const target = { seq: 1, entry: signalResolution('s1', { n: 's1' }) };
+    const r = await store.signalDeliver({ runId: run.id, namespace: 'default', name: 'go', signalId: 's1', dedupeKey: 'signal:s1', payload: { n: 's1' }, target, leaseFor });
+    expect(r).toMatchObject({ outcome: 'resolved', entry: { seq: 4, refSeq: 1 } });
+    if (r.outcome !== 'resolved') throw new Error('not resolved');
+    expect(r.taken?.lease).toMatchObject({ runId: run.id, holder: 'replica-a', epoch: lease.epoch + 1 });
+    expect(r.taken?.run).toMatchObject({ status: 'RUNNING', leaseHolder: 'replica-a', nextSeq: 6 });
+    expect(r.taken?.entry).toMatchObject({ seq: 5, kind: 'status', name: 'RUNNING' });
+    expect((await store.journalList({ runId: run.id, afterSeq: 3 })).map((e) => `${e.seq} ${e.kind} ${e.status}`)).toEqual(['4 signal resolved', '5 status info']);
+    // Nobody else claims it, and the old holder is fenced; the taker writes.
+    expect(await store.runClaim({ holder: 'replica-b', ttlMs: TTL, limit: 10 })).toEqual([]);
+    await expect(store.journalAppend({ lease, entries: [step('stale')] })).rejects.toBeInstanceOf(LeaseLostError);
+    await store.journalAppend({ lease: r.taken!.lease, entries: [step('b')] });
+    // While RUNNING, the next delivery takes nothing (the run is flagged: its SUSPENDED becomes PENDING).
+    const second = await store.signalDeliver({
+      runId: run.id, namespace: 'default', name: 'go', signalId: 's2', dedupeKey: 'signal:s2', payload: { n: 's2' },
+      target: { seq: 2, entry: signalResolution('s2', { n: 's2' }) }, leaseFor,
+    });
+    expect(second).toMatchObject({ outcome: 'resolved', taken: null });
+    expect((await store.runStatusSet({ lease: r.taken!.lease, status: 'SUSPENDED' })).run.status).toBe('PENDING');
+    // Buffered (no open wait): nothing taken.
+    expect(await store.signalDeliver({ runId: run.id, namespace: 'default', name: 'go', signalId: 's3', dedupeKey: 'signal:s3', payload: 1, target: null, leaseFor }))
+      .toMatchObject({ outcome: 'buffered' });
+    expect((await store.runGet({ runId: run.id, namespace: 'default' })).leaseHolder).toBeNull();
   });
 
   it('finds the oldest open wait of a kind and name: resolved and cancelled waits are closed, a noop is not', async () => {

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/engine/author/workflow.js';
+import { pino } from 'pino';
 import { Engine } from '../../src/engine/engine.js';
+import { EngineApi } from '../../src/engine/engine-api.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { ResumeCacheOptions } from '../../src/engine/runtime/resume-cache.js';
 import { RunNotFoundError } from '../../src/journal/errors.js';
@@ -9,6 +11,7 @@ import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import type { JournalListParams, JournalStore } from '../../src/store/store.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
+import { until } from '../support/until.js';
 import { EffectSink, NS, TTL } from './harness.js';
 
 /*
@@ -46,6 +49,8 @@ interface Reads {
   calls: { afterSeq: number; rows: number }[];
   /** suspensionOpenOldest calls (signalSend's look-up of the wait a signal goes to). */
   lookups: number;
+  /** Lease takes outside a delivery: runLeaseAcquire, runLeaseAcquireRunning, runClaim. */
+  takes: number;
   rows(): number;
   reset(): void;
 }
@@ -58,14 +63,22 @@ function counted(store: JournalStore): { store: JournalStore; reads: Reads } {
     reset: () => {
       reads.calls.splice(0);
       reads.lookups = 0;
+      reads.takes = 0;
     },
     lookups: 0,
+    takes: 0,
   };
   const wrapped = new Proxy(store, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target);
       if (typeof value !== 'function') return value;
       const method = (value as (...args: unknown[]) => unknown).bind(target);
+      if (key === 'runLeaseAcquire' || key === 'runLeaseAcquireRunning' || key === 'runClaim') {
+        return (...args: unknown[]) => {
+          reads.takes++;
+          return method(...args);
+        };
+      }
       if (key === 'suspensionOpenOldest') {
         return (...args: unknown[]) => {
           reads.lookups++;
@@ -171,6 +184,29 @@ describe.each(stores)('hot resume on %s', (_name, make) => {
       expect((await a.engine.runExecute({ runId, namespace: NS }))?.outcome).toBe('succeeded');
       expect((await a.engine.store.runGet({ runId, namespace: NS })).output).toEqual({ got: [10, 20, 30] });
       expect(await a.engine.store.signalInboxList({ runId })).toMatchObject([{ signalId: `${runId}-4` }]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('a SendSignal takes the lease with the delivery: the run continues on the replica that got it, no claim to race', async () => {
+    const { open, close } = make();
+    try {
+      const a = engineOn(await open(), 'replica-a');
+      const b = engineOn(await open(), 'replica-b');
+      const api = new EngineApi({ engine: a.engine, logger: pino({ enabled: false }) });
+      const runId = await parkedTwice(a.engine, 3);
+      a.reads.reset();
+      const sent = await api.signalSend({ runId, namespace: NS, name: 'go', payload: { n: 2 }, signalId: `${runId}-2` });
+      expect(sent.taken?.lease).toMatchObject({ runId, holder: 'replica-a' });
+      // Never PENDING: B's executor finds nothing to claim, whenever it looks.
+      expect(await b.engine.runExecutePending({ namespace: NS })).toEqual([]);
+      await until('the run parked again on A', async () => ((await a.engine.store.runGet({ runId, namespace: NS })).status === 'SUSPENDED' ? true : undefined));
+      expect(a.reads).toMatchObject({ calls: [], lookups: 0, takes: 0 });
+      const journal = await a.engine.store.journalList({ runId });
+      expect(journal.filter((e) => e.kind === 'status').map((e) => e.name)).not.toContain('PENDING');
+      expect(journal.filter((e) => e.kind === 'step').map((e) => e.payload)).toEqual([10, 20]);
+      await api.stop({ graceMs: 1_000 });
     } finally {
       await close();
     }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { StoreUnavailableError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, Lease } from '../../journal/run.js';
-import type { BufferedSignal, JournalStore } from '../../store/store.js';
+import type { BufferedSignal, JournalStore, RunLeaseAcquireRunningResult } from '../../store/store.js';
 import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
 import { InvalidResolutionError } from '../author/errors.js';
@@ -27,6 +27,8 @@ export interface SignalSendParams {
   payload: Json;
   /** Caller-chosen; the same id delivered twice is applied once. */
   signalId: string;
+  /** Take the run's lease for this holder with the delivery when it makes the run runnable (SignalDeliverParams.leaseFor). */
+  leaseFor?: { holder: string; ttlMs: number };
 }
 
 export interface SignalSendResult {
@@ -46,6 +48,8 @@ export interface SignalSendResult {
   entry: JournalEntry | null;
   /** The resolution that closed the wait the delivery reached; null while buffered. */
   winner: JournalEntry | null;
+  /** With `leaseFor`: the lease taken with the delivery (the caller must execute the run or release it). */
+  taken?: RunLeaseAcquireRunningResult | null;
 }
 
 /** Rounds of "a wait opened or closed since it was looked up" before giving up (never seen). */
@@ -81,7 +85,10 @@ export async function signalSend(store: JournalStore, params: SignalSendParams, 
     const runId = params.runId;
     switch (r.outcome) {
       case 'resolved':
-        return { runId, runnable: true, applied: true, duplicate: false, buffered: false, reason: null, entry: r.entry, winner: r.entry };
+        return {
+          runId, runnable: true, applied: true, duplicate: false, buffered: false, reason: null, entry: r.entry, winner: r.entry,
+          ...(r.taken ? { taken: r.taken } : {}),
+        };
       case 'buffered':
         return { runId, runnable: false, applied: false, duplicate: false, buffered: true, reason: null, entry: null, winner: null };
       case 'duplicate':

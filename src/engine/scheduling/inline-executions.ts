@@ -2,6 +2,7 @@
 // Must not execute a run itself: it decides where, and Engine executes; the transport never decides this.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
+import type { RunLeaseAcquireRunningResult } from '../../store/store.js';
 import type { Engine } from '../engine.js';
 import { drainExecutions, type DrainResult } from './drain.js';
 import { LeaseLedger } from './lease-ledger.js';
@@ -63,6 +64,27 @@ export class InlineExecutions {
    */
   resolved(resolution: Resolution, namespace: string): void {
     if (resolution.runnable) this.executeHere(resolution.runId, namespace);
+  }
+
+  /** Whether this class still executes runs (false once stop() began): a caller takes a lease for it only then. */
+  get accepting(): boolean {
+    return !this.#stopping;
+  }
+
+  /**
+   * Executes, in the background, a run whose lease came with the call that made it runnable (a
+   * signal delivered with `leaseFor`); stopping already, it hands the lease back (PENDING) instead.
+   */
+  executeTaken(taken: RunLeaseAcquireRunningResult): void {
+    const { runId } = taken.lease;
+    if (this.#stopping) {
+      void this.#engine.store.runLeaseRelease({ lease: taken.lease }).catch((err: unknown) => this.#logger.warn({ runId, err }, 'could not hand a taken run back; its lease expires'));
+      return;
+    }
+    void this.track(() => this.#engine.runExecute({ taken })).then(
+      (result) => this.#logger.debug({ runId, outcome: result?.outcome }, 'inline execution ended'),
+      (err: unknown) => this.#logger.warn({ runId, err }, 'inline execution failed; an executor or the sweeper takes the run over'),
+    );
   }
 
   /**

@@ -518,11 +518,18 @@ export class MemoryStore implements JournalStore {
     const open = openSignalWait(rec, params.name);
     if (open !== null && !rec.inbox.some((s) => s.name === params.name)) {
       if (params.target?.seq !== open) return { outcome: 'wait_open', seq: open };
-      // journalResolve does all its work before its first await: the delivery stays one atomic step.
-      const resolved = await this.journalResolve({
+      // journalResolve does all its work before its first await: the delivery stays one atomic step,
+      // and so does the take that follows it synchronously (before anything else reaches the run).
+      const resolving = this.journalResolve({
         runId: rec.run.id, suspensionSeq: open, entry: { ...params.target.entry, dedupeKey: params.dedupeKey },
       });
-      return { outcome: 'resolved', entry: resolved.entry };
+      let taken: RunLeaseAcquireRunningResult | null = null;
+      if (params.leaseFor) {
+        const lease = this.acquire({ runId: rec.run.id, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'] });
+        if (lease) taken = { lease: lease.lease, ...this.changeStatus(lease.rec, 'RUNNING', {}) };
+      }
+      const resolved = await resolving;
+      return { outcome: 'resolved', entry: resolved.entry, ...(params.leaseFor ? { taken } : {}) };
     }
     const signal: BufferedSignal = {
       runId: rec.run.id, name: params.name, signalId: params.signalId, payload: clone(params.payload), createdAt: this.now(),

@@ -196,10 +196,7 @@ export class PostgresStore implements JournalStore {
       runId: params.runId, holder: params.holder, ttlMs: params.ttlMs,
       statuses: params.statuses ?? ['PENDING', 'RUNNING'], namespace: params.namespace ?? null,
     }), { runId: params.runId });
-    if (rows[0]) {
-      const run = rq.toRun(rows[0].run);
-      return { lease: { runId: run.id, holder: run.leaseHolder!, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt! }, run, entry: jq.toEntry(rows[0].entry) };
-    }
+    if (rows[0]) return rq.takenOf(rows[0]);
     await this.findRun(params.runId, params.namespace ?? null); // throws RunNotFoundError
     return null;
   }

@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js';
 import type { RunCreateParams } from '../store.js';
-import { statusEntryInsert } from './journal-queries.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
+import { statusEntryInsert, toEntry, type JournalRow } from './journal-queries.js';
 import { RUN_IS_FLOW } from './flows-queries.js';
 import { DEAD_LEASE_SESSIONS, STALE_LEASE_SESSIONS_DELETE } from './lease-sessions.js';
 import { LIVE_REPLICA_SERVES_DIGEST } from './replicas-queries.js';
@@ -137,6 +138,12 @@ export function runLeaseAcquireRunning(p: {
       SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
     values: [p.runId, p.holder, p.ttlMs, p.statuses, p.namespace],
   };
+}
+
+/** A runLeaseAcquireRunning row as the store returns it. */
+export function takenOf(row: { run: RunRow; entry: JournalRow }): { lease: Lease; run: Run; entry: JournalEntry } {
+  const run = toRun(row.run);
+  return { lease: { runId: run.id, holder: run.leaseHolder!, epoch: run.leaseEpoch, expiresAt: run.leaseExpiresAt! }, run, entry: toEntry(row.entry) };
 }
 
 export function runLeaseAcquire(p: {

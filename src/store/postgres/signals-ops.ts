@@ -59,7 +59,13 @@ export async function signalDeliver(db: PgAccess, params: SignalDeliverParams): 
       const [row] = (await client.query<jq.JournalRow>(jq.journalResolveInsert({
         runId, suspensionSeq: facts.open_seq, applied: true, entry: { ...params.target.entry, dedupeKey },
       }))).rows;
-      return { outcome: 'resolved', entry: jq.toEntry(row!) };
+      const entry = jq.toEntry(row!);
+      if (!params.leaseFor) return { outcome: 'resolved', entry };
+      // The take, in the same transaction: the run went SUSPENDED -> PENDING just above (RUNNING stays flagged).
+      const [taken] = (await client.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runLeaseAcquireRunning({
+        runId, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'], namespace: null,
+      }))).rows;
+      return { outcome: 'resolved', entry, taken: taken ? rq.takenOf(taken) : null };
     }
     const [row] = (await client.query<sq.InboxRow>(sq.inboxInsert({ runId, name, signalId, payload: params.payload }))).rows;
     return { outcome: 'buffered', signal: toSignal(row!) };
