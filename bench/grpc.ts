@@ -94,13 +94,15 @@ export async function startSweeper(databaseUrl: string, env: Record<string, stri
 }
 
 /**
- * Runs `runs` runs at `concurrency` from a separate client process. CPU per run (ms): the server's
+ * Runs `runs` runs at `concurrency` from a separate client process (`client`: bench/grpc-client.ts's
+ * raw gRPC over node:http2, or @connectrpc/connect). CPU per run (ms): the server's
  * and PostgreSQL's (`postgres`, bench/cpu.ts) over the client's lifetime, the client's over its timed window.
  */
-export async function measureGrpc(server: GrpcServer, runs: number, concurrency: number, steps: number, postgres: CpuWindow = noCpu) {
+export async function measureGrpc(server: GrpcServer, runs: number, concurrency: number, steps: number, postgres: CpuWindow = noCpu,
+  client: 'raw' | 'connect' = 'raw') {
   const server0 = processCpuMs(server.pid);
   const pgSince = postgres();
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/grpc-client.ts'), server.address, String(runs), String(concurrency)], { cwd: root });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/grpc-client.ts'), server.address, String(runs), String(concurrency), client], { cwd: root });
   const serverCpuMs = processCpuMs(server.pid) - server0;
   const pgCpuMs = pgSince();
   const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { runsPerSec: number; runP50Ms: number; runP99Ms: number; cpuMs: number };

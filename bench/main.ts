@@ -84,10 +84,11 @@ try {
 
   progress(`waymark gRPC: a server process and a client process, ${RUNS} runs, sequential and concurrency 16`);
   const server = await startServer(wmUrl);
-  let gSeq, g16, events, rSeq, r16;
+  let gSeq, g16, c16, events, rSeq, r16;
   try {
     gSeq = await repeat(REPS, () => measureGrpc(server, RUNS, 1, STEPS));
     g16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS, pgCpu));
+    c16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS, pgCpu, 'connect'));
     progress(`remote tools: ${RUNS} runs of one tool call each, in process and served by a worker (TypeScript SDK) over WorkerService; sequential and concurrency 16`);
     rSeq = await measureRemote(server, RUNS, 1);
     r16 = await measureRemote(server, RUNS, 16);
@@ -103,6 +104,7 @@ try {
   }
   row('waymark gRPC StartRun(wait), sequential (p50/p99: per run)', `${fmt(gSeq.stepsPerSec, 0)} steps/s`, fmt(gSeq.runP50Ms, 3), fmt(gSeq.runP99Ms, 3));
   row('waymark gRPC StartRun(wait), concurrency 16 (p50/p99: per run)', `${fmt(g16.stepsPerSec, 0)} steps/s`, fmt(g16.runP50Ms, 3), fmt(g16.runP99Ms, 3));
+  row('waymark gRPC StartRun(wait), concurrency 16, @connectrpc/connect client', `${fmt(c16.stepsPerSec, 0)} steps/s`, fmt(c16.runP50Ms, 3), fmt(c16.runP99Ms, 3));
   for (const [label, r] of [['sequential', rSeq], ['concurrency 16', r16]] as const) {
     row(`tool call in process (gRPC StartRun(wait), one mutating tool), ${label}`, `${fmt(r.local.callsPerSec, 0)} calls/s`, fmt(r.local.p50Ms, 3), fmt(r.local.p99Ms, 3));
     row(`remote tool call (worker over WorkerService: park, poll, result, resume), ${label}`, `${fmt(r.remote.callsPerSec, 0)} calls/s`, fmt(r.remote.p50Ms, 3), fmt(r.remote.p99Ms, 3));
@@ -124,6 +126,7 @@ try {
   // Which process a concurrency-16 row spent its CPU in: the machine's cores are shared by all of them.
   row('CPU per run at concurrency 16, ms: in process (node / PostgreSQL)', `${fmt(w16.nodeCpuMsPerRun, 2)} / ${fmt(w16.postgresCpuMsPerRun, 2)}`, '', '');
   row('CPU per run at concurrency 16, ms: gRPC (server / client / PostgreSQL)', `${fmt(g16.serverCpuMsPerRun, 2)} / ${fmt(g16.clientCpuMsPerRun, 2)} / ${fmt(g16.postgresCpuMsPerRun, 2)}`, '', '');
+  row('CPU per run at concurrency 16, ms: gRPC, @connectrpc/connect client (server / client / PostgreSQL)', `${fmt(c16.serverCpuMsPerRun, 2)} / ${fmt(c16.clientCpuMsPerRun, 2)} / ${fmt(c16.postgresCpuMsPerRun, 2)}`, '', '');
   row('CPU per invocation at concurrency 16, ms: Restate (server / endpoint / client)', `${fmt(s16.serverCpuMsPerRun, 2)} / ${fmt(s16.endpointCpuMsPerRun, 2)} / ${fmt(s16.clientCpuMsPerRun, 2)}`, '', '');
 
   progress(`replay: resume a run with ${REPLAY_ENTRIES} journal entries`);
