@@ -14,7 +14,7 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { RunStatus } from '../src/gen/waymark/v1/run_pb.js';
 import { RunService, StartRunRequestSchema, StartRunResponseSchema, type StartRunResponse } from '../src/gen/waymark/v1/run_service_pb.js';
-import { percentile, pool } from './stats.js';
+import { timedCalls } from './stats.js';
 
 const [address, runsArg, concurrencyArg, mode = 'raw'] = process.argv.slice(2);
 const runs = Number(runsArg);
@@ -68,15 +68,6 @@ const startRun = async (n: number) => {
 };
 
 await startRun(-1); // warm the connection and the server's code paths
-const latencies: number[] = [];
-const cpuBefore = process.cpuUsage();
-const started = performance.now();
-await pool(runs, concurrency, async (i) => {
-  const t = performance.now();
-  await startRun(i);
-  latencies.push(performance.now() - t);
-});
-const seconds = (performance.now() - started) / 1000;
-const cpu = process.cpuUsage(cpuBefore);
+const figures = await timedCalls(runs, concurrency, startRun);
 close();
-process.stdout.write(`${JSON.stringify({ runsPerSec: runs / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
+process.stdout.write(`${JSON.stringify(figures)}\n`);

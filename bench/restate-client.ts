@@ -3,7 +3,7 @@
 // (request-response: the call returns when the invocation ended) over one HTTP/2 connection, as
 // bench/grpc-client.ts does for Waymark, and prints one JSON line.
 import http2 from 'node:http2';
-import { percentile, pool } from './stats.js';
+import { timedCalls } from './stats.js';
 
 const [portArg, runsArg, concurrencyArg] = process.argv.slice(2);
 const runs = Number(runsArg);
@@ -27,15 +27,6 @@ const invoke = (n: number) => new Promise<void>((resolve, reject) => {
 });
 
 await invoke(-1); // warm the connection and the endpoint
-const latencies: number[] = [];
-const cpuBefore = process.cpuUsage();
-const started = performance.now();
-await pool(runs, concurrency, async (i) => {
-  const t = performance.now();
-  await invoke(i);
-  latencies.push(performance.now() - t);
-});
-const seconds = (performance.now() - started) / 1000;
-const cpu = process.cpuUsage(cpuBefore);
+const figures = await timedCalls(runs, concurrency, invoke);
 session.close();
-process.stdout.write(`${JSON.stringify({ runsPerSec: runs / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
+process.stdout.write(`${JSON.stringify(figures)}\n`);

@@ -29,3 +29,22 @@ export async function pool(count: number, concurrency: number, fn: (i: number) =
 }
 
 export const fmt = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+/**
+ * A client process's timed pass: `call(i)` for each of `count` items at `concurrency`, the latency
+ * of each call, and the process's CPU over the timed window (ms). What bench/grpc-client.ts and
+ * bench/restate-client.ts print, so both peers' rows are timed the same way.
+ */
+export async function timedCalls(count: number, concurrency: number, call: (i: number) => Promise<void>) {
+  const latencies: number[] = [];
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  await pool(count, concurrency, async (i) => {
+    const t = performance.now();
+    await call(i);
+    latencies.push(performance.now() - t);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { runsPerSec: count / seconds, runP50Ms: percentile(latencies, 50), runP99Ms: percentile(latencies, 99), cpuMs: (cpu.user + cpu.system) / 1000 };
+}
