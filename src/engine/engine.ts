@@ -18,7 +18,7 @@ import { PARENT_TIMED_OUT_ENDING, runChildrenCancel, runEnd, runTimedOutRecord, 
 import * as resolutions from './runtime/resolutions.js';
 import { signalSend, type SignalSendParams, type SignalSendResult } from './runtime/signal-inbox.js';
 import { replayHistory, type ReplayPreview } from './runtime/resume-preview.js';
-import { resolutionIsValid, waitingOf, type Waiting } from './runtime/suspension.js';
+import { openWaits, waitingOf, type Waiting } from './runtime/suspension.js';
 import type { Workflow } from './author/workflow.js';
 import { WorkflowContextImpl, type ChildStarter } from './runtime/workflow-context.js';
 import { FlowCatalog } from './flow/flow-catalog.js';
@@ -314,11 +314,8 @@ export class Engine {
 
   /** What a run waits on now: its open suspensions. */
   async runWaits(params: { runId: string; namespace: string }): Promise<Waiting[]> {
-    // The run's waits and what refers to them, not its journal (issue 22). Open: neither a valid
-    // winning resolution nor a cancellation (an invalidation, the run's end) refers to it.
-    const waits = (await this.store.journalWaits({ runId: params.runId, namespace: params.namespace }))
-      .filter(({ entry, referrers }) => !referrers.some((r) => r.status === 'cancelled' || (r.status === 'resolved' && resolutionIsValid(entry, r))))
-      .map(({ entry }) => waitingOf(entry));
+    // The run's waits and what refers to them, not its journal (issue 22).
+    const waits = openWaits(await this.store.journalWaits({ runId: params.runId, namespace: params.namespace })).map(waitingOf);
     return waits.some((w) => w.kind === 'tool') ? this.remote.describe(params, waits) : waits;
   }
 

@@ -8,7 +8,7 @@ import type { JournalStore } from '../../store/store.js';
 import { RunTimedOutError } from '../author/errors.js';
 import { newEntry } from '../../journal/journal-entry.js';
 import { childResolveParent } from './resolutions.js';
-import { resolutionIsValid } from './suspension.js';
+import { openWaits } from './suspension.js';
 
 /** Who ends runs here: the lease holder recorded while open waits are closed, and where to log. */
 export interface RunEnder {
@@ -110,11 +110,8 @@ async function closeOpenWaits(ender: RunEnder, runId: string, namespace: string,
   }
   if (!lease) return;
   try {
-    // The run's waits and what refers to them (journalWaits), not its journal (issue 22): open is
-    // neither won by a valid resolution nor cancelled, as GetRun's waiting_on says (engine.runWaits).
-    const open = (await store.journalWaits({ runId, namespace }))
-      .filter(({ entry, referrers }) => !referrers.some((r) => r.status === 'cancelled' || (r.status === 'resolved' && resolutionIsValid(entry, r))))
-      .map(({ entry }) => entry);
+    // The run's waits and what refers to them (journalWaits), not its journal (issue 22).
+    const open = openWaits(await store.journalWaits({ runId, namespace }));
     if (open.length === 0) return;
     const payload = (seq: number) => ({ reason: ending.waitsReason, seq, ...(ending.message ? { message: ending.message } : {}) });
     const closing = open.map((head) => newEntry({

@@ -2,6 +2,7 @@
 // Must not touch a store: it reads the entries it is given.
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json } from '../../journal/run.js';
+import type { JournalWait } from '../../store/journal-params.js';
 import type { PinnedSchema } from '../replay/payload-schema.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { isRemoteCall } from '../replay/replay.js';
@@ -70,6 +71,16 @@ export function resolutionIsValid(suspension: JournalEntry, resolution: JournalE
   if (r.source === 'timeout' && r.value === undefined) return true;
   if (r.value === undefined) return false;
   return validatePinned(pinnedOf(suspension), r.value).length === 0;
+}
+
+/**
+ * The open ones of a run's waits (the store's journalWaits): neither won by a valid resolution nor
+ * cancelled (an invalidation, the run's end). What GetRun's waiting_on lists and CancelRun closes.
+ */
+export function openWaits(waits: readonly JournalWait[]): JournalEntry[] {
+  return waits
+    .filter(({ entry, referrers }) => !referrers.some((r) => r.status === 'cancelled' || (r.status === 'resolved' && resolutionIsValid(entry, r))))
+    .map(({ entry }) => entry);
 }
 
 /** The resolution a passed deadline appends: the pinned default decision, or a bare timeout. */
