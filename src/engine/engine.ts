@@ -87,15 +87,13 @@ export interface EngineEvents {
   'execution-ended': [ExecuteResult];
 }
 
-/** How an execution under a lease starts (Engine.executeOnce): which writes and reads it still needs. */
-interface LeasedStart {
-  lease: Lease;
-  /** Created here with its lease and RUNNING entry (runCreate with recordRunning): the journal is that entry. */
-  created?: Run;
-  /** Taken with its RUNNING entry (runLeaseAcquireRunning): the run row after it, and that entry. */
-  run?: Run;
-  entry?: JournalEntry;
-}
+/**
+ * How an execution under a lease starts (Engine.executeOnce): a lease alone (the RUNNING entry is
+ * written there), a run created here with its lease and RUNNING entry (runCreate with
+ * recordRunning: the journal is that entry), or a lease taken with its RUNNING entry
+ * (runLeaseAcquireRunning: the run row after it, and that entry).
+ */
+type LeasedStart = { lease: Lease; created?: Run } | RunLeaseAcquireRunningResult;
 
 /** Statuses a resume may take a run from (a RUNNING one only once its lease expired). */
 const RESUMABLE: RunStatus[] = ['PENDING', 'RUNNING', 'SUSPENDED', 'FAILED', 'CANCELLED', 'SUCCEEDED'];
@@ -443,17 +441,15 @@ export class Engine {
   }
 
   /**
-   * One execution under `lease`. `created`: a run this engine just created with its lease and its
-   * RUNNING entry (runCreate with recordRunning), whose journal is known to hold only that entry.
-   * `run` and `entry`: the lease was taken with its RUNNING entry (runLeaseAcquireRunning).
-   * Neither: the RUNNING entry is written here first.
+   * One execution under the start's lease (LeasedStart says which writes and reads it still needs).
    */
-  private async executeOnce({ lease, created, run: takenRun, entry }: LeasedStart): Promise<ExecuteResult> {
+  private async executeOnce(start: LeasedStart): Promise<ExecuteResult> {
+    const { lease } = start;
     const runId = lease.runId;
     let run: Run;
-    let running: JournalEntry | null = entry ?? null;
-    if (created) run = created;
-    else if (takenRun && entry) run = takenRun;
+    let running: JournalEntry | null = null;
+    if ('entry' in start) ({ run, entry: running } = start);
+    else if (start.created) run = start.created;
     else {
       try {
         // Records the RUNNING event and returns the run row (the lease carries no namespace).
