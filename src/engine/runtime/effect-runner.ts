@@ -47,14 +47,6 @@ export interface PerformOptions {
 }
 
 /**
- * Runs a dispatched effect: the intent first when `twoPhase` (committed before `execute` starts),
- * then the terminal entry. Returns the recorded value; a failure is recorded and re-thrown as the
- * error rebuilt from its record, so the first run and every replay see the same thing. With a
- * retry policy a retryable failure is journaled together with its backoff timer (one append) and
- * the call parks on the timer; the attempt after it runs when the timer resolved (docs/journal.md
- * "Retries").
- */
-/**
  * The recorded value of a call replay answers with `return`, for a caller without a seal: what
  * perform would return, without its two async frames (a resume at the journal limit replays up to
  * 100,000 steps, and those frames were half of a sequential step's replay). Null otherwise: perform.
@@ -65,6 +57,14 @@ export function replayedReturn(exec: Execution, call: Call): { value: Json } | n
   return { value: call.decision.value };
 }
 
+/**
+ * Runs a dispatched effect: the intent first when `twoPhase` (committed before `execute` starts),
+ * then the terminal entry. Returns the recorded value; a failure is recorded and re-thrown as the
+ * error rebuilt from its record, so the first run and every replay see the same thing. With a
+ * retry policy a retryable failure is journaled together with its backoff timer (one append) and
+ * the call parks on the timer; the attempt after it runs when the timer resolved (docs/journal.md
+ * "Retries").
+ */
 export async function perform(exec: Execution, call: Call, options: PerformOptions): Promise<Json> {
   const { afterIntent } = options;
   // Only budget-admitted model calls pass afterIntent: steps and tools keep the direct path.
