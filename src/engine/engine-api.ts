@@ -166,8 +166,7 @@ export class EngineApi {
   async signalSend(params: SignalSendParams): Promise<SignalSendResult> {
     // The lease comes with the delivery (no PENDING hop, no other replica racing for the claim).
     const result = await this.engine.signalSend(params, { take: this.inline.accepting });
-    if (result.taken) this.inline.executeTaken(result.taken);
-    else this.inline.resolved(result, params.namespace);
+    this.inline.resolved(result, params.namespace);
     return result;
   }
 

@@ -23,6 +23,8 @@ export interface Resolution {
   runId: string;
   /** The call closed a wait (or resumed the run), so the run can continue: execute it now. */
   runnable: boolean;
+  /** The run's lease, taken with the call that made it runnable (a signal delivered with `leaseFor`). */
+  taken?: RunLeaseAcquireRunningResult | null;
 }
 
 export class InlineExecutions {
@@ -60,10 +62,17 @@ export class InlineExecutions {
 
   /**
    * The one place the decision "a resolution landed, execute the run here" is made: executes
-   * `runId` here in the background when the resolution made it runnable.
+   * `runId` here in the background when the resolution made it runnable. A resolution that came
+   * with the run's lease (`taken`: a signal delivered with `leaseFor`) executes under that lease,
+   * or hands it back (PENDING) when this class is stopping already.
    */
   resolved(resolution: Resolution, namespace: string): void {
-    if (resolution.runnable) this.executeHere(resolution.runId, namespace);
+    const { taken } = resolution;
+    if (taken && this.#stopping) {
+      void this.#engine.store.runLeaseRelease({ lease: taken.lease })
+        .catch((err: unknown) => this.#logger.warn({ runId: taken.lease.runId, err }, 'could not hand a taken run back; its lease expires'));
+    } else if (taken) this.inBackground(taken.lease.runId, () => this.#engine.runExecute({ taken }));
+    else if (resolution.runnable) this.executeHere(resolution.runId, namespace);
   }
 
   /** Whether this class still executes runs (false once stop() began): a caller takes a lease for it only then. */
@@ -72,28 +81,16 @@ export class InlineExecutions {
   }
 
   /**
-   * Executes, in the background, a run whose lease came with the call that made it runnable (a
-   * signal delivered with `leaseFor`); stopping already, it hands the lease back (PENDING) instead.
-   */
-  executeTaken(taken: RunLeaseAcquireRunningResult): void {
-    const { runId } = taken.lease;
-    if (this.#stopping) {
-      void this.#engine.store.runLeaseRelease({ lease: taken.lease }).catch((err: unknown) => this.#logger.warn({ runId, err }, 'could not hand a taken run back; its lease expires'));
-      return;
-    }
-    void this.track(() => this.#engine.runExecute({ taken })).then(
-      (result) => this.#logger.debug({ runId, outcome: result?.outcome }, 'inline execution ended'),
-      (err: unknown) => this.#logger.warn({ runId, err }, 'inline execution failed; an executor or the sweeper takes the run over'),
-    );
-  }
-
-  /**
    * Executes `runId` here, in the background, if it is claimable (PENDING, or RUNNING with an
    * expired lease); a no-op when another worker holds it or the server is stopping.
    */
   executeHere(runId: string, namespace: string): void {
     if (this.#stopping) return;
-    void this.track(() => this.#engine.runExecute({ runId, namespace })).then(
+    this.inBackground(runId, () => this.#engine.runExecute({ runId, namespace }));
+  }
+
+  private inBackground(runId: string, execute: () => Promise<{ outcome: string } | null>): void {
+    void this.track(execute).then(
       (result) => this.#logger.debug({ runId, outcome: result?.outcome ?? 'claimed elsewhere' }, 'inline execution ended'),
       (err: unknown) => this.#logger.warn({ runId, err }, 'inline execution failed; an executor or the sweeper takes the run over'),
     );
