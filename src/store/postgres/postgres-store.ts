@@ -382,24 +382,20 @@ export class PostgresStore implements JournalStore {
   }
 
   async runRecoverExpired(params: RunRecoverExpiredParams): Promise<RunRecoverExpiredResult> {
-    if (params.limit <= 0) return { recovered: [], failed: [] };
-    const rows = await this.transaction(async (client) => {
-      await client.query(`SET LOCAL lock_timeout = ${Math.trunc(this.options.sweeperLockTimeoutMs ?? 500)}`);
-      if (params.leader) await this.sweeperFence(client, params.leader);
-      return (await client.query<{ id: string; status: RunStatus }>(rq.runRecoverExpired(params))).rows;
-    });
-    return {
-      recovered: rows.filter((r) => r.status === 'PENDING').map((r) => r.id),
-      failed: rows.filter((r) => r.status === 'FAILED').map((r) => r.id),
-    };
+    return this.recoverRuns(params, rq.runRecoverExpired(params));
   }
 
   async runRecoverDeadSessions(params: RunRecoverDeadSessionsParams): Promise<RunRecoverExpiredResult> {
+    return this.recoverRuns(params, rq.runRecoverDeadSessions(params));
+  }
+
+  /** A sweeper recovery statement (expired leases, dead sessions): fenced by the leader, under the sweeper's lock timeout. */
+  private async recoverRuns(params: { limit: number; leader?: RunRecoverExpiredParams['leader'] }, statement: pg.QueryConfig): Promise<RunRecoverExpiredResult> {
     if (params.limit <= 0) return { recovered: [], failed: [] };
     const rows = await this.transaction(async (client) => {
       await client.query(`SET LOCAL lock_timeout = ${Math.trunc(this.options.sweeperLockTimeoutMs ?? 500)}`);
       if (params.leader) await this.sweeperFence(client, params.leader);
-      return (await client.query<{ id: string; status: RunStatus }>(rq.runRecoverDeadSessions(params))).rows;
+      return (await client.query<{ id: string; status: RunStatus }>(statement)).rows;
     });
     return {
       recovered: rows.filter((r) => r.status === 'PENDING').map((r) => r.id),
