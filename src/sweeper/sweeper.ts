@@ -92,6 +92,12 @@ export interface SweeperEvents {
   stopped: [];
 }
 
+/** A repeating duty of the sweeper: its pending timer and the run in flight. */
+interface Loop {
+  timer: NodeJS.Timeout | null;
+  done: Promise<unknown>;
+}
+
 export class Sweeper {
   readonly events = new EventEmitter<SweeperEvents>();
   readonly holder: string;
@@ -108,10 +114,8 @@ export class Sweeper {
   private readonly reportedUnroutable = new Set<string>();
   private readonly store: JournalStore;
   private readonly logger: Logger;
-  private timer: NodeJS.Timeout | null = null;
-  private sessionTimer: NodeJS.Timeout | null = null;
-  private checking: Promise<unknown> = Promise.resolve();
-  private running: Promise<unknown> = Promise.resolve();
+  /** The sweep loop and the session-check loop, while running. */
+  private loops: Loop[] = [];
   private state: 'new' | 'running' | 'stopped' = 'new';
 
   constructor(options: SweeperOptions) {
@@ -144,34 +148,33 @@ export class Sweeper {
     this.state = 'running';
     this.leader.start();
     this.logger.info({ holder: this.holder, intervalMs: this.intervalMs, sessionCheckMs: this.sessionCheckMs, graceMs: this.graceMs }, 'sweeper started');
-    const loop = (): void => {
-      this.running = this.sweepOnce().catch(() => undefined).finally(() => {
-        if (this.state !== 'running') return;
-        this.timer = setTimeout(loop, this.intervalMs);
-        this.timer.unref();
+    this.loops.push(this.every(this.intervalMs, () => this.sweepOnce(), true));
+    if (this.sessionCheckMs > 0) this.loops.push(this.every(this.sessionCheckMs, () => this.checkSessionsOnce(), false));
+  }
+
+  /** Runs `work` (at once when `now`, else after `everyMs`), then `everyMs` after each run ended, while the sweeper runs. */
+  private every(everyMs: number, work: () => Promise<unknown>, now: boolean): Loop {
+    const loop: Loop = { timer: null, done: Promise.resolve() };
+    const schedule = (): void => {
+      loop.timer = setTimeout(tick, everyMs);
+      loop.timer.unref();
+    };
+    const tick = (): void => {
+      loop.done = work().catch(() => undefined).finally(() => {
+        if (this.state === 'running') schedule();
       });
     };
-    loop();
-    if (this.sessionCheckMs > 0) {
-      const check = (): void => {
-        this.checking = this.checkSessionsOnce().catch(() => undefined).finally(() => {
-          if (this.state !== 'running') return;
-          this.sessionTimer = setTimeout(check, this.sessionCheckMs);
-          this.sessionTimer.unref();
-        });
-      };
-      this.sessionTimer = setTimeout(check, this.sessionCheckMs);
-      this.sessionTimer.unref();
-    }
+    if (now) tick();
+    else schedule();
+    return loop;
   }
 
   /** Finishes the sweep in progress, then releases leadership so another sweeper takes over at once. */
   async stop(): Promise<void> {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
-    if (this.timer) clearTimeout(this.timer);
-    if (this.sessionTimer) clearTimeout(this.sessionTimer);
-    await Promise.all([this.running, this.checking]);
+    for (const loop of this.loops) if (loop.timer) clearTimeout(loop.timer);
+    await Promise.all(this.loops.map((loop) => loop.done));
     await this.leader.stop();
     this.events.emit('stopped');
   }
