@@ -163,3 +163,18 @@ function chatCompletion(prompt: string): unknown {
     usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
   };
 }
+
+/**
+ * The client side, for the fixtures' tools (in-process and on a remote worker alike): posts one
+ * effect to the sink at `sink` with the call's idempotency key and this process's pid.
+ */
+export async function postEffect(sink: string, effect: string, idempotencyKey: string, signal: AbortSignal): Promise<{ applied: boolean }> {
+  const res = await fetch(`${sink}/effect`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey, 'x-worker-pid': String(process.pid) },
+    body: JSON.stringify({ effect }),
+    signal,
+  });
+  if (!res.ok) throw new Error(`sink answered ${res.status}`);
+  return (await res.json()) as { applied: boolean };
+}
