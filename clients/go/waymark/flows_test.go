@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,39 +18,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// refundFlowYAML is the refund flow of the README, as a team keeps it in a file.
-const refundFlowYAML = `
-name: refund-flow
-description: Refunds an order after a person approves it.
-state_schema:
-  type: object
-  properties:
-    order: {type: string, minLength: 1}
-    amount: {type: number, exclusiveMinimum: 0}
-    decision: {type: object}
-    refund: {type: object}
-  required: [order, amount]
-start: approve
-nodes:
-  - id: approve
-    approval:
-      title: "Refund ${{ state.amount }} for order {{ state.order }}?"
-      deadline: 86400s
-      on_timeout: APPROVAL_TIMEOUT_DECISION_DENY
-      into: decision
-  - {id: approved, branch: {}}
-  - id: charge
-    tool: {tool: charge_back, arguments: {order: "{{ state.order }}", amount: "{{ state.amount }}"}, into: refund}
-  - id: refunded
-    end: {output: {status: refunded, refundId: "{{ state.refund.refundId }}"}}
-  - id: declined
-    end: {output: {status: declined, by: "{{ state.decision.by }}"}}
-edges:
-  - {from: approve, to: approved}
-  - {from: approved, to: charge, condition: state.decision.approved}
-  - {from: approved, to: declined}
-  - {from: charge, to: refunded}
-`
+// refundFlowYAML is the refund flow of the README, as a team keeps it in a file (shared with the
+// Python client's tests, as test/wire is).
+var refundFlowYAML = func() string {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "test", "flows", "refund-flow.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return string(raw)
+}()
 
 // The same flow in protobuf JSON, lowerCamelCase names: ParseFlow reads both to one message.
 const refundFlowJSON = `{

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from concurrent import futures
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -18,36 +19,8 @@ from waymark.v1 import flow_service_pb2, flow_service_pb2_grpc
 
 FAST = waymark.RetryPolicy(initial=0.005, maximum=0.02, budget=20)
 
-REFUND_FLOW_YAML = """
-name: refund-flow
-description: Refunds an order after a person approves it.
-state_schema:
-  type: object
-  properties:
-    order: {type: string, minLength: 1}
-    amount: {type: number, exclusiveMinimum: 0}
-    decision: {type: object}
-    refund: {type: object}
-  required: [order, amount]
-start: approve
-nodes:
-  - id: approve
-    approval:
-      title: "Refund ${{ state.amount }} for order {{ state.order }}?"
-      deadline: 86400s
-      on_timeout: APPROVAL_TIMEOUT_DECISION_DENY
-      into: decision
-  - {id: approved, branch: {}}
-  - id: charge
-    tool: {tool: charge_back, arguments: {order: "{{ state.order }}", amount: "{{ state.amount }}"}, into: refund}
-  - {id: refunded, end: {output: {status: refunded, refundId: "{{ state.refund.refundId }}"}}}
-  - {id: declined, end: {output: {status: declined, by: "{{ state.decision.by }}"}}}
-edges:
-  - {from: approve, to: approved}
-  - {from: approved, to: charge, condition: state.decision.approved}
-  - {from: approved, to: declined}
-  - {from: charge, to: refunded}
-"""
+# The refund flow of the README as a team keeps it in a file (shared with the Go client's tests, as test/wire is).
+REFUND_FLOW_YAML = (Path(__file__).resolve().parents[3] / "test" / "flows" / "refund-flow.yaml").read_text()
 
 REFUND_FLOW: dict[str, Any] = {
     "name": "refund-flow",
