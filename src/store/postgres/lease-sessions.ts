@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { translatePgError } from './pg-errors.js';
-import { reconnectDelayMs, type ReconnectBackoff } from './reconnect-delay.js';
+import { Reconnector, type ReconnectBackoff } from './reconnect-delay.js';
 
 /*
  * Lease sessions (migration 0014, docs/recovery.md "Dead sessions"): each lease holder keeps one
@@ -48,11 +48,17 @@ export interface LeaseSessionOptions extends ReconnectBackoff {
 export class LeaseSession {
   private client: pg.Client | null = null;
   private opening: Promise<void> | null = null;
-  private attempt = 0;
-  private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly reconnects: Reconnector;
 
-  constructor(readonly holder: string, private readonly options: LeaseSessionOptions) {}
+  constructor(readonly holder: string, private readonly options: LeaseSessionOptions) {
+    this.reconnects = new Reconnector({
+      backoff: options,
+      attempt: () => this.open(),
+      onFailure: (err) => this.options.onError?.(err, 'lease session reconnect failed; retrying'),
+      stopped: () => this.closed,
+    });
+  }
 
   /** The backend pid of the session, while connected (tests end it with pg_terminate_backend). */
   pid: number | null = null;
@@ -67,8 +73,7 @@ export class LeaseSession {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.reconnects.cancel();
     await this.opening?.catch(() => {});
     const client = this.client;
     this.client = null;
@@ -88,7 +93,7 @@ export class LeaseSession {
    */
   async abandon(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.reconnects.cancel();
     await this.opening?.catch(() => {});
     const client = this.client;
     this.client = null;
@@ -119,7 +124,7 @@ export class LeaseSession {
       if (this.closed) throw new Error('closed');
       this.client = client;
       this.pid = pid;
-      this.attempt = 0;
+      this.reconnects.connected();
     } catch (err) {
       client.removeAllListeners('end');
       await client.end().catch(() => {});
@@ -135,20 +140,6 @@ export class LeaseSession {
     client.end().catch(() => {});
     if (this.closed) return;
     this.options.onError?.(err, 'lease session connection lost; reconnecting (runs it held may be reclaimed meanwhile)');
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect(): void {
-    const delay = reconnectDelayMs(this.attempt, this.options);
-    this.attempt += 1;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.open().catch((err: unknown) => {
-        if (this.closed) return;
-        this.options.onError?.(err, 'lease session reconnect failed; retrying');
-        this.scheduleReconnect();
-      });
-    }, delay);
-    this.timer.unref();
+    this.reconnects.schedule();
   }
 }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { translatePgError } from './pg-errors.js';
-import { reconnectDelayMs, type ReconnectBackoff } from './reconnect-delay.js';
+import { Reconnector, type ReconnectBackoff } from './reconnect-delay.js';
 
 /** One wake-up subscription, as passed to JournalStore.wakeupSubscribe. */
 export interface WakeupSubscriber {
@@ -31,12 +31,18 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
   private client: pg.Client | null = null;
   private connecting: Promise<void> | null = null;
   private everConnected = false;
-  private attempt = 0;
-  private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly reconnects: Reconnector;
 
   constructor(private readonly options: WakeupListenerOptions) {
     super();
+    this.reconnects = new Reconnector({
+      backoff: options,
+      attempt: () => this.connect(),
+      onSuccess: () => this.resync(),
+      onFailure: (err) => this.options.onError?.(err, 'wake-up listener reconnect failed; retrying'),
+      stopped: () => this.closed,
+    });
   }
 
   /**
@@ -57,8 +63,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
   async close(): Promise<void> {
     this.closed = true;
     this.subscribers.clear();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.reconnects.cancel();
     await this.connecting?.catch(() => {});
     const client = this.client;
     this.client = null;
@@ -91,7 +96,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
     }
     this.client = client;
     this.everConnected = true;
-    this.attempt = 0;
+    this.reconnects.connected();
     this.emit('connected');
   }
 
@@ -103,24 +108,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
     if (this.closed) return;
     this.options.onError?.(err, 'wake-up listener connection lost; reconnecting');
     this.emit('lost', err);
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect(): void {
-    const delay = reconnectDelayMs(this.attempt, this.options);
-    this.attempt += 1;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.connect().then(
-        () => this.resync(),
-        (err: unknown) => {
-          if (this.closed) return;
-          this.options.onError?.(err, 'wake-up listener reconnect failed; retrying');
-          this.scheduleReconnect();
-        },
-      );
-    }, delay);
-    this.timer.unref();
+    this.reconnects.schedule();
   }
 
   /** After a reconnect: wake everyone once, since notifications sent meanwhile were lost. */
