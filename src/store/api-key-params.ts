@@ -47,3 +47,22 @@ export interface ApiKeyGetByClientCertParams {
 export interface ApiKeyRevokeParams {
   id: string;
 }
+
+/**
+ * API keys. Part of JournalStore (store.ts), whose contract holds for each method.
+ */
+export interface ApiKeyOps {
+  /**
+   * API keys (docs/security.md). apiKeyCreate stores a new key (createdAt: the store's clock) and
+   * returns it. Ids are 64 random bits: one already taken is a bug, and the write fails.
+   */
+  apiKeyCreate(params: ApiKeyCreateParams): Promise<ApiKeyRecord>;
+  /** One key by id, revoked or not; null when there is none. */
+  apiKeyGet(params: ApiKeyGetParams): Promise<ApiKeyRecord | null>;
+  /** The key (revoked or not) its client certificate is bound to, by fingerprint; null when none is. */
+  apiKeyGetByClientCert(params: ApiKeyGetByClientCertParams): Promise<ApiKeyRecord | null>;
+  /** Keys newest first (createdAt, then id), revoked ones only with `includeRevoked`. */
+  apiKeyList(params: ApiKeyListParams): Promise<ApiKeyRecord[]>;
+  /** Sets revokedAt (the store's clock) once; a revoked key is returned unchanged; null for an unknown id. */
+  apiKeyRevoke(params: ApiKeyRevokeParams): Promise<ApiKeyRecord | null>;
+}

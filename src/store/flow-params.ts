@@ -41,3 +41,20 @@ export interface FlowGetParams {
 export interface FlowListParams {
   namespace: string;
 }
+
+/**
+ * Declarative flows, versioned by name. Part of JournalStore (store.ts), whose contract holds for
+ * each method.
+ */
+export interface FlowOps {
+  /**
+   * Stores a new version of a flow (the latest version's number plus one), unless the latest
+   * version's digest is `digest`: then nothing is written and that version is returned with
+   * `created: false`. Concurrent registrations of one name get distinct versions.
+   */
+  flowRegister(params: FlowRegisterParams): Promise<FlowRegisterResult>;
+  /** One version (the latest without `version`); null when the name or version is unknown in the namespace. */
+  flowGet(params: FlowGetParams): Promise<FlowRecord | null>;
+  /** The latest version of each flow of the namespace, by name. */
+  flowList(params: FlowListParams): Promise<FlowRecord[]>;
+}

@@ -2,7 +2,7 @@ import type { Json } from '../journal/run.js';
 import type { JournalResolveResult } from './journal-params.js';
 
 /*
- * Parameters and results of the JournalStore's remote-tool methods (store.ts says what each does;
+ * Parameters and results of the JournalStore's remote-tool methods (RemoteTaskOps, at the end of this file, says what each does;
  * docs/workers.md the protocol they serve). A task is one remote tool call: the `suspended`
  * journal entry of the call (run id, seq) plus who holds it. `attempt` is the fencing token.
  */
@@ -133,4 +133,48 @@ export interface RemoteTaskRetryParams extends RemoteTaskFence {
 
 export interface RemoteTaskListParams {
   runId: string;
+}
+
+/**
+ * Remote tools: workers, their declared tools, and the tasks of remote tool calls. Part of
+ * JournalStore (store.ts), whose contract holds for each method.
+ */
+export interface RemoteTaskOps {
+  /**
+   * Remote tools (remote-task-params.ts; docs/workers.md). workerHeartbeat marks a worker live for
+   * `ttlMs` (store clock); with `tools` it also replaces the worker's tool list and upserts each
+   * tool's declaration (the latest wins; declarations outlive their workers). Returns false when
+   * `tools` is absent and the worker is unknown (it must register).
+   */
+  workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean>;
+  /** A clean stop: the worker serves nothing from now on; its claimed tasks lapse as they would. */
+  workerRemove(params: { namespace: string; workerId: string }): Promise<void>;
+  /** The namespace's declared remote tools by name, each with its live workers. */
+  remoteToolList(params: RemoteToolListParams): Promise<RemoteToolInfo[]>;
+  /**
+   * Creates the task of the remote tool call journaled as the `suspended` entry (runId, seq), or
+   * returns the existing one unchanged (a repeat after a crash). RunNotFoundError for an unknown run.
+   */
+  remoteTaskCreate(params: RemoteTaskCreateParams): Promise<RemoteTask>;
+  /**
+   * Claims up to `limit` tasks of `tools` in `queue`, oldest first: pending ones past their
+   * `availableAt`, and claimed ones whose claim lapsed (a redispatch). Each claim bumps `attempt`
+   * (the new fencing token), sets the holder and a claim of the task's heartbeat timeout. Only
+   * tasks whose call is open: deadline not passed, suspension with no winning or cancelling
+   * entry, run not terminal. Two claimers never get one task, and neither waits for the other's.
+   */
+  remoteTaskClaim(params: RemoteTaskClaimParams): Promise<RemoteTask[]>;
+  /** Extends the holder's claim by the task's heartbeat timeout; null when fenced (another token, done, or the call closed). */
+  remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null>;
+  /**
+   * The holder's result: under the run-row lock, checks the fence, then appends `entry` as the
+   * resolution of the call's suspension (what journalResolve does, the run made claimable) and
+   * marks the task done, atomically. A stale token writes nothing (`fenced`); a call already
+   * closed marks the task done and writes nothing (`closed`).
+   */
+  remoteTaskComplete(params: RemoteTaskCompleteParams): Promise<RemoteTaskCompleteResult>;
+  /** The holder's retryable failure: the task is pending again after `delayMs`; false when fenced. */
+  remoteTaskRetry(params: RemoteTaskRetryParams): Promise<boolean>;
+  /** A run's tasks, by seq. */
+  remoteTaskList(params: RemoteTaskListParams): Promise<RemoteTask[]>;
 }

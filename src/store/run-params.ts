@@ -3,7 +3,7 @@ import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { SweeperLease } from './sweeper-params.js';
 
 /*
- * Parameters and results of the JournalStore's run methods (store.ts says what each method does).
+ * Parameters and results of the JournalStore's run methods (RunOps, at the end of this file, says what each method does).
  * One named type per method, as River's driver interface has, so an implementation, a wrapper
  * and the conformance suite all name the same shapes.
  */
@@ -136,3 +136,72 @@ export type RunStatusForceResult = RunStatusSetResult;
 
 /** Runs in each status, every status present (0 when none). */
 export type RunCountByStatusResult = Record<RunStatus, number>;
+
+/**
+ * Runs and their leases: creating, reading, taking, renewing, releasing, claiming and moving a run
+ * between statuses. Part of JournalStore (store.ts), whose contract holds for each method.
+ */
+export interface RunOps {
+  /**
+   * Creates a PENDING run (RUNNING with a lease when `leaseFor` is given), or returns the existing
+   * run for a repeated (namespace, idempotencyKey) with `created: false` and no lease. A repeated key
+   * naming a different workflow throws IdempotencyConflictError. Nothing is journaled, unless
+   * `leaseFor.recordRunning`: then the new run's RUNNING status entry (seq 0, what runStatusSet
+   * would write) is written atomically with the run, so an execution starting on the new run
+   * needs neither that write nor a journal read (the journal is that one entry).
+   */
+  runCreate(params: RunCreateParams): Promise<RunCreateResult>;
+  /** Fail-closed addressing: an unknown id or one in another namespace throws RunNotFoundError. */
+  runGet(params: RunGetParams): Promise<Run>;
+  /** Newest first (createdAt, then id); `nextCursor` is null on the last page. */
+  runList(params: RunListParams): Promise<RunListResult>;
+  /**
+   * Takes the lease on one run if it is free or expired, bumping the epoch, and makes that durable
+   * before returning, so the caller reads the journal only after the bump.
+   * With `statuses`, only a run in one of them is taken (default: PENDING or RUNNING with expired lease).
+   * The run becomes RUNNING (a run under a lease is executing; a terminal run taken this way, e.g. by
+   * ResumeRun, has its output and error cleared). Nothing is journaled: the caller records the
+   * RUNNING event with runStatusSet if it wants one.
+   * Returns null when someone else holds it or the status does not match; throws RunNotFoundError
+   * for an unknown run (or one outside `namespace`, when given).
+   */
+  runLeaseAcquire(params: RunLeaseAcquireParams): Promise<Lease | null>;
+  /**
+   * runLeaseAcquire and runStatusSet RUNNING as one atomic step, one commit: takes the lease on the
+   * same terms (epoch bumped, durable before returning) and journals the RUNNING `status` entry, so
+   * an execution starting on a run it takes this way (a run a signal or decision made runnable,
+   * a re-take after parking found a resolution) writes one statement fewer. Null when
+   * runLeaseAcquire would return null; RunNotFoundError likewise.
+   */
+  runLeaseAcquireRunning(params: RunLeaseAcquireParams): Promise<RunLeaseAcquireRunningResult | null>;
+  /** Extends the lease (even an expired one nobody took over); throws LeaseLostError when fenced. */
+  runLeaseRenew(params: RunLeaseRenewParams): Promise<Lease>;
+  /**
+   * Gives the lease up. A RUNNING run goes back to PENDING so another executor may claim it at once
+   * (graceful shutdown); other statuses are unchanged. A release by a fenced holder does nothing.
+   */
+  runLeaseRelease(params: RunLeaseReleaseParams): Promise<void>;
+  /**
+   * Claims up to `limit` PENDING runs (oldest first) and sets them RUNNING under a new lease each.
+   * Two claimers never get the same run, and neither waits for the runs the other is taking.
+   */
+  runClaim(params: RunClaimParams): Promise<Lease[]>;
+  /**
+   * Fenced status change. Appends a `status` journal entry (the event: kind `status`, name and
+   * payload.status = the status actually set) atomically with it. Terminal, SUSPENDED and
+   * PENDING statuses release the lease; `output`/`error` are kept only for terminal statuses.
+   * A move to SUSPENDED becomes PENDING instead when a resolution was applied while the run was
+   * RUNNING under this lease (no lost wake-up; at worst one spare replay). Status entries are exempt
+   * from the journal entry limit, so a full journal can still be failed.
+   */
+  runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult>;
+  /**
+   * Unfenced status change for operators and the sweeper (cancel, fail after recovery attempts):
+   * serialised with the run's other writes, it bumps the epoch so the current holder (if any) is
+   * fenced off, releases the lease, and appends the `status` entry. No-op returning null when the
+   * run is already terminal. RUNNING cannot be forced (TypeError): only a lease holder runs a run.
+   */
+  runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null>;
+  /** How many runs are in each status (all namespaces), for the runs-by-status gauge. */
+  runCountByStatus(): Promise<RunCountByStatusResult>;
+}

@@ -3,8 +3,8 @@ import type { Json, Lease, RunStatus } from '../journal/run.js';
 import type { RunLeaseAcquireRunningResult } from './run-params.js';
 
 /*
- * Parameters and results of the JournalStore's suspension and signal-inbox methods (store.ts says
- * what each does).
+ * Parameters and results of the JournalStore's suspension and signal-inbox methods (SignalOps, at
+ * the end of this file, says what each does).
  */
 
 export interface SuspensionListParams {
@@ -107,4 +107,52 @@ export interface SignalInboxConsumeResult {
   entry: JournalEntry | null;
   /** The wait's winner: this entry when valid, the earlier winner when it had one; null when this one was a noop or the signal is gone. */
   winner: JournalEntry | null;
+}
+
+/**
+ * Open suspensions across runs and the signal inbox. Part of JournalStore (store.ts), whose
+ * contract holds for each method.
+ */
+export interface SignalOps {
+  /**
+   * Suspensions across runs, oldest first (entry createdAt, then run id, then seq): what
+   * ListApprovals reads. `open: true` keeps waits with no winning resolution, not superseded by an
+   * invalidation, in runs that have not ended; `open: false` keeps the others; absent keeps both.
+   * A malformed `runId` matches nothing. `nextCursor` is null on the last page.
+   */
+  suspensionList(params: SuspensionListParams): Promise<SuspensionListResult>;
+  /**
+   * The oldest open suspension of one run with this `kind` and `name` (lowest seq), or null: what
+   * SendSignal validates a payload against and aims at, without reading the run's journal. "Open"
+   * is signalDeliver's definition: a `suspended` entry that no `resolved` (winning) and no
+   * `cancelled` (invalidation, run cancelled) entry points at; `noop` resolutions do not close it,
+   * its scope does not matter, and the run's status is not looked at. Its cost does not grow with
+   * the journal. Throws RunNotFoundError for an unknown run (or one outside `namespace`).
+   */
+  suspensionOpenOldest(params: SuspensionOpenOldestParams): Promise<JournalEntry | null>;
+  /**
+   * The signal inbox (docs/journal.md "Signals"). Serialised with the run's other writes, in this order:
+   * - `dedupeKey` already in the journal, or `signalId` already buffered: `duplicate`, nothing written;
+   * - a terminal run: RunStateError;
+   * - an open `signal` wait named `name` (no winning or cancelling entry points at it) while no
+   *   signal of that name is buffered: if it is `target.seq`, `target.entry` is appended as its
+   *   winning resolution (`resolved`; a SUSPENDED run becomes PENDING, a RUNNING one is flagged as
+   *   journalResolve does); otherwise `wait_open` with its seq, so the caller validates against it and calls again;
+   * - otherwise (no open wait, or earlier signals of that name queued) the signal is `buffered`.
+   * The store sets the entry's status, refSeq and dedupeKey. PayloadTooLargeError and
+   * UnstorableValueError before anything is read.
+   */
+  signalDeliver(params: SignalDeliverParams): Promise<SignalDeliverResult>;
+  /** Buffered signals of a run (of one name when given), in arrival order. RunNotFoundError as journalList. */
+  signalInboxList(params: SignalInboxListParams): Promise<BufferedSignal[]>;
+  /**
+   * Fenced: moves buffered signal `signalId` into the journal as a resolution of the wait at
+   * `suspensionSeq`: `resolved` when `valid` (the caller checked the wait's pinned schema),
+   * `noop` when not (refused, kept for the audit trail and so its id stays delivered). The signal
+   * leaves the inbox atomically with the write. When the wait already has a winner nothing is
+   * written and the signal stays buffered for a later wait; `winner` is returned. Both null when
+   * the signal is gone. Unlike journalResolve it does not flag the run: the holder reads the entry
+   * it just wrote.
+   */
+  signalInboxConsume(params: SignalInboxConsumeParams): Promise<SignalInboxConsumeResult>;
 }

@@ -131,3 +131,43 @@ export interface WebhookDeliveryRedeliverParams {
   namespace: string;
   deliveryId: string;
 }
+
+/**
+ * Webhook endpoints and the outbox of their deliveries. Part of JournalStore (store.ts), whose
+ * contract holds for each method.
+ */
+export interface WebhookOps {
+  /**
+   * Webhooks (webhook-params.ts; docs/security.md "Webhooks"). Every terminal status written by
+   * runStatusSet, runStatusForce or runRecoverExpired also writes, atomically with it, one pending
+   * delivery of `run.finished` per endpoint of the run's namespace that takes it: the outbox.
+   * An endpoint starts with one secret; ids are the caller's.
+   */
+  webhookEndpointCreate(params: WebhookEndpointCreateParams): Promise<WebhookEndpoint>;
+  /** The namespace's endpoints, oldest first. */
+  webhookEndpointList(params: WebhookEndpointListParams): Promise<WebhookEndpoint[]>;
+  /** Deletes the endpoint and its deliveries; WebhookEndpointNotFoundError when it is not in the namespace. */
+  webhookEndpointDelete(params: WebhookEndpointDeleteParams): Promise<void>;
+  /**
+   * Makes `secret` the current secret; the secrets signing until now go on signing for
+   * `overlapMs` (store clock), expired ones are dropped. WebhookEndpointNotFoundError as delete.
+   */
+  webhookEndpointRotate(params: WebhookEndpointRotateParams): Promise<WebhookEndpoint>;
+  /**
+   * Claims up to `limit` due pending deliveries (oldest due first) for one attempt each, counting
+   * the attempt; a claim lapses after `claimTtlMs`, so a dispatcher that died mid-attempt leaves
+   * the delivery to another. Two claimers never hold one delivery at once, and neither waits for
+   * the other's rows. Deliveries of deleted endpoints are gone with them.
+   */
+  webhookDeliveryClaim(params: WebhookDeliveryClaimParams): Promise<WebhookClaim[]>;
+  /** Records the attempt's outcome; false (nothing changed) when the claim lapsed and was taken or completed. */
+  webhookDeliveryComplete(params: WebhookDeliveryCompleteParams): Promise<boolean>;
+  /** The namespace's deliveries, newest first, optionally of one endpoint, state or run. */
+  webhookDeliveryList(params: WebhookDeliveryListParams): Promise<WebhookDeliveryListResult>;
+  /**
+   * A delivered or dead delivery becomes pending again, due now, attempts counted from 0, with the
+   * same message id. WebhookDeliveryNotFoundError outside the namespace; WebhookDeliveryPendingError
+   * when it is still pending.
+   */
+  webhookDeliveryRedeliver(params: WebhookDeliveryRedeliverParams): Promise<WebhookDelivery>;
+}

@@ -143,3 +143,51 @@ export class LeaseSession {
     this.reconnects.schedule();
   }
 }
+
+/**
+ * The lease sessions one store holds, by holder (JournalStore leaseSessionOpen/Close): one
+ * LeaseSession each, reopened on its own after a lost connection, all closed with the store.
+ */
+export class LeaseSessions {
+  private readonly sessions = new Map<string, LeaseSession>();
+
+  constructor(private readonly options: Omit<LeaseSessionOptions, 'onError'> & { onError?: (err: unknown, message: string, holder: string) => void }) {}
+
+  async open(holder: string): Promise<void> {
+    let session = this.sessions.get(holder);
+    if (!session) {
+      session = new LeaseSession(holder, { ...this.options, onError: (err, message) => this.options.onError?.(err, message, holder) });
+      this.sessions.set(holder, session);
+    }
+    try {
+      await session.open();
+    } catch (err) {
+      this.sessions.delete(holder);
+      await session.close();
+      throw err;
+    }
+  }
+
+  async close(holder: string): Promise<void> {
+    const session = this.sessions.get(holder);
+    this.sessions.delete(holder);
+    await session?.close();
+  }
+
+  /** The backend pid of `holder`'s session (tests end it with pg_terminate_backend). */
+  pid(holder: string): number | null {
+    return this.sessions.get(holder)?.pid ?? null;
+  }
+
+  /** Tests: `holder`'s session ends as a killed process's would (its registration stays, dead). */
+  async end(holder: string): Promise<void> {
+    const session = this.sessions.get(holder);
+    this.sessions.delete(holder);
+    await session?.abandon();
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.sessions.values()].map((session) => session.close()));
+    this.sessions.clear();
+  }
+}

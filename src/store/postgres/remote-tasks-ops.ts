@@ -1,7 +1,5 @@
-import type pg from 'pg';
 import { JournalFullError, RunNotFoundError } from '../../journal/errors.js';
 import { newEntry } from '../../journal/journal-entry.js';
-import type { Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type RunStatus } from '../../journal/run.js';
 import { isRunId } from '../run-id.js';
 import type {
@@ -11,21 +9,16 @@ import type {
 import { notASuspension } from '../store-errors.js';
 import { assertEntriesFit, assertJsonStorable } from '../write-checks.js';
 import * as jq from './journal-queries.js';
+import type { PgAccess } from './pg-access.js';
 import * as rq from './runs-queries.js';
 import * as tq from './remote-tasks-queries.js';
 
 /*
- * PostgresStore's remote tools, workers and tasks (store.ts documents the contracts; docs/workers.md
- * the protocol). The fence of a heartbeat, retry or result is the task row, locked with the
+ * PostgresStore's remote tools, workers and tasks (RemoteTaskOps in remote-task-params.ts documents
+ * the contracts; docs/workers.md the protocol). The fence of a heartbeat, retry or result is the task row, locked with the
  * holder's token in its predicate: a concurrent claim skips a locked row, so no redispatch can slip
  * between the check and the write. A result also takes the run-row lock, as journalResolve does.
  */
-
-export interface PgRemoteAccess {
-  limits: Limits;
-  query<R extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, runId?: string): Promise<T>;
-}
 
 /** `<run id>:<seq>` -> its parts, or null for an id no task can have. */
 export function parseTaskId(taskId: string): { runId: string; seq: number } | null {
@@ -36,7 +29,7 @@ export function parseTaskId(taskId: string): { runId: string; seq: number } | nu
   return isRunId(runId) && Number.isSafeInteger(seq) && seq >= 0 ? { runId, seq } : null;
 }
 
-export async function workerHeartbeat(db: PgRemoteAccess, params: WorkerHeartbeatParams): Promise<boolean> {
+export async function workerHeartbeat(db: PgAccess, params: WorkerHeartbeatParams): Promise<boolean> {
   if (!params.tools) {
     const { rowCount } = await db.query(tq.workerTouch(params));
     return (rowCount ?? 0) > 0;
@@ -50,12 +43,12 @@ export async function workerHeartbeat(db: PgRemoteAccess, params: WorkerHeartbea
   return true;
 }
 
-export async function remoteToolList(db: PgRemoteAccess, params: RemoteToolListParams): Promise<RemoteToolInfo[]> {
+export async function remoteToolList(db: PgAccess, params: RemoteToolListParams): Promise<RemoteToolInfo[]> {
   const { rows } = await db.query<tq.ToolRow>(tq.toolList({ namespace: params.namespace, name: params.name ?? null }));
   return rows.map(tq.toToolInfo);
 }
 
-export async function remoteTaskCreate(db: PgRemoteAccess, params: RemoteTaskCreateParams): Promise<RemoteTask> {
+export async function remoteTaskCreate(db: PgAccess, params: RemoteTaskCreateParams): Promise<RemoteTask> {
   if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
   assertJsonStorable('input', params.input, db.limits.payloadBytes);
   const { rows } = await db.query<tq.TaskRow>(tq.taskCreate(params));
@@ -63,13 +56,13 @@ export async function remoteTaskCreate(db: PgRemoteAccess, params: RemoteTaskCre
   return tq.toTask(rows[0]);
 }
 
-export async function remoteTaskClaim(db: PgRemoteAccess, params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
+export async function remoteTaskClaim(db: PgAccess, params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
   if (params.limit <= 0 || params.tools.length === 0) return [];
   const { rows } = await db.query<tq.TaskRow>(tq.taskClaim(params));
   return rows.map(tq.toTask).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
 }
 
-export async function remoteTaskHeartbeat(db: PgRemoteAccess, params: RemoteTaskFence): Promise<RemoteTask | null> {
+export async function remoteTaskHeartbeat(db: PgAccess, params: RemoteTaskFence): Promise<RemoteTask | null> {
   const id = parseTaskId(params.taskId);
   if (!id) return null;
   return db.transaction(async (client) => {
@@ -79,7 +72,7 @@ export async function remoteTaskHeartbeat(db: PgRemoteAccess, params: RemoteTask
   });
 }
 
-export async function remoteTaskRetry(db: PgRemoteAccess, params: RemoteTaskRetryParams): Promise<boolean> {
+export async function remoteTaskRetry(db: PgAccess, params: RemoteTaskRetryParams): Promise<boolean> {
   const id = parseTaskId(params.taskId);
   if (!id) return false;
   assertJsonStorable('error', params.error, db.limits.payloadBytes);
@@ -91,7 +84,7 @@ export async function remoteTaskRetry(db: PgRemoteAccess, params: RemoteTaskRetr
   });
 }
 
-export async function remoteTaskComplete(db: PgRemoteAccess, params: RemoteTaskCompleteParams): Promise<RemoteTaskCompleteResult> {
+export async function remoteTaskComplete(db: PgAccess, params: RemoteTaskCompleteParams): Promise<RemoteTaskCompleteResult> {
   const id = parseTaskId(params.taskId);
   if (!id) return { outcome: 'fenced' };
   const { runId, seq } = id;
@@ -115,11 +108,15 @@ export async function remoteTaskComplete(db: PgRemoteAccess, params: RemoteTaskC
     await client.query(tq.taskDone(id));
     const entry = jq.toEntry(row!);
     return { outcome: 'resolved', resolution: { entry, applied: true, duplicate: false, winner: entry } };
-  }, runId);
+  }, { runId });
 }
 
-export async function remoteTaskList(db: PgRemoteAccess, runId: string): Promise<RemoteTask[]> {
+export async function remoteTaskList(db: PgAccess, runId: string): Promise<RemoteTask[]> {
   if (!isRunId(runId)) return [];
   const { rows } = await db.query<tq.TaskRow>(tq.taskList(runId));
   return rows.map(tq.toTask);
+}
+
+export async function workerRemove(db: PgAccess, params: { namespace: string; workerId: string }): Promise<void> {
+  await db.query(tq.workerRemove(params));
 }

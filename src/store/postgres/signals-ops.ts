@@ -1,8 +1,6 @@
-import type pg from 'pg';
 import { JournalFullError, RunNotFoundError, RunStateError } from '../../journal/errors.js';
 import type { JournalEntry } from '../../journal/journal-entry.js';
-import type { Limits } from '../../journal/limits.js';
-import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../journal/run.js';
+import { isTerminalStatus, type RunStatus } from '../../journal/run.js';
 import { assertPageSize } from '../run-cursor.js';
 import { isRunId } from '../run-id.js';
 import type {
@@ -13,23 +11,14 @@ import { notASuspension } from '../store-errors.js';
 import { decodeSuspensionCursor, encodeSuspensionCursor } from '../suspension-cursor.js';
 import { assertEntriesFit, assertJsonStorable, assertStorableText } from '../write-checks.js';
 import * as jq from './journal-queries.js';
+import type { PgAccess } from './pg-access.js';
 import * as rq from './runs-queries.js';
 import * as sq from './signals-queries.js';
 
 /*
- * PostgresStore's signal inbox and suspension listing (store.ts documents the contracts). Kept out
- * of postgres-store.ts so that file stays a list of methods; these run on the helpers it lends.
+ * PostgresStore's signal inbox and suspension listing (SignalOps in suspension-params.ts documents the contracts). Kept out
+ * of postgres-store.ts so that file stays a list of methods; these run on the PgAccess it lends.
  */
-
-/** What these operations borrow from PostgresStore. */
-export interface PgAccess {
-  limits: Limits;
-  query<R extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<pg.QueryResult<R>>;
-  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, runId: string): Promise<T>;
-  findRun(runId: string, namespace: string | null): Promise<Run>;
-  /** Why a fenced statement matched nothing (RunNotFoundError, LeaseLostError), or null. */
-  fenceFailure(lease: Lease): Promise<Error | null>;
-}
 
 function toSignal(row: sq.InboxRow): BufferedSignal {
   return { runId: row.run_id, name: row.name, signalId: row.signal_id, payload: row.payload, createdAt: new Date(row.created_at) };
@@ -69,7 +58,7 @@ export async function signalDeliver(db: PgAccess, params: SignalDeliverParams): 
     }
     const [row] = (await client.query<sq.InboxRow>(sq.inboxInsert({ runId, name, signalId, payload: params.payload }))).rows;
     return { outcome: 'buffered', signal: toSignal(row!) };
-  }, runId);
+  }, { runId });
 }
 
 export async function suspensionOpenOldest(db: PgAccess, params: SuspensionOpenOldestParams): Promise<JournalEntry | null> {
@@ -109,7 +98,7 @@ export async function signalInboxConsume(db: PgAccess, params: SignalInboxConsum
     }))).rows;
     const entry = jq.toEntry(row!);
     return { entry, winner: params.valid ? entry : null };
-  }, lease.runId);
+  }, { runId: lease.runId });
   if (outcome !== 'fenced') return outcome;
   throw (await db.fenceFailure(lease)) ?? new RunStateError(lease.runId, 'not held under this lease', 'held by this worker');
 }
