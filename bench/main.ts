@@ -14,6 +14,7 @@ import { callShape, callShapeWide, measureCalls, type CallRow } from './calls.js
 import { measureReplay, longRun } from './replay.js';
 import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
+import { measureStartup, startupRows } from './startup.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
 import { DEFAULT_LIMITS } from '../src/journal/limits.js';
@@ -163,6 +164,9 @@ try {
   row(`recovery: SIGSTOP (stalled, or its machine gone: sessions stay open) to run continuing elsewhere, short lease (${describeLease(SHORT_LEASE)})`,
     `${recStop.runs} runs, ${SHORT_LEASE_KILLS} stop${SHORT_LEASE_KILLS > 1 ? 's' : ''}`, fmt(recStop.p50Ms, 0), fmt(recStop.p99Ms, 0));
   row(`recovery, SIGSTOP: of which after the lease expired (sweep wait, claim, replay, one ${CRAWL_STEP_MS} ms step)`, '', fmt(recStop.afterExpiryP50Ms, 0), fmt(recStop.afterExpiryP99Ms, 0));
+
+  progress('command line: waymark --version, waymark workflows list against a local waymark dev, waymark dev start to serving');
+  rows.push(...startupRows(await measureStartup(quick ? 3 : 5)));
 
   const ratios = [
     ['Waymark per-step p50 / floor commit p50 (goal <= 1.3, issue 22; 1.5 before)', fmt(wSeq.stepP50Ms / floor1.p50Ms)],

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Config } from './config.js';
 
 const HELP = `waymark: durable execution for AI-agent runs
@@ -87,7 +88,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === 'version') {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    // The package's own file by name: this module runs from src/cli or, compiled, from dist/src/cli.
+    const pkg = JSON.parse(readFileSync(fileURLToPath(import.meta.resolve('waymark/package.json')), 'utf8')) as { version: string };
     process.stdout.write(`waymark ${pkg.version}\n`);
     return 0;
   }
