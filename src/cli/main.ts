@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Config } from './config.js';
@@ -13,7 +12,7 @@ Usage:
   waymark migrate                       apply database migrations and exit
   waymark bootstrap-key [--name NAME]   create an admin API key in the store (DATABASE_URL) and
                                         print it once: the first key of a deployment
-  waymark help | --help | --version
+  waymark help | --help | --version     each command also takes --help: waymark dev --help
 
 Operator commands (a client of a running server, local or remote; docs/cli.md):
   waymark runs start|get|list|cancel|journal|events|resume|provenance
@@ -42,12 +41,13 @@ See docs/configuration.md.
 
 /** Exit status for a bad setting (sysexits EX_CONFIG), so supervisors can tell it from a crash. */
 const EXIT_CONFIG = 78;
-const EXIT_USAGE = 64;
+/** A command line that is wrong (a typo, an unknown option, nothing at all): as the operator commands' invalid input. */
+const EXIT_USAGE = 2;
 
 /** The operator commands' groups (src/cli/client/), dispatched before any server setting is read. */
 const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'flows', 'keys']);
 
-const SERVER_COMMANDS = new Set(['dev', 'server', 'sweeper', 'migrate', 'help', 'version']);
+const SERVER_COMMAND_NAMES = new Set(['dev', 'server', 'sweeper', 'migrate', 'bootstrap-key', 'help', 'version']);
 
 /**
  * The argv of an operator command, or undefined for a server command. Options may come before the
@@ -58,41 +58,66 @@ function operatorArgv(argv: string[]): string[] | undefined {
   const at = argv.findIndex((a) => CLIENT_GROUPS.has(a));
   if (at < 0) return undefined;
   const leading = argv.slice(0, at);
-  if (leading.length > 0 && (!leading[0]!.startsWith('-') || leading.some((a) => SERVER_COMMANDS.has(a)))) return undefined;
+  if (leading.length > 0 && (!leading[0]!.startsWith('-') || leading.some((a) => SERVER_COMMAND_NAMES.has(a)))) return undefined;
   const name = argv[at + 1];
   const named = name !== undefined && !name.startsWith('-');
   return [argv[at]!, ...(named ? [name] : []), ...leading, ...argv.slice(at + (named ? 2 : 1))];
 }
 
+/** One line on standard error and the usage exit status: the whole help is one `--help` away. */
+function usageError(message: string, title = 'waymark'): number {
+  process.stderr.write(`${title}: ${message}\n`);
+  return EXIT_USAGE;
+}
+
 async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0) {
+    // Nothing asked: the help, but as a usage error (a script that forgot its command must not pass).
+    process.stderr.write(HELP);
+    return EXIT_USAGE;
+  }
   const operator = operatorArgv(argv);
   if (operator !== undefined) {
     const { runOperatorCommand } = await import('./client/operator-cli.js');
     return runOperatorCommand(operator, process.env, { stdout: process.stdout, stderr: process.stderr });
   }
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: false,
-    options: {
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean' },
-      workflows: { type: 'string' },
-      addr: { type: 'string' },
-      name: { type: 'string' },
-    },
-  });
-  const command = positionals[0] ?? (values.version ? 'version' : 'help');
-  if (values.help || command === 'help') {
+  const first = argv[0]!;
+  if (first === 'help' || first === '--help' || first === '-h') {
     process.stdout.write(HELP);
     return 0;
   }
-  if (command === 'version') {
+  if (first === 'version' || first === '--version') {
     // The package's own file by name: this module runs from src/cli or, compiled, from dist/src/cli.
     const pkg = JSON.parse(readFileSync(fileURLToPath(import.meta.resolve('waymark/package.json')), 'utf8')) as { version: string };
     process.stdout.write(`waymark ${pkg.version}\n`);
     return 0;
   }
+  const { SERVER_COMMANDS, serverCommandHelp } = await import('./server-commands.js');
+  const { closestName } = await import('./client/closest-name.js');
+  const spec = SERVER_COMMANDS.find((c) => c.name === first);
+  if (!spec) {
+    const known = [...SERVER_COMMANDS.map((c) => c.name), ...CLIENT_GROUPS, 'help', 'version'];
+    const flags = ['--help', '--version'];
+    const near = closestName(first, first.startsWith('-') ? flags : known);
+    const what = first.startsWith('-') ? `unknown option ${first}` : `unknown command "${first}"`;
+    return usageError(`${what}${near ? `; did you mean ${first.startsWith('-') ? near : `"${near}"`}?` : ''} (waymark --help lists every command)`);
+  }
+  const { parseStrict } = await import('./client/strict-options.js');
+  const { UsageError } = await import('./client/usage-error.js');
+  let values: Record<string, unknown>;
+  try {
+    const parsed = parseStrict(spec.options, argv.slice(1));
+    if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument "${parsed.positionals[0]}"`);
+    values = parsed.values;
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    return usageError(`${err.message} (see waymark ${spec.name} --help)`, `waymark ${spec.name}`);
+  }
+  if (values.help) {
+    process.stdout.write(serverCommandHelp(spec));
+    return 0;
+  }
+  const command = spec.name;
   // Loaded here, not at the top: the operator commands above start without the server's modules.
   const { ConfigError, loadConfig } = await import('./config.js');
   const { createLogger } = await import('./logger.js');
@@ -129,8 +154,7 @@ async function main(argv: string[]): Promise<number> {
       return runServe(config, logger, { dev: command === 'dev' });
     }
     default:
-      process.stderr.write(`waymark: unknown command "${command}"\n\n${HELP}`);
-      return EXIT_USAGE;
+      throw new Error(`waymark ${command} has no implementation`);
   }
 }
 

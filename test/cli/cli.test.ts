@@ -76,7 +76,8 @@ describe('waymark command', () => {
   it('rejects an unknown command with usage', async () => {
     const p = WaymarkProcess.start(['frobnicate']);
     const { code } = await p.exited;
-    expect(code).toBe(64);
+    // Issue 30: a usage error is exit 2, as the operator commands' (it was 64, EX_USAGE).
+    expect(code).toBe(2);
     expect(p.stderr).toContain('unknown command');
   });
 });

@@ -1,25 +1,16 @@
-import { parseArgs } from 'node:util';
 import type { WaymarkClient } from '@waymark-dev/client';
 import { CONNECTION_OPTIONS } from './connection.js';
-import { UsageError } from './exit-codes.js';
+import { parseStrict, type OptionSpec, type Values } from './strict-options.js';
+import { UsageError } from './usage-error.js';
 import type { Output } from './output.js';
+
+export type { OptionSpec, Values } from './strict-options.js';
 
 /*
  * One operator command (`waymark runs start`, ...) as data: its arguments, options, help text and
  * example, parsed with node:util parseArgs in strict mode. The help of every command is generated
  * from this, so it cannot drift from what the parser accepts.
  */
-
-export interface OptionSpec {
-  type: 'string' | 'boolean';
-  /** The value's placeholder in help (`JSON`, `ID`); strings only. */
-  value?: string;
-  multiple?: boolean;
-  short?: string;
-  help: string;
-}
-
-export type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
 
 /** What a command's `run` receives. */
 export interface Invocation {
@@ -61,18 +52,8 @@ export function commandTitle(spec: CommandSpec): string {
 
 /** Parses `argv` (after the group and command words) for `spec`; throws UsageError naming what to fix. */
 export function parseCommand(spec: CommandSpec, argv: string[]): { args: string[]; values: Values } {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: { ...toParseOptions(CONNECTION_OPTIONS), ...toParseOptions(spec.options), help: { type: 'boolean', short: 'h' } },
-    });
-  } catch (err) {
-    throw new UsageError(parseError(err));
-  }
-  const values = parsed.values as Values;
+  const parsed = parseStrict({ ...CONNECTION_OPTIONS, ...spec.options }, argv);
+  const values = parsed.values;
   if (values.help) return { args: [], values };
   const wanted = spec.args.length;
   const optional = spec.args.filter((a) => a.startsWith('[')).length;
@@ -81,29 +62,6 @@ export function parseCommand(spec: CommandSpec, argv: string[]): { args: string[
   }
   if (parsed.positionals.length > wanted) throw new UsageError(`unexpected argument "${parsed.positionals[wanted]}"`);
   return { args: parsed.positionals, values };
-}
-
-function toParseOptions(options: Record<string, OptionSpec>) {
-  return Object.fromEntries(
-    Object.entries(options).map(([name, o]) => [name, { type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}) }]),
-  ) as Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>;
-}
-
-/** parseArgs' messages, shortened to the part that says what to fix. */
-function parseError(err: unknown): string {
-  const e = err as { code?: string; message?: string };
-  const message = e.message ?? String(err);
-  const option = /'(-{1,2}[^' ]+)/.exec(message)?.[1];
-  switch (e.code) {
-    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      return `unknown option ${option}`;
-    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
-      if (message.includes('does not take an argument')) return `${option} takes no value`;
-      if (message.includes('ambiguous')) return `${option} needs a value; for one starting with a dash write ${option}=VALUE`;
-      return `${option} needs a value`;
-    default:
-      return message.split('\n')[0]!;
-  }
 }
 
 /** The help of one command: usage, summary, its options, the shared connection options, examples. */

@@ -1,4 +1,5 @@
 import { Code, Unavailable, WaymarkError, toWaymarkError } from '@waymark-dev/client';
+import { UsageError } from './usage-error.js';
 
 /*
  * The exit statuses of the operator commands (docs/cli.md "Exit codes"), which scripts rely on,
@@ -27,7 +28,7 @@ export const EXIT = {
 } as const;
 
 /** Invalid input found before anything was sent (exit 2); the message says what to fix. */
-export class UsageError extends Error {}
+export { UsageError };
 
 /** Ctrl-C: the abort reason of a command's signal. */
 export class Interrupted extends Error {

@@ -1,6 +1,7 @@
 import { createWaymarkClient, type WaymarkClient } from '@waymark-dev/client';
 import { APPROVALS_COMMANDS } from './approvals-commands.js';
 import { commandHelp, commandTitle, parseCommand, type CommandSpec } from './command-spec.js';
+import { closestName } from './closest-name.js';
 import { connectionOf } from './connection.js';
 import { errorMessage, exitCodeOf, EXIT, Interrupted, UsageError } from './exit-codes.js';
 import { Output } from './output.js';
@@ -48,7 +49,8 @@ export async function runOperatorCommand(argv: string[], env: NodeJS.ProcessEnv,
   const spec = COMMANDS.find((c) => c.group === group && c.name === name);
   if (!spec) {
     const names = COMMANDS.filter((c) => c.group === group).map((c) => c.name);
-    early.error(`waymark ${group}`, `unknown command "${name}"; one of ${names.join(', ')} (see waymark ${group} --help)`);
+    const near = closestName(name, names);
+    early.error(`waymark ${group}`, `unknown command "${name}"; one of ${names.join(', ')}${near ? `; did you mean "${near}"?` : ''} (see waymark ${group} --help)`);
     return EXIT.invalidInput;
   }
   const title = commandTitle(spec);
