@@ -8,6 +8,7 @@ import (
 	"time"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+	"github.com/waymark-dev/waymark/clients/go/internal/wait"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -89,8 +90,8 @@ func (c *Client) Events(ctx context.Context, runID string, opts EventsOptions) i
 				yield(nil, mapError(res.err))
 				return
 			}
-			wait := max(fullJitter(ceiling), least)
-			if c.backoff.GiveUpAfter > 0 && time.Since(failingSince)+wait > c.backoff.GiveUpAfter {
+			delay := max(fullJitter(ceiling), least)
+			if c.backoff.GiveUpAfter > 0 && time.Since(failingSince)+delay > c.backoff.GiveUpAfter {
 				yield(nil, mapError(res.err))
 				return
 			}
@@ -98,7 +99,7 @@ func (c *Client) Events(ctx context.Context, runID string, opts EventsOptions) i
 			if opts.OnReconnect != nil {
 				opts.OnReconnect(Reconnect{Attempt: attempt, AfterSeq: last, Err: mapError(res.err)})
 			}
-			if !sleep(ctx, wait) {
+			if !wait.Sleep(ctx, delay) {
 				yield(nil, ctx.Err())
 				return
 			}

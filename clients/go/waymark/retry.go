@@ -8,6 +8,7 @@ import (
 	"time"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
+	"github.com/waymark-dev/waymark/clients/go/internal/wait"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -138,14 +139,14 @@ func (c *Client) unaryInterceptor(ctx context.Context, method string, req, reply
 		if !ok || ctx.Err() != nil {
 			return err
 		}
-		wait := max(fullJitter(ceiling), least)
-		if time.Since(started)+wait > policy.Budget {
+		delay := max(fullJitter(ceiling), least)
+		if time.Since(started)+delay > policy.Budget {
 			return err
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= wait {
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= delay {
 			return err // the caller's deadline comes first: report why the call failed, not the deadline
 		}
-		if !sleep(ctx, wait) {
+		if !wait.Sleep(ctx, delay) {
 			return err
 		}
 		ceiling = min(ceiling*2, policy.Max)
@@ -202,15 +203,4 @@ func fullJitter(ceiling time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(ceiling + 1)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -1,0 +1,19 @@
+// Package wait holds the one timed wait the client and the worker share.
+package wait
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d, or until ctx ends; it reports whether the whole d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
