@@ -39,7 +39,9 @@ const schema = z.object({
     .string()
     .refine((url) => storeKindFor(url) !== null, `must be ${storeUrlExamples()}, or unset for the embedded database`)
     .optional(),
-  WAYMARK_ADDR: hostPort('127.0.0.1:50051').default('127.0.0.1:50051'),
+  // WAYMARK_ADDRESS is the clients' name for the same address; WAYMARK_ADDR wins when both are set.
+  WAYMARK_ADDR: hostPort('127.0.0.1:50051').optional(),
+  WAYMARK_ADDRESS: hostPort('127.0.0.1:50051').optional(),
   WAYMARK_METRICS_ADDR: hostPort('127.0.0.1:9464').default('127.0.0.1:9464'),
   WAYMARK_LEASE_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(30_000),
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
@@ -164,7 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const tls = tlsFiles(e);
-  const addr = splitHostPort(e.WAYMARK_ADDR);
+  const addr = splitHostPort(e.WAYMARK_ADDR ?? e.WAYMARK_ADDRESS ?? '127.0.0.1:50051');
   if (e.WAYMARK_AUTH === 'off' && !isLoopbackHost(addr.host)) {
     throw new ConfigError('WAYMARK_AUTH', `off is allowed only when WAYMARK_ADDR is a loopback address (127.0.0.1, ::1, localhost), not ${addr.host}; create a key instead (docs/security.md)`, e.WAYMARK_AUTH);
   }

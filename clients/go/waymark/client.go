@@ -11,7 +11,6 @@ package waymark
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"time"
 
@@ -67,11 +66,13 @@ type options struct {
 	tls       *tls.Config
 	token     string
 	namespace string
-	timeout   time.Duration
-	backoff   Backoff
-	retry     RetryPolicy
-	failFast  time.Duration
-	dial      []grpc.DialOption
+	// Set by the options given in code, which win over the environment (env.go).
+	tlsSet, tokenSet, namespaceSet bool
+	timeout                        time.Duration
+	backoff                        Backoff
+	retry                          RetryPolicy
+	failFast                       time.Duration
+	dial                           []grpc.DialOption
 }
 
 // Option configures Dial.
@@ -84,15 +85,21 @@ func WithTLS(config *tls.Config) Option {
 		if config == nil {
 			config = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
-		o.tls = config
+		o.tls, o.tlsSet = config, true
 	}
 }
 
-// WithToken sends `authorization: Bearer <token>` with every call.
-func WithToken(token string) Option { return func(o *options) { o.token = token } }
+// WithToken sends `authorization: Bearer <token>` with every call (default: WAYMARK_TOKEN, else
+// none; WithToken("") sends none whatever the environment says).
+func WithToken(token string) Option {
+	return func(o *options) { o.token, o.tokenSet = token, true }
+}
 
-// WithNamespace sets the namespace of every call (default "default").
-func WithNamespace(namespace string) Option { return func(o *options) { o.namespace = namespace } }
+// WithNamespace sets the namespace of every call (default: WAYMARK_NAMESPACE, else the server's,
+// "default").
+func WithNamespace(namespace string) Option {
+	return func(o *options) { o.namespace, o.namespaceSet = namespace, true }
+}
 
 // WithTimeout sets the deadline of each attempt of a unary call whose context has none (default
 // 30s); the retry policy bounds the call as a whole. A context with a deadline bounds everything:
@@ -119,8 +126,10 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 }
 
 // Dial returns a client for address ("host:port", or any gRPC target such as
-// "dns:///waymark-headless:50051"). It does not wait for the server (the first call connects)
-// unless WithFailFast is given.
+// "dns:///waymark-headless:50051"; "" reads WAYMARK_ADDRESS, else DefaultAddress). What the
+// options leave unset comes from the environment (env.go: WAYMARK_TOKEN, WAYMARK_NAMESPACE, the
+// TLS files). It does not wait for the server (the first call connects) unless WithFailFast is
+// given.
 func Dial(address string, opts ...Option) (*Client, error) {
 	o := options{
 		timeout: 30 * time.Second,
@@ -130,8 +139,9 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if address == "" {
-		return nil, errors.New("waymark: Dial needs an address, e.g. " + DefaultAddress)
+	address, err := o.fromEnvironment(address, getenv)
+	if err != nil {
+		return nil, err
 	}
 	transport := insecure.NewCredentials()
 	if o.tls != nil {

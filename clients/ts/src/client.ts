@@ -23,14 +23,13 @@ import type {
 import { required, type DecisionResult, type ResumeResult, type RunState, type StartRunResult } from './responses.js';
 import { DEFAULT_RETRY, withRetries, type RetryMode, type RetryPolicy } from './retry.js';
 import { RunCancelled, RunFailed } from './run-failed.js';
-import { createDefaultTransport } from './transport.js';
+import { openConnection } from './environment.js';
 
 /** The `reason` of a response whose resolution lost to another. */
 const ALREADY_RESOLVED = 'already_resolved';
 const DUPLICATE = 'duplicate';
 
-/** Where `waymark dev` listens; the address when neither ClientOptions.address nor WAYMARK_ADDRESS is set. */
-export const DEFAULT_ADDRESS = '127.0.0.1:50051';
+export { DEFAULT_ADDRESS } from './environment.js';
 
 /**
  * A client for one Waymark server (or a load-balanced address of several). Methods throw the
@@ -54,15 +53,12 @@ export class WaymarkClient {
   private readonly sessions: Http2SessionManager | undefined;
 
   constructor(options: ClientOptions = {}) {
-    this.namespace = options.namespace ?? '';
+    const connection = openConnection(options);
+    this.namespace = connection.namespace;
+    this.sessions = connection.sessions;
+    const transport = connection.transport;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.policy = { ...DEFAULT_RETRY, ...definedOnly(options.retry ?? {}) };
-    let transport = options.transport;
-    if (!transport) {
-      const created = createDefaultTransport({ address: options.address || process.env.WAYMARK_ADDRESS || DEFAULT_ADDRESS, tls: options.tls, token: options.token });
-      transport = created.transport;
-      this.sessions = created.sessions;
-    }
     this.runs = createClient(RunService, transport);
     this.signals = createClient(SignalService, transport);
     this.health = createClient(Health, transport);

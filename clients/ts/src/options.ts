@@ -32,11 +32,17 @@ export interface ClientOptions {
   /**
    * TLS (https) instead of plaintext HTTP/2, which `waymark dev` and in-cluster servers speak.
    * `true` trusts Node's default CAs; an object gives the CA PEM (and a client certificate).
+   * Unset: on when WAYMARK_TLS=1 or any of WAYMARK_CA_FILE, WAYMARK_CLIENT_CERT_FILE and
+   * WAYMARK_CLIENT_KEY_FILE (PEM files) or WAYMARK_SERVER_NAME is set; those also fill the fields
+   * an object or `true` leaves out. `false`: plaintext whatever the environment says.
    */
   tls?: boolean | TlsOptions | undefined;
-  /** Sent as `authorization: Bearer <token>` with every call; a function is asked before each call. */
+  /**
+   * Sent as `authorization: Bearer <token>` with every call; a function is asked before each call.
+   * Default: the WAYMARK_TOKEN environment variable, else none.
+   */
   token?: TokenSource | undefined;
-  /** The namespace of every call (default: the server's, "default"). */
+  /** The namespace of every call (default: WAYMARK_NAMESPACE, else the server's, "default"). */
   namespace?: string | undefined;
   /**
    * Deadline of each attempt of a unary call that sets no `timeoutMs` of its own (default
@@ -45,7 +51,7 @@ export interface ClientOptions {
   timeoutMs?: number | undefined;
   /** Backoff, the retry budget and the event streams' give-up window (docs/clients.md). */
   retry?: Partial<RetryPolicy> | undefined;
-  /** A transport of your own (interceptors, another protocol); address, tls and token are then ignored. */
+  /** A transport of your own (interceptors, another protocol); address, tls and token (and their variables) are then ignored. */
   transport?: Transport | undefined;
 }
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import grpc
 from grpc import aio
 
-from waymark import _calls
+from waymark import _calls, _environment
 from waymark._calls import Backoff, Reconnect, RetryPolicy
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
@@ -40,12 +40,12 @@ class AsyncClient:
 
     def __init__(
         self,
-        address: str = _calls.DEFAULT_ADDRESS,
+        address: str | None = None,
         *,
-        tls: bool | grpc.ChannelCredentials = False,
+        tls: bool | grpc.ChannelCredentials | None = None,
         server_name: str | None = None,
         token: str | None = None,
-        namespace: str = "",
+        namespace: str | None = None,
         timeout: float | None = 30.0,
         backoff: Backoff = Backoff(),
         retry: RetryPolicy = RetryPolicy(),
@@ -53,21 +53,21 @@ class AsyncClient:
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
-        channel_options = [*_calls.CHANNEL_OPTIONS, *_calls.server_name_options(server_name), *options]
-        creds = _calls.credentials(tls)
+        conn = _environment.resolve(address, tls=tls, server_name=server_name, token=token, namespace=namespace)
+        channel_options = [*_calls.CHANNEL_OPTIONS, *conn.server_name_options, *options]
         self._channel = (
-            aio.secure_channel(address, creds, options=channel_options)
-            if creds is not None
-            else aio.insecure_channel(address, options=channel_options)
+            aio.secure_channel(conn.address, conn.credentials, options=channel_options)
+            if conn.credentials is not None
+            else aio.insecure_channel(conn.address, options=channel_options)
         )
-        self.namespace = namespace
+        self.namespace = conn.namespace
         self.timeout = timeout
         self.backoff = backoff
         self.retry = retry
         self.connect_timeout = connect_timeout
         self.wait_for_ready = wait_for_ready
-        self._address = address
-        self._metadata = _calls.metadata(token)
+        self._address = conn.address
+        self._metadata = conn.metadata
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from waymark import _calls
+from waymark import _calls, _environment
 from waymark._calls import Backoff, Reconnect, RetryPolicy
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
@@ -39,7 +39,11 @@ class Client:
     :func:`waymark.tls_credentials` with a CA file and a client certificate); ``server_name`` is
     the name to verify the server's certificate against when it differs from the address's host.
     ``token`` is sent as
-    ``authorization: Bearer <token>``. ``timeout`` (seconds) is the deadline of each attempt of a
+    ``authorization: Bearer <token>``. Arguments left unset come from the environment, as the
+    CLI's and the other clients' do: ``WAYMARK_ADDRESS`` (else ``127.0.0.1:50051``),
+    ``WAYMARK_TOKEN``, ``WAYMARK_NAMESPACE``, and for TLS ``WAYMARK_TLS=1``, ``WAYMARK_CA_FILE``,
+    ``WAYMARK_CLIENT_CERT_FILE`` / ``WAYMARK_CLIENT_KEY_FILE`` and ``WAYMARK_SERVER_NAME`` (any of
+    them turns TLS on unless ``tls=False``); an argument given in code wins. ``timeout`` (seconds) is the deadline of each attempt of a
     unary call that has no ``timeout=`` of its own; a method's ``timeout=`` bounds that call as a
     whole, retries included. ``retry`` paces the retries of unary calls (docs/clients.md),
     ``backoff`` the reconnects of event streams. ``connect_timeout`` makes the constructor wait
@@ -54,12 +58,12 @@ class Client:
 
     def __init__(
         self,
-        address: str = _calls.DEFAULT_ADDRESS,
+        address: str | None = None,
         *,
-        tls: bool | grpc.ChannelCredentials = False,
+        tls: bool | grpc.ChannelCredentials | None = None,
         server_name: str | None = None,
         token: str | None = None,
-        namespace: str = "",
+        namespace: str | None = None,
         timeout: float | None = 30.0,
         backoff: Backoff = Backoff(),
         retry: RetryPolicy = RetryPolicy(),
@@ -67,20 +71,20 @@ class Client:
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
-        channel_options = [*_calls.CHANNEL_OPTIONS, *_calls.server_name_options(server_name), *options]
-        creds = _calls.credentials(tls)
+        conn = _environment.resolve(address, tls=tls, server_name=server_name, token=token, namespace=namespace)
+        channel_options = [*_calls.CHANNEL_OPTIONS, *conn.server_name_options, *options]
         self._channel = (
-            grpc.secure_channel(address, creds, options=channel_options)
-            if creds is not None
-            else grpc.insecure_channel(address, options=channel_options)
+            grpc.secure_channel(conn.address, conn.credentials, options=channel_options)
+            if conn.credentials is not None
+            else grpc.insecure_channel(conn.address, options=channel_options)
         )
-        self.namespace = namespace
+        self.namespace = conn.namespace
         self.timeout = timeout
         self.backoff = backoff
         self.retry = retry
         self.wait_for_ready = wait_for_ready
-        self._address = address
-        self._metadata = _calls.metadata(token)
+        self._address = conn.address
+        self._metadata = conn.metadata
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
