@@ -4,11 +4,11 @@ import { createClient, type Client, type Transport } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { fromValue, DEFAULT_ADDRESS, toValue } from './client.js';
+import { fromValue, toValue } from './client.js';
 import { TaskLost, toWaymarkError, Unavailable, WorkerNotFound } from './errors.js';
 import { ToolPolicy, WorkerService, type RemoteTask, type ToolDeclaration } from './gen/waymark/v1/worker_service_pb.js';
 import type { TlsOptions, TokenSource } from './options.js';
-import { createDefaultTransport } from './transport.js';
+import { openConnection } from './environment.js';
 
 /*
  * A worker: serves remote tools that Waymark runs call durably (docs/workers.md). Register tools
@@ -64,9 +64,11 @@ export interface ToolOptions<I, O> {
 export interface WorkerOptions {
   /** `host:port` (default: WAYMARK_ADDRESS, else 127.0.0.1:50051). */
   address?: string | undefined;
+  /** As ClientOptions.tls, with the same environment variables. */
   tls?: boolean | TlsOptions | undefined;
-  /** An API key with the `tools:serve` scope when the server has authentication on. */
+  /** An API key with the `tools:serve` scope when the server has authentication on (default: WAYMARK_TOKEN). */
   token?: TokenSource | undefined;
+  /** Default: WAYMARK_NAMESPACE, else the server's. */
   namespace?: string | undefined;
   /** Kept across reconnects; default `<host>:<pid>:<random>`. */
   workerId?: string | undefined;
@@ -74,10 +76,19 @@ export interface WorkerOptions {
   queue?: string | undefined;
   /** Tasks run at once (default 4, as the Go and Python workers): each idle slot keeps one long poll open. */
   concurrency?: number | undefined;
+  /**
+   * After `stop()`, how long results still being delivered (to a server that may have gone away)
+   * are retried before the worker gives them up and run() resolves; default 10 s, as the Go and
+   * Python workers' shutdown grace. A task given up is dispatched again once its claim lapses.
+   */
+  shutdownGraceMs?: number | undefined;
   /** How long one PollTask waits (default 20 s, under the server's 30 s cap). */
   pollWaitMs?: number | undefined;
   transport?: Transport | undefined;
-  /** Lines about lost tasks and retried calls; default none. */
+  /**
+   * What the worker does (the tools it serves once registered, lost tasks, retried calls); default
+   * one line each on stderr, as the Go and Python workers log. `() => {}` silences it.
+   */
   log?: ((line: string, fields: Record<string, unknown>) => void) | undefined;
 }
 
@@ -107,19 +118,20 @@ export class WaymarkWorker {
   private readonly options: WorkerOptions;
   private readonly sessions: Http2SessionManager | undefined;
   private readonly stopping = new AbortController();
+  /** Aborted shutdownGraceMs after the stop: a result still on its way then is given up. */
+  private readonly graceOver = new AbortController();
   private running: Promise<void> | null = null;
 
   constructor(options: WorkerOptions = {}) {
     this.options = options;
-    this.namespace = options.namespace ?? '';
+    const connection = openConnection(options);
+    this.namespace = connection.namespace;
+    this.sessions = connection.sessions;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    let transport = options.transport;
-    if (!transport) {
-      const created = createDefaultTransport({ address: options.address || process.env.WAYMARK_ADDRESS || DEFAULT_ADDRESS, tls: options.tls, token: options.token });
-      transport = created.transport;
-      this.sessions = created.sessions;
-    }
-    this.service = createClient(WorkerService, transport);
+    this.service = createClient(WorkerService, connection.transport);
+    this.stopping.signal.addEventListener('abort', () => {
+      setTimeout(() => this.graceOver.abort(new Error('the shutdown grace ended')), options.shutdownGraceMs ?? 10_000).unref();
+    }, { once: true });
   }
 
   /** Declares a tool this worker serves (before `run`). */
@@ -183,7 +195,7 @@ export class WaymarkWorker {
         await sleep(backoffMs, this.stopping.signal);
       }
     }
-    this.log('registered', { workerId: this.workerId, tools: [...this.tools.keys()] });
+    this.log('registered', { workerId: this.workerId, tools: [...this.tools.keys()], queue: this.options.queue ?? '' });
     const refresh = setInterval(() => void this.register().catch((err: unknown) => this.log('registration failed', { err: String(err) })), REREGISTER_MS);
     refresh.unref();
     try {
@@ -270,11 +282,18 @@ export class WaymarkWorker {
   /** Sends a result, retrying while the server cannot be reached (the claim holds meanwhile). */
   private async complete(request: Parameters<Client<typeof WorkerService>['completeTask']>[0], taskId: string): Promise<void> {
     let backoffMs = 100;
-    for (let attempt = 1; attempt <= 8; attempt++) {
+    // Within the grace, retried until it ends; a result that comes after it gets one short try.
+    const late = this.graceOver.signal.aborted;
+    const signal = late ? undefined : this.graceOver.signal;
+    for (let attempt = 1; attempt <= (late ? 1 : 8); attempt++) {
       try {
-        await this.service.completeTask(request, { timeoutMs: 10_000 });
+        await this.service.completeTask(request, signal ? { timeoutMs: 10_000, signal } : { timeoutMs: 2_000 });
         return;
       } catch (err) {
+        if (signal?.aborted) {
+          this.log('result not delivered within the shutdown grace; the task will be dispatched again', { taskId });
+          return;
+        }
         const e = toWaymarkError(err);
         if (e instanceof TaskLost) {
           this.log('result refused: the task was lost', { taskId });
@@ -284,14 +303,15 @@ export class WaymarkWorker {
           this.log('result failed', { taskId, err: e.message });
           return;
         }
-        await sleep(backoffMs, null);
+        await sleep(backoffMs, signal ?? null);
         backoffMs = Math.min(backoffMs * 2, 2_000);
       }
     }
   }
 
   private log(line: string, fields: Record<string, unknown>): void {
-    this.options.log?.(line, fields);
+    if (this.options.log) this.options.log(line, fields);
+    else console.error(`waymark worker: ${line} ${JSON.stringify(fields)}`);
   }
 }
 

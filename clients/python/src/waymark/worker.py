@@ -42,7 +42,7 @@ from typing import Any, Literal, TypeVar, overload
 import grpc
 from google.protobuf import duration_pb2, struct_pb2
 
-from waymark import _calls, _schema
+from waymark import _calls, _environment, _schema
 from waymark._calls import Backoff, RetryPolicy
 from waymark._json import from_value, to_value
 from waymark.aio import AsyncClient
@@ -134,12 +134,12 @@ class Worker:
 
     def __init__(
         self,
-        address: str = _calls.DEFAULT_ADDRESS,
+        address: str | None = None,
         *,
-        tls: bool | grpc.ChannelCredentials = False,
+        tls: bool | grpc.ChannelCredentials | None = None,
         server_name: str | None = None,
         token: str | None = None,
-        namespace: str = "",
+        namespace: str | None = None,
         worker_id: str | None = None,
         queue: str = "",
         concurrency: int = 4,
@@ -154,8 +154,10 @@ class Worker:
             "tls": tls, "server_name": server_name, "token": token, "namespace": namespace,
             "retry": retry, "options": tuple(options),
         }
-        self.address = address
-        self.namespace = namespace
+        # The environment fills what the code leaves unset, as for the client (docs/clients.md).
+        conn = _environment.resolve(address, tls=tls, server_name=server_name, token=token, namespace=namespace)
+        self.address = conn.address
+        self.namespace = conn.namespace
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}-{secrets.token_hex(2)}"
         self.queue = queue
         self.concurrency = max(1, concurrency)
@@ -166,6 +168,9 @@ class Worker:
         self._tools: dict[str, _Tool] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
+        #: Set ``shutdown_grace`` after the stop: what still runs then (a tool, a result being
+        #: delivered to a server that went away) is given up, so the worker exits in time.
+        self._grace_over: asyncio.Event | None = None
         self._stop_requested = False
 
     # Registration
@@ -275,9 +280,12 @@ class Worker:
             raise ValueError("no tools registered")
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
+        self._grace_over = asyncio.Event()
         if self._stop_requested:
             self._stopping.set()
+        _log_to_stderr_unless_configured()
         client = AsyncClient(self.address, **self._client_args)
+        grace = asyncio.ensure_future(self._grace_after_stop())
         try:
             await self._register(client)
             slots = [asyncio.ensure_future(self._slot(client)) for _ in range(self.concurrency)]
@@ -289,6 +297,7 @@ class Worker:
                 await asyncio.gather(*slots, return_exceptions=True)
                 raise
         finally:
+            grace.cancel()
             await client.close()
             self._loop = None
 
@@ -322,7 +331,7 @@ class Worker:
         response = await self._retrying("register", lambda: client._call("RegisterWorker", client.workers.RegisterWorker, request, None))
         if response is not None:
             self.worker_id = response.worker_id
-            log.info("worker %s registered %s (queue %r)", self.worker_id, ", ".join(self._tools), self.queue)
+            log.info("worker %s registered %s (queue %r) at %s", self.worker_id, ", ".join(self._tools), self.queue, self.address)
 
     async def _slot(self, client: AsyncClient) -> None:
         assert self._stopping is not None
@@ -402,13 +411,20 @@ class Worker:
         else:
             value = to_value(output)
             request.output.CopyFrom(value if value is not None else struct_pb2.Value(null_value=struct_pb2.NULL_VALUE))
+        assert self._grace_over is not None
         try:
-            response = await client._call("CompleteTask", client.workers.CompleteTask, request, 60)
+            # Retried while the server cannot be reached, but not past the shutdown grace: a
+            # worker told to stop exits in time even when its server went away (the claim lapses
+            # and the task is dispatched again with the same key).
+            response = await _until(self._grace_over, client._call("CompleteTask", client.workers.CompleteTask, request, 60))
         except WaymarkError as err:
             if err.code == grpc.StatusCode.ABORTED:
                 log.warning("worker %s: result of task %s refused: the task was lost (%s)", self.worker_id, task.id, err)
             else:
                 log.error("worker %s: result of task %s not delivered (%s); it will be dispatched again", self.worker_id, task.id, err)
+            return
+        if response is None:
+            log.error("worker %s: result of task %s not delivered within the shutdown grace; it will be dispatched again", self.worker_id, task.id)
             return
         if not response.applied:
             log.info("worker %s: result of task %s not applied: the call was closed already", self.worker_id, task.id)
@@ -443,11 +459,16 @@ class Worker:
                 log.warning("worker %s: heartbeat of task %s failed (%s); retrying", self.worker_id, task.id, err)
 
     async def _grace(self, runner: asyncio.Future[Any], cancel: Callable[[Literal["shutdown"]], None]) -> None:
-        assert self._stopping is not None
-        await self._stopping.wait()
-        await asyncio.wait({runner}, timeout=self.shutdown_grace)
+        assert self._grace_over is not None
+        await self._grace_over.wait()
         if not runner.done():
             cancel("shutdown")
+
+    async def _grace_after_stop(self) -> None:
+        assert self._stopping is not None and self._grace_over is not None
+        await self._stopping.wait()
+        await asyncio.sleep(self.shutdown_grace)
+        self._grace_over.set()
 
 
 async def _until(stopping: asyncio.Event, awaitable: Any) -> Any:
@@ -463,6 +484,20 @@ async def _until(stopping: asyncio.Event, awaitable: Any) -> Any:
     work.cancel()
     await asyncio.gather(work, return_exceptions=True)
     return None
+
+
+def _log_to_stderr_unless_configured() -> None:
+    """The worker's lines on stderr when the application configured no logging, as Go's
+    slog.Default() and the TypeScript worker write them: a worker that says nothing when it
+    starts looks like one that serves nothing. Configured logging (any handler on the way to
+    the root logger) is left alone."""
+    if log.hasHandlers():
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)
 
 
 def _failure(err: BaseException) -> worker_service_pb2.TaskFailure:
