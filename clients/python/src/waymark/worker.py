@@ -68,6 +68,9 @@ _PERMANENT = frozenset({
 
 log = logging.getLogger("waymark.worker")
 
+#: Seconds a result that came after the shutdown grace gets to be delivered (one short try).
+_LATE_RESULT_TIMEOUT = 2.0
+
 
 class ToolError(Exception):
     """A tool's failure with what the engine should do about it: ``name`` is the error name the
@@ -413,10 +416,14 @@ class Worker:
             request.output.CopyFrom(value if value is not None else struct_pb2.Value(null_value=struct_pb2.NULL_VALUE))
         assert self._grace_over is not None
         try:
-            # Retried while the server cannot be reached, but not past the shutdown grace: a
-            # worker told to stop exits in time even when its server went away (the claim lapses
-            # and the task is dispatched again with the same key).
-            response = await _until(self._grace_over, client._call("CompleteTask", client.workers.CompleteTask, request, 60))
+            if self._grace_over.is_set():
+                # A tool that ignored its cancellation and returned after the grace: one short try.
+                response = await client._call("CompleteTask", client.workers.CompleteTask, request, _LATE_RESULT_TIMEOUT)
+            else:
+                # Retried while the server cannot be reached, but not past the shutdown grace: a
+                # worker told to stop exits in time even when its server went away (the claim
+                # lapses and the task is dispatched again with the same key).
+                response = await _until(self._grace_over, client._call("CompleteTask", client.workers.CompleteTask, request, 60))
         except WaymarkError as err:
             if err.code == grpc.StatusCode.ABORTED:
                 log.warning("worker %s: result of task %s refused: the task was lost (%s)", self.worker_id, task.id, err)
