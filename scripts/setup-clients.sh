@@ -61,8 +61,10 @@ fi
 .venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e clients/python
 # A wheelhouse for test/clients/packaging.test.ts, which installs the built wheel into a fresh
 # virtualenv outside the repository with --no-index: the wheel's declared dependencies and mypy,
-# at the versions above. A stamp skips the download when the list has not changed.
-WHEELHOUSE_PACKAGES=(grpcio==1.85.1 protobuf==7.36.2 googleapis-common-protos==1.76.0 types-grpcio==1.85.0.20261028 types-protobuf==7.35.1.20260906 PyYAML==6.0.4 types-PyYAML==6.0.12.20261113 mypy==2.4.1)
+# at the versions above, and hatchling, which the Python README's `pip install` builds the client
+# with (test/clients/readme-examples.test.ts runs it offline). A stamp skips the download when the
+# list has not changed.
+WHEELHOUSE_PACKAGES=(hatchling==1.33.0 grpcio==1.85.1 protobuf==7.36.2 googleapis-common-protos==1.76.0 types-grpcio==1.85.0.20261028 types-protobuf==7.35.1.20260906 PyYAML==6.0.4 types-PyYAML==6.0.12.20261113 mypy==2.4.1)
 if [[ "$(cat .venv/wheelhouse/.stamp 2>/dev/null)" != "${WHEELHOUSE_PACKAGES[*]}" ]]; then
   echo "setup-clients: downloading the wheelhouse for the packaging test into .venv/wheelhouse"
   .venv/bin/python -m pip download --quiet -d .venv/wheelhouse "${WHEELHOUSE_PACKAGES[@]}"

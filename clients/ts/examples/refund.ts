@@ -5,7 +5,7 @@
 //   node --import tsx clients/ts/examples/refund.ts        (from the repository; WAYMARK_ADDRESS picks the server)
 import { createWaymarkClient, entryStatusName, RunFailed, runStatusName, RunStatus } from '@waymark-dev/client';
 
-const client = createWaymarkClient(); // WAYMARK_ADDRESS, else 127.0.0.1:50051
+const client = createWaymarkClient(); // WAYMARK_ADDRESS and WAYMARK_TOKEN from the environment
 try {
   const { run } = await client.startRun('refund', { order: 'A-1001', amount: 42.5 }, { idempotencyKey: 'refund-A-1001' });
   console.log('run', run.id);

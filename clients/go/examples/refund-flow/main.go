@@ -27,7 +27,7 @@ import (
 const refundFlow = `
 name: refund-flow
 description: Refunds an order after a person approves it.
-state_schema:
+stateSchema:
   type: object
   properties:
     order: {type: string, minLength: 1}
@@ -41,7 +41,7 @@ nodes:
     approval:
       title: "Refund ${{ state.amount }} for order {{ state.order }}?"
       deadline: 86400s
-      on_timeout: APPROVAL_TIMEOUT_DECISION_DENY
+      onTimeout: APPROVAL_TIMEOUT_DECISION_DENY
       into: decision
   - {id: approved, branch: {}}
   - id: charge
