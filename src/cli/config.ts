@@ -58,6 +58,7 @@ const schema = z.object({
   WAYMARK_LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
     error: 'must be one of trace, debug, info, warn, error, fatal, silent',
   }).default('info'),
+  WAYMARK_LOG_FORMAT: z.enum(['auto', 'json', 'pretty'], { error: 'must be auto, json or pretty' }).default('auto'),
   WAYMARK_MAX_REQUEST_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.requestBytes),
   WAYMARK_MAX_PAYLOAD_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadBytes),
   WAYMARK_MAX_JOURNAL_ENTRIES: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.journalEntries),
@@ -119,6 +120,8 @@ export interface Config {
   dataDir: string;
   namespace: string;
   logLevel: Env['WAYMARK_LOG_LEVEL'];
+  /** `auto`: readable lines when standard output is a terminal, JSON lines otherwise. */
+  logFormat: Env['WAYMARK_LOG_FORMAT'];
   limits: Limits;
   /** Idle timeout and keepalive of each HTTP/2 connection. */
   http2: SessionLimits;
@@ -187,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: e.WAYMARK_DATA_DIR,
     namespace: e.WAYMARK_NAMESPACE,
     logLevel: e.WAYMARK_LOG_LEVEL,
+    logFormat: e.WAYMARK_LOG_FORMAT,
     limits: {
       requestBytes: e.WAYMARK_MAX_REQUEST_BYTES,
       payloadBytes: e.WAYMARK_MAX_PAYLOAD_BYTES,

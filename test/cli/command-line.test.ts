@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { WaymarkProcess } from '../support/waymark-process.js';
 
 /*
  * Issue 30's strict command lines, as a person meets them: every command refuses an unknown option
@@ -63,5 +64,21 @@ describe('strict command lines', () => {
   it('the help of each server command differs from the others', () => {
     const helps = ['dev', 'server', 'sweeper', 'migrate', 'bootstrap-key'].map((c) => waymark(c, '-h').stdout);
     expect(new Set(helps).size).toBe(helps.length);
+  });
+});
+
+describe('errors name the command to run next', () => {
+  it('an unknown workflow points at `waymark workflows list`, not at the RPC', async () => {
+    const server = WaymarkProcess.start(['server'], { env: { DATABASE_URL: 'memory:', WAYMARK_ADDR: '127.0.0.1:0' } });
+    try {
+      const address = await server.listening();
+      const r = waymark('runs', 'start', 'no_such_workflow', '--input', '{}', '--addr', address);
+      expect(r.code).toBe(3);
+      expect(r.lines).toHaveLength(1);
+      expect(r.lines[0]).toMatch(/workflow "no_such_workflow" is not registered.*waymark workflows list shows the registered ones/);
+      expect(r.lines[0]).not.toContain('ListWorkflows');
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { Code, Unavailable, WaymarkError, toWaymarkError } from '@waymark-dev/client';
+import { withCommandNames } from './rpc-commands.js';
 import { UsageError } from './usage-error.js';
 
 /*
@@ -83,9 +84,9 @@ export function errorMessage(err: unknown, address: string, tls = false): string
     return `the server at ${address} did not answer in time (${typed.message}); retry, or raise --timeout${hint}`;
   }
   if (typed.code === Code.Unauthenticated || typed.code === Code.PermissionDenied) {
-    return `the server refused the credentials: ${typed.message}; check --token or WAYMARK_TOKEN${typed.reason === 'CERTIFICATE_NOT_BOUND' ? ', or --cert' : ''}`;
+    return `the server refused the credentials: ${withCommandNames(typed.message)}; check --token or WAYMARK_TOKEN${typed.reason === 'CERTIFICATE_NOT_BOUND' ? ', or --cert' : ''}`;
   }
-  return oneLine(typed.message);
+  return withCommandNames(oneLine(typed.message));
 }
 
 /**
