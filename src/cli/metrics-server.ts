@@ -11,13 +11,13 @@ export interface MetricsServer {
 
 /**
  * Plain HTTP/1.1 `GET /metrics` for Prometheus, on its own port so a scrape never competes with
- * gRPC. A port that cannot be bound is logged and skipped rather than stopping the process:
- * observability must not take the service down (and two local replicas on the default port is
- * a common development mistake). Resolves null then.
+ * gRPC. A port that cannot be bound stops the process with one line (issue 30): a replica that
+ * silently serves no metrics is found only when a dashboard goes blank. The commands check the
+ * port before they start anything (port-check.ts); this covers a port taken in between.
  */
 export async function startMetricsServer(options: {
   host: string; port: number; metrics: Metrics; logger: Logger;
-}): Promise<MetricsServer | null> {
+}): Promise<MetricsServer> {
   const { metrics, logger } = options;
   const server: Server = createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
@@ -41,8 +41,8 @@ export async function startMetricsServer(options: {
       });
     });
   } catch (err) {
-    logger.error({ err, host: options.host, port: options.port }, 'metrics server could not listen; continuing without metrics (set WAYMARK_METRICS_ADDR)');
-    return null;
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new Error(`the metrics address ${options.host}:${options.port} (WAYMARK_METRICS_ADDR) cannot be listened on (${code}); set WAYMARK_METRICS_ADDR to a free HOST:PORT`);
   }
   const { address, port } = server.address() as AddressInfo;
   const shown = address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;

@@ -20,8 +20,9 @@ import { ensureLocalAdminKey, localStreamTokenSecret } from './local-credentials
 import { LIVENESS, startReadiness } from './readiness.js';
 import { loadRegistry, startWorkers } from './workers.js';
 import { waitForStopSignal } from './stop-signal.js';
+import { unusableAddress } from './port-check.js';
 
-/** A --workflows module that cannot be loaded is a configuration error (sysexits EX_CONFIG, as a bad setting). */
+/** A --workflows module that cannot be loaded, or an address that cannot be listened on, is a configuration error (sysexits EX_CONFIG, as a bad setting). */
 const EXIT_WORKFLOWS_MODULE = 78;
 
 /**
@@ -38,6 +39,15 @@ const EXIT_WORKFLOWS_MODULE = 78;
  * Resolves with the exit status.
  */
 export async function runServe(config: Config, logger: Logger, options: { dev: boolean }): Promise<number> {
+  // Every address it will listen on, before the database is started or anything is written.
+  const unusable = await unusableAddress([
+    { setting: 'WAYMARK_ADDR', ...config.addr }, { setting: 'WAYMARK_METRICS_ADDR', ...config.metricsAddr },
+    ...(config.healthAddr ? [{ setting: 'WAYMARK_HEALTH_ADDR', ...config.healthAddr }] : []),
+  ]);
+  if (unusable !== undefined) {
+    process.stderr.write(`waymark ${options.dev ? 'dev' : 'server'}: ${unusable}\n`);
+    return EXIT_WORKFLOWS_MODULE;
+  }
   // ctx.agent's runtime (models from the environment; the offline scripted model without a key).
   const agent = createAgentRuntime({ logger });
   // The user's --workflows module, before the database: a module that cannot be loaded is one

@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { openConfiguredStore } from './database.js';
 import { Metrics } from './metrics.js';
 import { startMetricsServer } from './metrics-server.js';
+import { unusableAddress } from './port-check.js';
 import { waitForStopSignal } from './stop-signal.js';
 
 /**
@@ -33,6 +34,11 @@ export function createSweeper(config: Config, store: JournalStore, logger: Logge
  * SIGINT/SIGTERM it finishes its sweep and releases leadership so a standby takes over at once.
  */
 export async function runSweeper(config: Config, logger: Logger): Promise<number> {
+  const unusable = await unusableAddress([{ setting: 'WAYMARK_METRICS_ADDR', ...config.metricsAddr }]);
+  if (unusable !== undefined) {
+    process.stderr.write(`waymark sweeper: ${unusable}\n`);
+    return 78;
+  }
   const opened = await openConfiguredStore(config, logger, { applicationName: 'waymark-sweeper', poolSize: 4 });
   const { store, admin } = opened;
   const cleanup: Array<() => Promise<void>> = [() => opened.close()];
@@ -47,7 +53,7 @@ export async function runSweeper(config: Config, logger: Logger): Promise<number
     cleanup.push(async () => metrics.stop());
     metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
     const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
-    if (metricsServer) cleanup.push(() => metricsServer.close());
+    cleanup.push(() => metricsServer.close());
 
     const sweeper = createSweeper(config, store, logger, metrics);
     sweeper.start();
