@@ -36,19 +36,19 @@ export default tseslint.config(
             zone('agent', ['engine/replay/replay.ts'], 'agent/ reads journals through the engine\'s read side (engine/read/effects.ts), not the replay core.'),
             zone('sweeper', ['store/postgres', 'store/memory', 'server', 'cli', 'gen'], 'sweeper/ depends on the engine and the store interface only.'),
             zone('server', ['cli', 'sweeper', 'store/postgres', 'store/memory'], 'server/ is the transport: the composition root (cli/) picks stores.'),
-            zone('server', ['agent'], 'server/ converts and delegates: spend, provenance and agents reach it through the engine (engine/engine-api.ts, engine/read/).'),
+            zone('server', ['agent'], 'server/ converts and delegates: spend, provenance and agents reach it through the engine (engine/replica-engine.ts, engine/read/).'),
             {
               target: src('server'), from: src('store'), except: ['./run-id.ts', './write-checks.ts'],
-              message: 'server/ reads runs, journals, streams and page cursors through the engine (engine/engine-api.ts, engine/read/), not the store; only the run id format and the storable-JSON check are shared, to refuse bad input before the engine.',
+              message: 'server/ reads runs, journals, streams and page cursors through the engine (engine/replica-engine.ts, engine/read/), not the store; only the run id format and the storable-JSON check are shared, to refuse bad input before the engine.',
             },
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
             zone('cli/client', ['gen', 'server', 'engine', 'store', 'sweeper', 'agent', 'journal', 'index.ts'], 'the operator commands (cli/client/) reach the server only through the TypeScript client package: import @waymark-dev/client, as a remote user does.'),
             // Inside engine/ (docs/architecture.md "The engine's rooms"): author/ and replay/ sit below runtime/,
-            // runtime/ below the use cases (engine.ts) and the scheduling loop.
-            zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
-            zone('engine/author', ['engine/scheduling', 'engine/read', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
-            zone('engine/runtime', ['engine/scheduling', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (engine.ts) and the scheduler call it, not the reverse.'),
-            zone('engine/flow', ['engine/runtime', 'engine/scheduling', 'engine/engine.ts', 'engine/engine-api.ts', 'engine/user-module.ts'], 'engine/flow/ is declarative flows over the ctx interface: it reaches effects through ctx (author/workflow.ts), never the runtime, the use cases or the scheduler.'),
+            // runtime/ below the use cases (run-engine.ts) and the scheduling loop.
+            zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
+            zone('engine/author', ['engine/scheduling', 'engine/read', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
+            zone('engine/runtime', ['engine/scheduling', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (run-engine.ts) and the scheduler call it, not the reverse.'),
+            zone('engine/flow', ['engine/runtime', 'engine/scheduling', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/user-module.ts'], 'engine/flow/ is declarative flows over the ctx interface: it reaches effects through ctx (author/workflow.ts), never the runtime, the use cases or the scheduler.'),
             // Every store kind, present or future (a folder under store/), is reached only through store/open-store.ts
             // (the package root may still export MemoryStore, for users testing their workflows).
             {

@@ -1,11 +1,11 @@
 // Item 8 of the benchmark: what the API's per-run calls cost on a run of 10 entries and on one of
 // 10,000 (issue 22, goal 4: the same, a ratio of at most 1.2). In process, on the engine and the
-// read functions the RPCs call (engine-api.ts), so the figure is the store work, not HTTP/2.
+// read functions the RPCs call (replica-engine.ts), so the figure is the store work, not HTTP/2.
 import { z } from 'zod';
 import { defineWorkflow } from '../src/engine/author/workflow.js';
 import { runView } from '../src/engine/read/run-view.js';
 import { runSpend } from '../src/engine/read/spend.js';
-import { approvalGet } from '../src/engine/runtime/approvals.js';
+import { approvalGet } from '../src/engine/read/approvals.js';
 import { approvalDecide } from '../src/engine/runtime/resolutions.js';
 import { approvalId } from '../src/engine/runtime/suspension.js';
 import type { EngineBench } from './waymark-inprocess.js';
@@ -60,7 +60,7 @@ export async function measureCalls(bench: EngineBench, small: number, large: num
     ['DecideApproval (already decided: read, validate, journalResolve)', (r) =>
       approvalDecide(store, { namespace: NS, approvalId: r.approval, approve: true, by: 'bench', requestId: `again-${n++}` })],
     ['budget check before a model call (the run tree\'s spend and reservations)', (r) => runSpend({ store, runId: r.run.id, namespace: NS })],
-    // What the RPC awaits (engine-api.ts): the resume itself; the execution it makes runnable runs afterwards.
+    // What the RPC awaits (replica-engine.ts): the resume itself; the execution it makes runnable runs afterwards.
     ['ResumeRun (no invalidate: lease taken and given back, the run PENDING)', (r) => engine.runResume({ runId: r.run.id, namespace: NS, execute: false })],
   ];
   const rows: CallRow[] = [];

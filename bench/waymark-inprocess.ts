@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { z } from 'zod';
-import { Engine } from '../src/engine/engine.js';
+import { RunEngine } from '../src/engine/run-engine.js';
 import { Registry } from '../src/engine/registry.js';
 import { defineWorkflow } from '../src/engine/author/workflow.js';
 import { migrate } from '../src/store/postgres/migrate.js';
@@ -41,7 +41,7 @@ export const tenSteps = stepsWorkflow('bench-ten-steps', false);
 export const tenIntentSteps = stepsWorkflow('bench-ten-intent-steps', true);
 
 export interface EngineBench {
-  engine: Engine;
+  engine: RunEngine;
   store: PostgresStore;
   close(): Promise<void>;
 }
@@ -51,7 +51,7 @@ export async function openEngine(url: string, extra: Parameters<Registry['regist
   const store = await PostgresStore.connect({ url, poolSize: 20, applicationName: 'waymark-bench', ...options });
   await migrate({ pool: store.pool });
   const registry = new Registry().register(tenSteps, tenIntentSteps, tenParallelSteps, ...extra);
-  const engine = new Engine({ store, registry, holder: `bench:${process.pid}`, leaseTtlMs: 30_000, logger: pino({ level: 'warn' }) });
+  const engine = new RunEngine({ store, registry, holder: `bench:${process.pid}`, leaseTtlMs: 30_000, logger: pino({ level: 'warn' }) });
   return { engine, store, close: () => store.close() };
 }
 

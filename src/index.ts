@@ -1,7 +1,7 @@
 /**
  * The `waymark` package root: the workflow API a user's module imports
  * (`import { defineWorkflow, defineTool } from 'waymark'`), the error classes a workflow may
- * catch, and the Engine for embedding. Transport, CLI and SQL are not exported (eslint enforces it).
+ * catch, and the RunEngine for embedding. Transport, CLI and SQL are not exported (eslint enforces it).
  */
 export { defineWorkflow, isWorkflow, DEFAULT_APPROVAL_SCHEMA } from './engine/author/workflow.js';
 export type {
@@ -13,8 +13,9 @@ export type { Duration } from './engine/author/duration.js';
 export { Registry } from './engine/registry.js';
 export { loadUserModule, type LoadedModule } from './engine/user-module.js';
 export { httpTool, echoTool } from './engine/author/builtin-tools.js';
-export { Engine } from './engine/engine.js';
-export type { EngineOptions, ExecuteOutcome, ExecuteResult, RunStartParams } from './engine/engine.js';
+export { RunEngine } from './engine/run-engine.js';
+export type { RunEngineOptions, RunStartParams } from './engine/run-engine.js';
+export type { ExecuteOutcome, ExecuteResult } from './engine/runtime/execute-result.js';
 export type { ReplayPreview } from './engine/runtime/resume-preview.js';
 /** The in-memory store: for testing workflows (docs/workflows.md "Testing a workflow"). */
 export { MemoryStore } from './store/memory/memory-store.js';

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from 'pino';
-import type { Engine } from '../engine/engine.js';
+import type { RunEngine } from '../engine/run-engine.js';
 import type { Executor } from '../engine/scheduling/executor.js';
 import { RUN_STATUSES } from '../journal/run.js';
 import type { StoreCallObserver } from '../store/instrumented-store.js';
@@ -62,7 +62,7 @@ export class Metrics {
     this.appendDuration.observe({ method, outcome: ok ? 'ok' : 'error' }, seconds);
   };
 
-  watchEngine(engine: Engine): void {
+  watchEngine(engine: RunEngine): void {
     engine.events.on('execution-ended', (result) => {
       this.executions.inc({ outcome: result.outcome });
       if (result.outcome === 'lease_lost') this.leaseLosses.inc();

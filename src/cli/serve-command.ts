@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
 import { DefinitionError } from '../engine/author/errors.js';
-import { EngineApi } from '../engine/engine-api.js';
+import { ReplicaEngine } from '../engine/replica-engine.js';
 import type { Registry } from '../engine/registry.js';
 import { StreamTokens } from '../engine/access/stream-tokens.js';
 import { registerApi } from '../server/api.js';
@@ -81,7 +81,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Checked once before anything starts, so the server is ready the moment it listens (and the
     // executor starts no earlier before that than it did without the check).
     await readiness.checkNow();
-    // Engine, executor loop, metrics, and in dev the sweeper (started once the server listens);
+    // RunEngine, executor loop, metrics, and in dev the sweeper (started once the server listens);
     // stopped after the server drains. The examples are registered here, before anything is claimed.
     const workers = await startWorkers({
       config, store, logger, dev: options.dev, registry,
@@ -93,7 +93,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       } : {}),
     });
     // What the API calls; it executes the runs StartRun (wait), signals and decisions make runnable.
-    const engineApi = new EngineApi({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
+    const engineApi = new ReplicaEngine({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
     cleanup.push(() => Promise.all([workers.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));
 
     // Stream tokens need one secret on every replica; dev keeps a generated one in its data dir.

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
-import { Engine } from '../engine/engine.js';
+import { RunEngine } from '../engine/run-engine.js';
 import { Executor } from '../engine/scheduling/executor.js';
 import { ReplicaPresence } from '../engine/scheduling/replica-presence.js';
 import { Registry } from '../engine/registry.js';
@@ -19,7 +19,7 @@ import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 export interface Workers {
   registry: Registry;
   /** The engine the API and the executor share; it writes through the instrumented store. */
-  engine: Engine;
+  engine: RunEngine;
   executor: Executor;
   /** `waymark dev` only: the in-process sweeper. */
   sweeper: Sweeper | null;
@@ -70,7 +70,7 @@ export async function startWorkers(params: {
   await params.extend?.(registry);
   const metrics = new Metrics();
   const holder = `${hostname()}:${process.pid}`;
-  const engine = new Engine({
+  const engine = new RunEngine({
     store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger,
     resumeCache: { maxEntries: config.resumeCacheEntries },
   });
@@ -78,7 +78,7 @@ export async function startWorkers(params: {
   metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);
   const metricsServer = await startMetricsServer({ ...config.metricsAddr, metrics, logger });
 
-  const executor = new Executor({ engine, store, holder, logger, concurrency: config.executorConcurrency, settleMs: config.shutdownSettleMs });
+  const executor = new Executor({ driver: engine.driver, store, holder, logger, concurrency: config.executorConcurrency, settleMs: config.shutdownSettleMs });
   const presence = new ReplicaPresence({ store, replicaId: holder, workflows: engine.serves(), ttlMs: config.replicaTtlMs, logger });
   metrics.watchExecutor(executor);
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;

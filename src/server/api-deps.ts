@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { EngineApi } from '../engine/engine-api.js';
+import type { ReplicaEngine } from '../engine/replica-engine.js';
 import type { Limits } from '../journal/limits.js';
 import type { StreamTokens } from '../engine/access/stream-tokens.js';
 import type { StreamGate } from './stream-limit.js';
@@ -7,7 +7,7 @@ import type { StreamGate } from './stream-limit.js';
 /** What the RunService and SignalService routes delegate to; the composition root builds it. */
 export interface ApiDeps {
   /** Every route's use case, one call each: runs, journals, streams, signals, approvals, provenance. */
-  api: EngineApi;
+  api: ReplicaEngine;
   logger: Logger;
   /** Payload limit checked before anything is written (the transport enforces the request size). */
   limits: Limits;

@@ -16,7 +16,7 @@ import { unimplemented } from './unimplemented.js';
 
 /*
  * waymark.v1.RunService: each route validates (request-validation.ts), converts (convert-*.ts) and
- * makes one call to the engine (engine/engine-api.ts); error-mapping.ts turns what it throws into
+ * makes one call to the engine (engine/replica-engine.ts); error-mapping.ts turns what it throws into
  * statuses.
  */
 

@@ -14,8 +14,8 @@ import { RequestCheck } from './request-validation.js';
 import { unimplemented } from './unimplemented.js';
 
 /*
- * waymark.v1.WorkerService (docs/workers.md): validate, convert, one EngineApi call, as the other
- * services. A result that resolves a call makes its run runnable; EngineApi executes it here.
+ * waymark.v1.WorkerService (docs/workers.md): validate, convert, one ReplicaEngine call, as the other
+ * services. A result that resolves a call makes its run runnable; ReplicaEngine executes it here.
  */
 
 const POLICIES: Record<number, RemoteToolDeclaration['policy'] | undefined> = {

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAgentRuntime, type AgentRuntimeOptions } from '../../src/agent/agent-runtime.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';
 import type { JournalEntry } from '../../src/journal/journal-entry.js';
@@ -31,7 +31,7 @@ export async function agentEngine(options: { runtime: AgentRuntimeOptions; store
   const store = options.store ?? new MemoryStore({ clock: clock.now });
   const registry = new Registry({ agent: createAgentRuntime({ maxRetries: 0, ...options.runtime }) });
   await loadUserModule(AGENT_WORKFLOWS, registry);
-  const engine = new Engine({
+  const engine = new RunEngine({
     store, registry, holder: options.holder ?? 'worker-1', leaseTtlMs: TTL, ...(options.clockless ? {} : { clock: clock.now }),
   });
   return { clock, store, registry, engine };

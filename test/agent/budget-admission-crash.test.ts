@@ -8,7 +8,7 @@ import { until } from '../support/until.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
 import type { WaymarkProcess } from '../support/waymark-process.js';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';
 import { agentProcess, BUDGET_WORKFLOWS, fakeModelEnv, NS } from './agent-harness.js';
@@ -60,7 +60,7 @@ describe('budget admission across a SIGKILL', () => {
       // The run is created PENDING from here (same module, same digest); the server's executor claims it.
       const registry = new Registry({ agent: createAgentRuntime({ maxRetries: 0, env: fakeModelEnv(server, PRICE) }) });
       await loadUserModule(BUDGET_WORKFLOWS, registry);
-      const engine = new Engine({ store, registry, holder: 'test', leaseTtlMs: 3_000 });
+      const engine = new RunEngine({ store, registry, holder: 'test', leaseTtlMs: 3_000 });
       const { run } = await engine.runStart({ namespace: NS, workflowName: 'budget-tree', input: { question: q }, budgetUsd: 0.25 });
       await until('A and B in flight', async () => (requestsFor(q).length === 2 ? true : undefined));
       const child = await until('the child refused', async () => {

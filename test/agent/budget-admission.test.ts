@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { runSpend } from '../../src/engine/read/spend.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -31,7 +31,7 @@ async function budgetEngine() {
   const store = new MemoryStore({ clock: clock.now });
   const registry = new Registry({ agent: createAgentRuntime({ maxRetries: 0, env: fakeModelEnv(server, PRICE) }) });
   await loadUserModule(BUDGET_WORKFLOWS, registry);
-  const engine = new Engine({ store, registry, holder: 'worker-1', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry, holder: 'worker-1', leaseTtlMs: TTL, clock: clock.now });
   return { store, engine };
 }
 

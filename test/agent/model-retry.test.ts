@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { defineWorkflow } from '../../src/engine/author/workflow.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock } from '../engine/harness.js';
@@ -39,11 +39,11 @@ function setup() {
   const clock = new FakeClock();
   const store = new MemoryStore({ clock: clock.now });
   const registry = new Registry({ agent: createAgentRuntime({ env: fakeModelEnv(server) }) }).register(asks);
-  const engine = new Engine({ store, registry, holder: 'worker-1', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry, holder: 'worker-1', leaseTtlMs: TTL, clock: clock.now });
   return { clock, store, engine };
 }
 
-async function drive(engine: Engine, clock: FakeClock): Promise<void> {
+async function drive(engine: RunEngine, clock: FakeClock): Promise<void> {
   for (let i = 0; i < 5; i++) {
     clock.advance(120_000);
     if ((await engine.suspensionsResolveDue({ limit: 10 })).resolved.length === 0) return;

@@ -7,7 +7,7 @@ import { ModelCatalog } from '../../src/agent/model-catalog.js';
 import { loadModelConfig } from '../../src/agent/model-config.js';
 import { costOf, estimateCostOf, priceOf } from '../../src/agent/prices.js';
 import { scriptedModel } from '../../src/agent/scripted-model.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { AgentRuntimeMissingError } from '../../src/engine/author/errors.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineTool } from '../../src/engine/author/tool.js';
@@ -90,7 +90,7 @@ const broken = defineTool({ name: 'broken', description: 'Always fails.', input:
 
 function engineWith(workflows: Workflow[], runtime: AgentRuntimeOptions | null, store = new MemoryStore({ clock: new FakeClock().now })) {
   const registry = new Registry(runtime ? { agent: createAgentRuntime(runtime) } : {}).register(...workflows, echo, broken);
-  return { store, engine: new Engine({ store, registry, holder: 'w', leaseTtlMs: TTL }) };
+  return { store, engine: new RunEngine({ store, registry, holder: 'w', leaseTtlMs: TTL }) };
 }
 
 describe('ctx.agent on scripted turns', () => {

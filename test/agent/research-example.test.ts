@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { runProvenance } from '../../src/agent/provenance.js';
 import { runSpend } from '../../src/engine/read/spend.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -26,7 +26,7 @@ async function runExample(question: string) {
   await loadUserModule(EXAMPLE, registry);
   const clock = new FakeClock();
   const store = new MemoryStore({ clock: clock.now });
-  const engine = new Engine({ store, registry, holder: 'dev', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry, holder: 'dev', leaseTtlMs: TTL, clock: clock.now });
   const started = await engine.runStart({ namespace: NS, workflowName: 'research-agent', input: { question }, budgetUsd: 0.05, execute: true });
   return { lines, store, engine, started };
 }

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, defineWorkflow, type WorkflowContext } from '../../src/index.js';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Json, Run } from '../../src/journal/run.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -108,7 +108,7 @@ async function runProgram(nodes: Node[], crashes: CrashPoint[]): Promise<{ run: 
   const memory = new MemoryStore({ clock: clock.now });
   const { store } = crashingStore(memory, crashes, (e) => events.push(e));
   const registry = new Registry().register(program, writeTool, readTool);
-  const engine = new Engine({ store, registry, holder: 'w', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry, holder: 'w', leaseTtlMs: TTL, clock: clock.now });
   const decisions = approvals(nodes);
   const { run } = await engine.runStart({ namespace: NAMESPACE, workflowName: 'program', input: { nodes } });
   let recoveries = 0;

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Executor } from '../../src/engine/scheduling/executor.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineWorkflow } from '../../src/index.js';
@@ -91,15 +91,15 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
     });
   });
 
-  function engineOn(store: JournalStore, holder: string): Engine {
-    return new Engine({ store, registry: new Registry().register(gated).register(lingering), holder, leaseTtlMs: 30_000 });
+  function engineOn(store: JournalStore, holder: string): RunEngine {
+    return new RunEngine({ store, registry: new Registry().register(gated).register(lingering), holder, leaseTtlMs: 30_000 });
   }
 
   it('on stop aborts what still executes after the grace period and releases its lease only once its effect settled', async () => {
     const store = await stores[storeName]!();
     if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
     const engine = engineOn(store, `${storeName}-s1`);
-    const a = new Executor({ engine, store, concurrency: 1, pollMs: 3_600_000, settleMs: 3_600_000 });
+    const a = new Executor({ driver: engine.driver, store, concurrency: 1, pollMs: 3_600_000, settleMs: 3_600_000 });
     await a.start();
     const key = `s1${storeName}`;
     const s = { aborted: deferred(), settle: deferred(), done: deferred(), started: deferred(), honour: true };
@@ -121,7 +121,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
     const store = await stores[storeName]!();
     if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
     const engine = engineOn(store, `${storeName}-s2`);
-    const a = new Executor({ engine, store, concurrency: 1, pollMs: 3_600_000, settleMs: 0 });
+    const a = new Executor({ driver: engine.driver, store, concurrency: 1, pollMs: 3_600_000, settleMs: 0 });
     await a.start();
     const key = `s2${storeName}`;
     const s = { aborted: deferred(), settle: deferred(), done: deferred(), started: deferred(), honour: false };
@@ -143,7 +143,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
     if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
     const engine = engineOn(store, `${storeName}-a`);
     // A poll period far longer than the test: only wake-ups can make it finish in time.
-    const executor = new Executor({ engine, store, concurrency: 2, pollMs: 3_600_000 });
+    const executor = new Executor({ driver: engine.driver, store, concurrency: 2, pollMs: 3_600_000 });
     await executor.start();
     const ids: string[] = [];
     const done = finishedCount(executor, 6);
@@ -160,7 +160,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
   it('on stop lets an in-flight run finish within the grace period', async () => {
     const store = await stores[storeName]!();
     const engine = engineOn(store, `${storeName}-b`);
-    const executor = new Executor({ engine, store, concurrency: 1, pollMs: 3_600_000 });
+    const executor = new Executor({ driver: engine.driver, store, concurrency: 1, pollMs: 3_600_000 });
     await executor.start();
     const gate = deferred();
     gates.set(`g${storeName}`, gate);
@@ -176,7 +176,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
   it('on stop releases what is still executing after the grace period; another executor continues it at once', async () => {
     const store = await stores[storeName]!();
     const engineA = engineOn(store, `${storeName}-c1`);
-    const a = new Executor({ engine: engineA, store, concurrency: 1, pollMs: 3_600_000 });
+    const a = new Executor({ driver: engineA.driver, store, concurrency: 1, pollMs: 3_600_000 });
     await a.start();
     gates.set(`h${storeName}`, deferred()); // never opened: only the abort ends it on A
     const claimed = once(a.events, 'claimed');
@@ -188,7 +188,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
 
     gates.delete(`h${storeName}`);
     const engineB = engineOn(store, `${storeName}-c2`);
-    const b = new Executor({ engine: engineB, store, concurrency: 1, pollMs: 3_600_000 });
+    const b = new Executor({ driver: engineB.driver, store, concurrency: 1, pollMs: 3_600_000 });
     const finished = once(b.events, 'finished');
     await b.start();
     const [{ runId, result }] = await finished as [{ runId: string; result: { outcome: string } }];
@@ -206,9 +206,9 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
     const store = await stores[storeName]!();
     if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
     const engine = engineOn(store, `${storeName}-d`);
-    expect(() => new Executor({ engine, store, concurrency: 0 })).toThrow(RangeError);
-    expect(() => new Executor({ engine, store, pollMs: -1 })).toThrow(RangeError);
-    const executor = new Executor({ engine, store, pollMs: 3_600_000 });
+    expect(() => new Executor({ driver: engine.driver, store, concurrency: 0 })).toThrow(RangeError);
+    expect(() => new Executor({ driver: engine.driver, store, pollMs: -1 })).toThrow(RangeError);
+    const executor = new Executor({ driver: engine.driver, store, pollMs: 3_600_000 });
     const idle = once(executor.events, 'idle');
     await executor.start();
     await idle;
@@ -240,8 +240,8 @@ describe('Executor without wake-ups', () => {
       },
     }) as JournalStore;
     const plain = defineWorkflow({ name: 'plain', input: z.object({}) }, async (ctx) => ctx.step('s', () => 'ok'));
-    const engine = new Engine({ store, registry: new Registry().register(plain), holder: 'poller', leaseTtlMs: 30_000 });
-    const executor = new Executor({ engine, store, pollMs: 20 });
+    const engine = new RunEngine({ store, registry: new Registry().register(plain), holder: 'poller', leaseTtlMs: 30_000 });
+    const executor = new Executor({ driver: engine.driver, store, pollMs: 20 });
     const failed = once(executor.events, 'claim-failed');
     const finished = once(executor.events, 'finished');
     await executor.start();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
 import type { Tool } from '../../src/engine/author/tool.js';
@@ -48,7 +48,7 @@ export function setup(items: (Workflow | Tool)[], options: { store?: JournalStor
   const clock = options.clock ?? new FakeClock();
   const store = options.store ?? new MemoryStore({ clock: clock.now });
   const registry = new Registry().register(...items);
-  const engine = new Engine({ store, registry, holder: options.holder ?? 'worker-1', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry, holder: options.holder ?? 'worker-1', leaseTtlMs: TTL, clock: clock.now });
   return { clock, store, registry, engine };
 }
 

@@ -27,7 +27,7 @@ const lingering = defineWorkflow({ name: 'lingering', input: z.object({ key: z.s
 describe('InlineExecutions.stop', () => {
   it('aborts only its own executions and releases each lease once its effect settled; the executor\'s run is left alone', async () => {
     const { engine, store } = setup([lingering]);
-    const inline = new InlineExecutions({ engine, logger: pino({ enabled: false }), settleMs: 3_600_000 });
+    const inline = new InlineExecutions({ driver: engine.driver, logger: pino({ enabled: false }), settleMs: 3_600_000 });
     const own = gate();
     const theirs = gate();
     gates.set('own', own);
@@ -61,7 +61,7 @@ describe('InlineExecutions.stop', () => {
 
   it('keeps the lease of an aborted execution whose effect does not settle in time', async () => {
     const { engine, store } = setup([lingering]);
-    const inline = new InlineExecutions({ engine, logger: pino({ enabled: false }), settleMs: 0 });
+    const inline = new InlineExecutions({ driver: engine.driver, logger: pino({ enabled: false }), settleMs: 0 });
     const g = gate();
     gates.set('stuck', g);
     const started = inline.track(() => engine.runStart({ namespace: NS, workflowName: 'lingering', input: { key: 'stuck' }, execute: true }));

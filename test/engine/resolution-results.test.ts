@@ -5,7 +5,7 @@ import { NS, setup } from './harness.js';
 
 /*
  * Engine operations that resolve a wait say which run it was and whether it became runnable, so
- * the caller (engine-api.ts, one decision for every RPC) executes it without parsing ids.
+ * the caller (replica-engine.ts, one decision for every RPC) executes it without parsing ids.
  */
 const gated = defineWorkflow({ name: 'gated', input: z.object({}) }, async (ctx) => {
   const d = await ctx.approve({ title: 'Ship it?' });

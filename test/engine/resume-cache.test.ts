@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { pino } from 'pino';
-import { Engine } from '../../src/engine/engine.js';
-import { EngineApi } from '../../src/engine/engine-api.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
+import { ReplicaEngine } from '../../src/engine/replica-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { ResumeCacheOptions } from '../../src/engine/runtime/resume-cache.js';
 import { RunNotFoundError } from '../../src/journal/errors.js';
@@ -98,7 +98,7 @@ function counted(store: JournalStore): { store: JournalStore; reads: Reads } {
 
 function engineOn(store: JournalStore, holder: string, resumeCache?: ResumeCacheOptions) {
   const { store: seen, reads } = counted(store);
-  const engine = new Engine({ store: seen, registry: new Registry().register(loop, twoWaits), holder, leaseTtlMs: TTL, ...(resumeCache ? { resumeCache } : {}) });
+  const engine = new RunEngine({ store: seen, registry: new Registry().register(loop, twoWaits), holder, leaseTtlMs: TTL, ...(resumeCache ? { resumeCache } : {}) });
   return { engine, reads };
 }
 
@@ -135,7 +135,7 @@ afterAll(async () => {
 
 describe.each(stores)('hot resume on %s', (_name, make) => {
   /** A `loop` run started here that parked, resumed once (the first resume reads: a run created here kept nothing) and parked again. */
-  async function parkedTwice(engine: Engine, rounds: number) {
+  async function parkedTwice(engine: RunEngine, rounds: number) {
     const { run, execution } = await engine.runStart({ namespace: NS, workflowName: 'loop', input: { rounds }, execute: true });
     expect(execution?.outcome).toBe('suspended');
     await engine.signalSend({ runId: run.id, namespace: NS, name: 'go', payload: { n: 1 }, signalId: `${run.id}-1` });
@@ -194,7 +194,7 @@ describe.each(stores)('hot resume on %s', (_name, make) => {
     try {
       const a = engineOn(await open(), 'replica-a');
       const b = engineOn(await open(), 'replica-b');
-      const api = new EngineApi({ engine: a.engine, logger: pino({ enabled: false }) });
+      const api = new ReplicaEngine({ engine: a.engine, logger: pino({ enabled: false }) });
       const runId = await parkedTwice(a.engine, 3);
       a.reads.reset();
       const sent = await api.signalSend({ runId, namespace: NS, name: 'go', payload: { n: 2 }, signalId: `${runId}-2` });

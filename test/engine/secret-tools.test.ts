@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { PayloadSealer, SealedPayloadError } from '../../src/engine/runtime/payload-sealer.js';
 import { defineTool, defineWorkflow } from '../../src/index.js';
@@ -50,7 +50,7 @@ function build(sealer: PayloadSealer | null, calls: string[]) {
     return { tokenLength: charged.token.length, last4: charged.last4 };
   });
   const registry = new Registry({ sealer }).register(vault, wf);
-  return new Engine({ store, registry, holder: `w-${randomBytes(3).toString('hex')}`, leaseTtlMs: TTL });
+  return new RunEngine({ store, registry, holder: `w-${randomBytes(3).toString('hex')}`, leaseTtlMs: TTL });
 }
 
 describe('secret tools', () => {

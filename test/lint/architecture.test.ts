@@ -58,7 +58,7 @@ describe('architecture rules', () => {
       "import { runProvenance } from '../agent/provenance.js';\nexport const p = runProvenance;\n",
       "import { roundUsd } from '../agent/prices.js';\nexport const p = roundUsd;\n",
     ]) expect(await ruleIds('src/server/probe.ts', code)).toContain('import-x/no-restricted-paths');
-    const through = "import { EngineApi } from '../engine/engine-api.js';\nexport const p = EngineApi;\n";
+    const through = "import { ReplicaEngine } from '../engine/replica-engine.js';\nexport const p = ReplicaEngine;\n";
     expect(await ruleIds('src/server/probe.ts', through)).not.toContain('import-x/no-restricted-paths');
   });
 
@@ -83,7 +83,7 @@ describe('architecture rules', () => {
 
   it('inside engine/, the replay core imports nothing of the runtime, the use cases or the scheduler', async () => {
     const probe = 'src/engine/replay/probe.ts';
-    for (const from of ['../runtime/execution.js', '../scheduling/executor.js', '../read/run-view.js', '../engine.js', '../engine-api.js', '../registry.js']) {
+    for (const from of ['../runtime/execution.js', '../scheduling/executor.js', '../read/run-view.js', '../run-engine.js', '../replica-engine.js', '../registry.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds(probe, code), from).toContain('import-x/no-restricted-paths');
     }
@@ -92,7 +92,7 @@ describe('architecture rules', () => {
   });
 
   it('inside engine/, the runtime does not reach up to the use cases or the scheduler', async () => {
-    for (const from of ['../engine.js', '../engine-api.js', '../scheduling/executor.js']) {
+    for (const from of ['../run-engine.js', '../replica-engine.js', '../scheduling/executor.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds('src/engine/runtime/probe.ts', code), from).toContain('import-x/no-restricted-paths');
     }
@@ -101,7 +101,7 @@ describe('architecture rules', () => {
   });
 
   it('inside engine/, flows reach effects through ctx only: not the runtime, the use cases or the scheduler', async () => {
-    for (const from of ['../runtime/effect-runner.js', '../engine.js', '../engine-api.js', '../scheduling/executor.js']) {
+    for (const from of ['../runtime/effect-runner.js', '../run-engine.js', '../replica-engine.js', '../scheduling/executor.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds('src/engine/flow/probe.ts', code), from).toContain('import-x/no-restricted-paths');
     }
@@ -115,7 +115,7 @@ describe('architecture rules', () => {
     expect(await ruleIds(probe, value)).toContain('@typescript-eslint/no-restricted-imports');
     const types = "import type { AgentOptions } from '../runtime/agent-runtime.js';\nexport type P = AgentOptions;\n";
     expect(await ruleIds(probe, types)).toEqual([]);
-    const up = "import { Engine } from '../engine.js';\nexport const p = Engine;\n";
+    const up = "import { RunEngine } from '../run-engine.js';\nexport const p = RunEngine;\n";
     expect(await ruleIds(probe, up)).toContain('import-x/no-restricted-paths');
   });
 
@@ -133,7 +133,7 @@ describe('architecture rules', () => {
 
   it('the operator commands (cli/client/) reach the server only through the client package', async () => {
     const probe = 'src/cli/client/probe.ts';
-    for (const from of ['../../gen/waymark/v1/run_service_pb.js', '../../server/run-service.js', '../../engine/engine-api.js', '../../store/store.js']) {
+    for (const from of ['../../gen/waymark/v1/run_service_pb.js', '../../server/run-service.js', '../../engine/replica-engine.js', '../../store/store.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds(probe, code), from).toContain('import-x/no-restricted-paths');
     }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineTool, defineWorkflow, type Workflow } from '../../src/index.js';
-import type { Engine } from '../../src/engine/engine.js';
+import type { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { FakeClock } from '../engine/harness.js';
 
@@ -124,7 +124,7 @@ export const timeboxed = defineWorkflow({ name: 'timeboxed', input: z.object({})
   }, { timeout: '20ms', retry: { maxAttempts: 2, initialInterval: '1s' } }));
 
 /** Fires due backoff timers and executes what they woke until none is left. */
-async function fireTimers({ engine, clock }: { engine: Engine; clock: FakeClock }): Promise<void> {
+async function fireTimers({ engine, clock }: { engine: RunEngine; clock: FakeClock }): Promise<void> {
   for (let i = 0; i < 10; i++) {
     clock.advance(120_000);
     if ((await engine.suspensionsResolveDue({ limit: 10 })).resolved.length === 0) return;
@@ -144,14 +144,14 @@ export interface Scenario {
   workflow: string;
   input: unknown;
   /** Drives the run after it first parks or ends. */
-  drive?: (p: { engine: Engine; clock: FakeClock; runId: string }) => Promise<void>;
+  drive?: (p: { engine: RunEngine; clock: FakeClock; runId: string }) => Promise<void>;
   /** Fenced writes at which the recording worker crashes (SimulatedCrash) and a new one recovers. */
   crashAt?: number[];
   /** Invalidate these entries (by kind/name) with a resume after the run ended. */
   invalidate?: { kind: string; name: string }[];
 }
 
-async function approveFirst(engine: Engine, runId: string, approve: boolean): Promise<void> {
+async function approveFirst(engine: RunEngine, runId: string, approve: boolean): Promise<void> {
   const [waiting] = await engine.runWaits({ runId, namespace: 'golden' });
   await engine.approvalDecide({ namespace: 'golden', approvalId: waiting!.approvalId!, approve, by: 'reviewer@example.com', requestId: `req-${runId}`, comment: approve ? 'ok' : 'no' });
   await engine.runExecutePending();

@@ -11,7 +11,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import type { Run } from '../../src/journal/run.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalStore } from '../../src/store/store.js';
@@ -40,7 +40,7 @@ async function record(scenario: Scenario): Promise<string> {
   const store: JournalStore = scenario.crashAt
     ? crashingStore(memory, scenario.crashAt.map((write) => ({ write, when: 'after' as const })), () => undefined).store
     : memory;
-  const engine = new Engine({ store, registry: goldenRegistry(), holder: 'recorder', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry: goldenRegistry(), holder: 'recorder', leaseTtlMs: TTL, clock: clock.now });
   const { run } = await engine.runStart({ namespace: NAMESPACE, workflowName: scenario.workflow, input: scenario.input, execute: true });
   for (let i = 0; i < (scenario.crashAt?.length ?? 0); i++) {
     clock.advance(TTL + 1);

@@ -4,8 +4,9 @@ import { ConnectError, createClient, createRouterTransport, type Client, type Tr
 import { pino } from 'pino';
 import { expect } from 'vitest';
 import { chargeBack, refund } from '../../examples/refund.js';
-import { Engine, type ExecuteResult } from '../../src/engine/engine.js';
-import { EngineApi } from '../../src/engine/engine-api.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
+import type { ExecuteResult } from '../../src/engine/runtime/execute-result.js';
+import { ReplicaEngine } from '../../src/engine/replica-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Tool } from '../../src/engine/author/tool.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
@@ -30,7 +31,7 @@ export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 
 export interface ApiHarness {
   store: JournalStore;
-  engine: Engine;
+  engine: RunEngine;
   deps: ApiDeps;
   runs: Client<typeof RunService>;
   signals: Client<typeof SignalService>;
@@ -59,9 +60,9 @@ export function apiHarness(options: {
   const logs: LogLine[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
   const registry = options.registry ?? new Registry().register(...(options.items ?? FIXTURE_ITEMS));
-  const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
+  const engine = new RunEngine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
   const deps: ApiDeps = {
-    api: new EngineApi({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
+    api: new ReplicaEngine({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
   };
   const transport = createRouterTransport((router) => registerApi(router, deps), {
     router: { interceptors: [loggingInterceptor(logger)], ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}) },

@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import { pino } from 'pino';
-import { Engine } from '../../src/engine/engine.js';
-import { EngineApi } from '../../src/engine/engine-api.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
+import { ReplicaEngine } from '../../src/engine/replica-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Tool } from '../../src/engine/author/tool.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
@@ -30,7 +30,7 @@ import { createMigratedDatabase, type MigratedDatabase } from './database.js';
 export interface ApiServer {
   db: MigratedDatabase;
   store: PostgresStore;
-  engine: Engine;
+  engine: RunEngine;
   deps: ApiDeps;
   server: GrpcServer;
   /** `127.0.0.1:port`. */
@@ -61,10 +61,10 @@ export async function startApiServer(options: {
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
   const store = await PostgresStore.connect({ url: options.storeUrl ? options.storeUrl(db.url) : db.url, applicationName: 'api-server-test', poolSize: 4, limits });
   const registry = new Registry().register(...(options.items ?? FIXTURE_ITEMS));
-  const engine = new Engine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
+  const engine = new RunEngine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
   const auth = options.auth;
   const streamTokens = auth?.streamTokenSecret ? new StreamTokens({ secrets: [auth.streamTokenSecret] }) : null;
-  const api = new EngineApi({ engine, logger, followPollMs: 50, ...(auth?.keyCacheMs !== undefined ? { keyCacheMs: auth.keyCacheMs } : {}) });
+  const api = new ReplicaEngine({ engine, logger, followPollMs: 50, ...(auth?.keyCacheMs !== undefined ? { keyCacheMs: auth.keyCacheMs } : {}) });
   const deps: ApiDeps = {
     api, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? limits.streamsPerReplica), streamTokens,
   };

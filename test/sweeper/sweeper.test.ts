@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Engine } from '../../src/engine/engine.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineWorkflow } from '../../src/index.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
@@ -30,7 +30,7 @@ function world() {
   const clock = new FakeClock();
   const store = new MemoryStore({ clock: clock.now });
   const registry = new Registry().register(kid, parent, napper, asker, plain);
-  const engine = new Engine({ store, registry, holder: 'worker', leaseTtlMs: TTL, clock: clock.now });
+  const engine = new RunEngine({ store, registry, holder: 'worker', leaseTtlMs: TTL, clock: clock.now });
   const sweeper = (holder: string, o: Partial<SweeperOptions> = {}) =>
     new Sweeper({ store, holder, intervalMs: 60_000, leaderTtlMs: 5_000, graceMs: GRACE, ...o });
   return { clock, store, engine, sweeper };

@@ -176,7 +176,7 @@ function describe(violations: FieldViolation[]): string {
 }
 
 /**
- * The reason an execution was stopped by its own process (Engine.executionsAbort, on shutdown):
+ * The reason an execution was stopped by its own process (RunDriver.executionsAbort, on shutdown):
  * the AbortSignal handed to tools and model calls carries it. Nothing more is written; the run's
  * lease is released once the execution settled, or expires and the sweeper recovers the run.
  */

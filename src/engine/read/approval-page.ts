@@ -1,7 +1,7 @@
 // read/: ListApprovals: a page of approvals behind a page token.
 // Read-only: must not write the journal or decode a page token itself (page-token.ts does).
 import type { JournalStore } from '../../store/store.js';
-import { approvalList, type ApprovalListParams, type ApprovalState, type ApprovalView } from '../runtime/approvals.js';
+import { approvalList, type ApprovalListParams, type ApprovalState, type ApprovalView } from './approvals.js';
 import { decodePageToken, encodePageToken } from './page-token.js';
 
 /** ListApprovals: a page of approvals, oldest first, behind a page token (approvals.ts filters by state). */

@@ -19,7 +19,7 @@ import { resolutionIsValid } from './suspension.js';
 /*
  * One execution of a workflow body over a journal snapshot: it matches calls against the journal,
  * runs what must run live, appends entries through one queue (so heads land in call order), and
- * notices when the body has returned, thrown, or is blocked on open suspensions. The Engine decides
+ * notices when the body has returned, thrown, or is blocked on open suspensions. The RunDriver decides
  * what to write at the end. In `preview` mode it never writes and stops at the first live call.
  * Its parts: append-queue.ts (the writes), lease-renewal.ts (the lease), preview-tally.ts (figures).
  */
@@ -32,8 +32,8 @@ export type ExecutionEnd =
   /** Every branch waits on an open suspension and nothing is in flight. */
   | { kind: 'blocked'; parked: JournalEntry[] }
   /**
-   * Lease lost, a store failure, (preview) a call that would run live, shutdown (Engine.executionsAbort),
-   * or the run's deadline passed (`timed_out`: the Engine then fails the run). No further writes.
+   * Lease lost, a store failure, (preview) a call that would run live, shutdown (RunDriver.executionsAbort),
+   * or the run's deadline passed (`timed_out`: the RunDriver then fails the run). No further writes.
    */
   | { kind: 'stopped'; reason: StopReason; error: unknown };
 

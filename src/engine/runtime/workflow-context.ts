@@ -24,7 +24,7 @@ import {
   type StepInfo, type StepOptions, type ToolCallOptions, type Workflow, type WorkflowContext,
 } from '../author/workflow.js';
 
-/** How ctx.child creates (or finds again) the child run; the Engine supplies it. */
+/** How ctx.child creates (or finds again) the child run; the RunDriver supplies it (child-start.ts). */
 export type ChildStarter = (params: {
   workflow: Workflow;
   input: Json;

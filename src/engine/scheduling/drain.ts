@@ -2,13 +2,13 @@
 // Must not release the lease of an execution that has not settled (another replica would run it twice at once).
 import type { Logger } from 'pino';
 import type { JournalStore } from '../../store/store.js';
-import type { Engine } from '../engine.js';
+import type { RunDriver } from '../runtime/run-driver.js';
 import type { LeaseLedger } from './lease-ledger.js';
 
 /*
  * The shutdown drain every party that executes runs uses (the executor loop, the API's inline
  * executions): let the executions finish for the grace period; then abort those still running
- * (Engine.executionsAbort: no further writes, their tools' and model calls' AbortSignal fires) and
+ * (RunDriver.executionsAbort: no further writes, their tools' and model calls' AbortSignal fires) and
  * give them `settleMs` to stop touching the world. Only the leases of those that settled are
  * released (the runs become PENDING, so another replica continues them at once): releasing one
  * whose effect still runs would let another replica redispatch it while it runs here, twice at
@@ -24,7 +24,7 @@ export interface DrainResult {
 }
 
 export async function drainExecutions(params: {
-  engine: Engine;
+  driver: RunDriver;
   /** Where the leases are released (the party's store). */
   store: JournalStore;
   ledger: LeaseLedger;
@@ -36,7 +36,7 @@ export async function drainExecutions(params: {
   why: string;
   logger: Logger;
 }): Promise<DrainResult> {
-  const { engine, ledger, logger } = params;
+  const { driver, ledger, logger } = params;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, params.graceMs))));
   await Promise.race([Promise.all([Promise.allSettled([...(params.work ?? [])]), ledger.empty()]), timedOut]);
@@ -45,7 +45,7 @@ export async function drainExecutions(params: {
   const unsettled: string[] = [];
   const running = ledger.held();
   if (running.length === 0) return { released, unsettled };
-  const settling = engine.executionsAbort({ runIds: running.map((r) => r.runId), why: params.why });
+  const settling = driver.executionsAbort({ runIds: running.map((r) => r.runId), why: params.why });
   const settled = new Set<string>();
   const all = Promise.all(running.map(async ({ runId, ended }) => {
     await Promise.all([ended, settling.get(runId)]);

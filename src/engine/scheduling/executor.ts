@@ -1,10 +1,11 @@
-// scheduling/: the executor loop of `waymark server`: claims PENDING runs and has the Engine execute them.
-// Must not execute a run or touch its journal itself: Engine.execute does.
+// scheduling/: the executor loop of `waymark server`: claims PENDING runs and has the RunDriver execute them.
+// Must not execute a run or touch its journal itself: RunDriver.execute does.
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import type { Lease } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
-import type { Engine, ExecuteResult } from '../engine.js';
+import type { RunDriver } from '../runtime/run-driver.js';
+import type { ExecuteResult } from '../runtime/execute-result.js';
 import { drainExecutions } from './drain.js';
 import { LeaseLedger } from './lease-ledger.js';
 
@@ -16,9 +17,10 @@ import { LeaseLedger } from './lease-ledger.js';
  */
 
 export interface ExecutorOptions {
-  engine: Engine;
+  /** Executes what this loop claims (RunEngine.driver). */
+  driver: RunDriver;
   store: JournalStore;
-  /** Lease holder recorded on claimed runs; default the engine's. Must be unique per process. */
+  /** Lease holder recorded on claimed runs; default the driver's. Must be unique per process. */
   holder?: string;
   /** Runs executing at once on this replica. */
   concurrency?: number;
@@ -59,7 +61,7 @@ export class Executor {
   readonly concurrency: number;
   readonly pollMs: number;
   readonly settleMs: number;
-  private readonly engine: Engine;
+  private readonly driver: RunDriver;
   private readonly store: JournalStore;
   private readonly namespace: string | undefined;
   private readonly logger: Logger;
@@ -79,9 +81,9 @@ export class Executor {
     const settleMs = options.settleMs ?? EXECUTOR_DEFAULTS.settleMs;
     if (!(settleMs >= 0)) throw new RangeError(`settleMs must be >= 0, got ${settleMs}`);
     this.settleMs = settleMs;
-    this.engine = options.engine;
+    this.driver = options.driver;
     this.store = options.store;
-    this.holder = options.holder ?? options.engine.holder;
+    this.holder = options.holder ?? options.driver.holder;
     this.concurrency = concurrency;
     this.pollMs = pollMs;
     this.namespace = options.namespace;
@@ -97,7 +99,7 @@ export class Executor {
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`executor already ${this.state}`);
     this.state = 'running';
-    this.ledger = new LeaseLedger(this.engine);
+    this.ledger = new LeaseLedger(this.driver);
     this.unsubscribe = await this.store.wakeupSubscribe({ onPending: () => this.wake(), onResync: () => this.wake() });
     const poll = (): void => {
       this.pollTimer = setTimeout(() => {
@@ -126,7 +128,7 @@ export class Executor {
     await this.filling?.catch(() => undefined);
     const ledger = this.ledger!;
     const { released, unsettled } = await drainExecutions({
-      engine: this.engine, store: this.store, ledger, graceMs: options.graceMs, settleMs: this.settleMs,
+      driver: this.driver, store: this.store, ledger, graceMs: options.graceMs, settleMs: this.settleMs,
       why: 'the worker is shutting down', logger: this.logger,
     });
     ledger.close();
@@ -158,8 +160,8 @@ export class Executor {
       let leases: Lease[];
       try {
         leases = await this.store.runClaim({
-          holder: this.holder, ttlMs: this.engine.leaseTtlMs, limit: free, ...(this.namespace ? { namespace: this.namespace } : {}),
-          serves: this.engine.serves(), flows: true,
+          holder: this.holder, ttlMs: this.driver.leaseTtlMs, limit: free, ...(this.namespace ? { namespace: this.namespace } : {}),
+          serves: this.driver.serves(), flows: true,
         });
       } catch (error) {
         this.logger.warn({ err: error }, 'claiming runs failed; retrying at the next wake-up or poll');
@@ -188,7 +190,7 @@ export class Executor {
       let result: ExecuteResult | null = null;
       let error: unknown = null;
       try {
-        result = await this.engine.runExecute({ lease });
+        result = await this.driver.execute({ lease });
       } catch (err) {
         error = err;
         this.logger.error({ runId, err }, 'execution threw; the lease expires and the sweeper recovers the run');

@@ -1,9 +1,9 @@
 // scheduling/: runs executed on the replica that received the call (StartRun with wait, a run made runnable).
-// Must not execute a run itself: it decides where, and Engine executes; the transport never decides this.
+// Must not execute a run itself: it decides where, and the RunDriver executes; the transport never decides this.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from 'pino';
 import type { RunLeaseAcquireRunningResult } from '../../store/store.js';
-import type { Engine } from '../engine.js';
+import type { RunDriver } from '../runtime/run-driver.js';
 import { drainExecutions, type DrainResult } from './drain.js';
 import { LeaseLedger } from './lease-ledger.js';
 
@@ -28,7 +28,7 @@ export interface Resolution {
 }
 
 export class InlineExecutions {
-  readonly #engine: Engine;
+  readonly #driver: RunDriver;
   readonly #logger: Logger;
   readonly #settleMs: number;
   readonly #work = new Set<Promise<unknown>>();
@@ -37,11 +37,11 @@ export class InlineExecutions {
   readonly #ledger: LeaseLedger;
   #stopping = false;
 
-  constructor(options: { engine: Engine; logger: Logger; /** See stop(); default 2 s. */ settleMs?: number }) {
-    this.#engine = options.engine;
+  constructor(options: { driver: RunDriver; logger: Logger; /** See stop(); default 2 s. */ settleMs?: number }) {
+    this.#driver = options.driver;
     this.#logger = options.logger.child({ component: 'inline-executions' });
     this.#settleMs = options.settleMs ?? INLINE_SETTLE_MS;
-    this.#ledger = new LeaseLedger(options.engine, { adopts: () => this.#mine.getStore() === true, forgetOnEnd: true });
+    this.#ledger = new LeaseLedger(options.driver, { adopts: () => this.#mine.getStore() === true, forgetOnEnd: true });
   }
 
   /** Runs executing here now through this class (not the executor's). */
@@ -69,9 +69,9 @@ export class InlineExecutions {
   resolved(resolution: Resolution, namespace: string): void {
     const { taken } = resolution;
     if (taken && this.#stopping) {
-      void this.#engine.store.runLeaseRelease({ lease: taken.lease })
+      void this.#driver.store.runLeaseRelease({ lease: taken.lease })
         .catch((err: unknown) => this.#logger.warn({ runId: taken.lease.runId, err }, 'could not hand a taken run back; its lease expires'));
-    } else if (taken) this.inBackground(taken.lease.runId, () => this.#engine.runExecute({ taken }));
+    } else if (taken) this.inBackground(taken.lease.runId, () => this.#driver.execute({ taken }));
     else if (resolution.runnable) this.executeHere(resolution.runId, namespace);
   }
 
@@ -86,7 +86,7 @@ export class InlineExecutions {
    */
   executeHere(runId: string, namespace: string): void {
     if (this.#stopping) return;
-    this.inBackground(runId, () => this.#engine.runExecute({ runId, namespace }));
+    this.inBackground(runId, () => this.#driver.execute({ runId, namespace }));
   }
 
   private inBackground(runId: string, execute: () => Promise<{ outcome: string } | null>): void {
@@ -104,7 +104,7 @@ export class InlineExecutions {
     this.#stopping = true;
     try {
       return await drainExecutions({
-        engine: this.#engine, store: this.#engine.store, ledger: this.#ledger, work: this.#work, graceMs: options.graceMs,
+        driver: this.#driver, store: this.#driver.store, ledger: this.#ledger, work: this.#work, graceMs: options.graceMs,
         settleMs: this.#settleMs, why: 'the server is shutting down', logger: this.#logger,
       });
     } finally {

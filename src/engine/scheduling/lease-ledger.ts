@@ -1,7 +1,7 @@
 // scheduling/: the leases held by the executions one party runs in this process.
 // Must not renew or release a lease itself: the engine's lease events keep it current, drain.ts releases.
 import type { Lease } from '../../journal/run.js';
-import type { Engine } from '../engine.js';
+import type { RunDriver } from '../runtime/run-driver.js';
 
 /*
  * The leases held by the executions one party runs in this process (the executor loop, or the
@@ -19,7 +19,7 @@ export interface HeldLease {
 }
 
 export class LeaseLedger {
-  readonly #engine: Engine;
+  readonly #driver: RunDriver;
   readonly #adopts: () => boolean;
   readonly #forgetOnEnd: boolean;
   readonly #held = new Map<string, { lease: Lease; ended: Promise<void>; end: () => void }>();
@@ -37,13 +37,13 @@ export class LeaseLedger {
    * already held are updated. `forgetOnEnd`: a run leaves the ledger when its execution ends (the
    * engine's `execution-ended`), rather than when the party calls forget().
    */
-  constructor(engine: Engine, options: { adopts?: () => boolean; forgetOnEnd?: boolean } = {}) {
-    this.#engine = engine;
+  constructor(driver: RunDriver, options: { adopts?: () => boolean; forgetOnEnd?: boolean } = {}) {
+    this.#driver = driver;
     this.#adopts = options.adopts ?? (() => false);
     this.#forgetOnEnd = options.forgetOnEnd ?? false;
-    engine.events.on('lease-acquired', this.#onLease);
-    engine.events.on('lease-renewed', this.#onLease);
-    if (this.#forgetOnEnd) engine.events.on('execution-ended', this.#onEnded);
+    driver.events.on('lease-acquired', this.#onLease);
+    driver.events.on('lease-renewed', this.#onLease);
+    if (this.#forgetOnEnd) driver.events.on('execution-ended', this.#onEnded);
   }
 
   get size(): number {
@@ -84,8 +84,8 @@ export class LeaseLedger {
 
   /** Stops following the engine's lease events. */
   close(): void {
-    this.#engine.events.off('lease-acquired', this.#onLease);
-    this.#engine.events.off('lease-renewed', this.#onLease);
-    if (this.#forgetOnEnd) this.#engine.events.off('execution-ended', this.#onEnded);
+    this.#driver.events.off('lease-acquired', this.#onLease);
+    this.#driver.events.off('lease-renewed', this.#onLease);
+    if (this.#forgetOnEnd) this.#driver.events.off('execution-ended', this.#onEnded);
   }
 }

@@ -1,5 +1,5 @@
 // scheduling/: this replica's presence in the store for routing: what it serves, kept alive by a heartbeat.
-// Must not claim or execute anything: the executor claims with Engine.serves(); this only records it.
+// Must not claim or execute anything: the executor claims with RunDriver.serves(); this only records it.
 import type { Logger } from 'pino';
 import type { JournalStore, ServedWorkflow } from '../../store/store.js';
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import pg from 'pg';
-import { Engine } from '../../../src/engine/engine.js';
+import { RunEngine } from '../../../src/engine/run-engine.js';
 import { Registry } from '../../../src/engine/registry.js';
 import { loadUserModule } from '../../../src/engine/user-module.js';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
@@ -61,13 +61,13 @@ export function percentile(values: number[], p: number): number {
 
 /** Creates runs and watches them end, from the test process, on the same database. */
 export class Driver {
-  private constructor(readonly store: PostgresStore, readonly engine: Engine, readonly pool: pg.Pool) {}
+  private constructor(readonly store: PostgresStore, readonly engine: RunEngine, readonly pool: pg.Pool) {}
 
   static async open(databaseUrl: string): Promise<Driver> {
     const store = await PostgresStore.connect({ url: databaseUrl, applicationName: 'chaos-driver', poolSize: 4 });
     // The same loader as the servers, so runs pin the digests the servers compute.
     const { registry } = await loadUserModule(FIXTURES, new Registry());
-    const engine = new Engine({ store, registry, holder: 'chaos-driver', leaseTtlMs: LEASE_TTL_MS });
+    const engine = new RunEngine({ store, registry, holder: 'chaos-driver', leaseTtlMs: LEASE_TTL_MS });
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     pool.on('error', () => undefined); // an idle connection killed by a PG restart or DROP DATABASE; the pool replaces it
     return new Driver(store, engine, pool);

@@ -3,14 +3,14 @@ import { z } from 'zod';
 import {
   defineTool, defineWorkflow, EffectFailedError, EffectTimeoutError, NonRetryableError, RetriesExhaustedError,
 } from '../../../src/index.js';
-import type { Engine } from '../../../src/engine/engine.js';
+import type { RunEngine } from '../../../src/engine/run-engine.js';
 import type { JournalEntry } from '../../../src/journal/journal-entry.js';
 import { EffectSink, NS } from '../harness.js';
 import type { FakeClock } from '../harness.js';
 import type { Suite, SuiteEnv } from './support.js';
 
 /** Lets backoff timers fire until the run ends (or `rounds` run out): what the sweeper and an executor do. */
-async function driveTimers(env: SuiteEnv, clock: FakeClock, engine: Engine, rounds = 10): Promise<void> {
+async function driveTimers(env: SuiteEnv, clock: FakeClock, engine: RunEngine, rounds = 10): Promise<void> {
   for (let i = 0; i < rounds; i++) {
     await env.advance(clock, 120_001);
     const { resolved } = await engine.suspensionsResolveDue({ limit: 10 });

@@ -1,4 +1,4 @@
-import { Engine } from '../../../src/engine/engine.js';
+import { RunEngine } from '../../../src/engine/run-engine.js';
 import { Registry } from '../../../src/engine/registry.js';
 import type { Tool } from '../../../src/engine/author/tool.js';
 import type { Workflow } from '../../../src/engine/author/workflow.js';
@@ -19,7 +19,7 @@ export interface SuiteEnv {
 export interface Suite {
   label: string;
   env: SuiteEnv;
-  setup(items: (Workflow | Tool)[], o?: { holder?: string; clock?: FakeClock; store?: JournalStore; journalPageSize?: number }): Promise<{ clock: FakeClock; store: JournalStore; registry: Registry; engine: Engine }>;
+  setup(items: (Workflow | Tool)[], o?: { holder?: string; clock?: FakeClock; store?: JournalStore; journalPageSize?: number }): Promise<{ clock: FakeClock; store: JournalStore; registry: Registry; engine: RunEngine }>;
   entriesOf(store: JournalStore, runId: string): ReturnType<JournalStore['journalList']>;
 }
 
@@ -31,7 +31,7 @@ export function makeSuite(label: string, env: SuiteEnv): Suite {
       const clock = o.clock ?? new FakeClock();
       const store = o.store ?? (await env.makeStore(clock));
       const registry = new Registry().register(...items);
-      const engine = new Engine({ store, registry, holder: o.holder ?? 'worker-1', leaseTtlMs: TTL, ...(o.journalPageSize ? { journalPageSize: o.journalPageSize } : {}), ...(env.fakeClock ? { clock: clock.now } : {}) });
+      const engine = new RunEngine({ store, registry, holder: o.holder ?? 'worker-1', leaseTtlMs: TTL, ...(o.journalPageSize ? { journalPageSize: o.journalPageSize } : {}), ...(env.fakeClock ? { clock: clock.now } : {}) });
       return { clock, store, registry, engine };
     },
     entriesOf: (store, runId) => store.journalList({ runId }),

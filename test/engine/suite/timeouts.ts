@@ -1,7 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { z } from 'zod';
 import { ChildRunFailedError, defineTool, defineWorkflow, DefinitionError, LeaseLostError, RunTimedOutError } from '../../../src/index.js';
-import { Engine } from '../../../src/engine/engine.js';
+import { RunEngine } from '../../../src/engine/run-engine.js';
 import { Registry } from '../../../src/engine/registry.js';
 import { runTimedOutRecord } from '../../../src/engine/runtime/run-ending.js';
 import type { JournalEntry } from '../../../src/journal/journal-entry.js';
@@ -146,7 +146,7 @@ export function timeoutsSuite(suite: Suite): void {
       });
       const { store, clock } = await setup([wf, hang.tool]);
       // Renewals every 20 ms: how soon the executing replica learns it lost the run.
-      const engine = new Engine({
+      const engine = new RunEngine({
         store, registry: new Registry().register(wf, hang.tool), holder: 'replica-a', leaseTtlMs: TTL, renewEveryMs: 20,
         ...(env.fakeClock ? { clock: clock.now } : {}),
       });

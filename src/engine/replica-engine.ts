@@ -1,11 +1,12 @@
-// engine/: EngineApi, the engine as the API sees it: one method per RPC, each the whole use case.
-// Must not know the wire (protos, gRPC codes): server/ converts; it only composes Engine, read/ and scheduling/.
+// engine/: class ReplicaEngine, one replica's engine as its RPCs call it: one method per RPC, each the whole use case.
+// Must not know the wire (protos, gRPC codes): server/ converts; it only composes RunEngine, read/ and scheduling/.
 import type { Logger } from 'pino';
 import type { JournalEntry } from '../journal/journal-entry.js';
 import type { Run } from '../journal/run.js';
 import type { ApprovalDecideParams, ResolveResult } from './runtime/resolutions.js';
-import type { ApprovalView } from './runtime/approvals.js';
-import type { Engine, RunStartParams } from './engine.js';
+import { approvalGet, type ApprovalView } from './read/approvals.js';
+import type { RunEngine, RunStartParams } from './run-engine.js';
+import { runWaits } from './read/run-waits.js';
 import { approvalPage } from './read/approval-page.js';
 import { journalPage } from './read/journal-page.js';
 import { runProvenance, type RunProvenance } from './read/provenance.js';
@@ -24,16 +25,18 @@ import type { FlowDefinition } from './flow/flow-definition.js';
 import { WorkerTasks, type ServedToolView, type TaskCompleteResult } from './runtime/worker-tasks.js';
 
 /*
- * The engine as the API sees it: one method per RPC, each the whole use case, so a handler
- * validates, converts, makes one call and converts the answer (docs/architecture.md). Writes go
- * to the Engine; runs a call makes runnable execute here at once (scheduling/inline-executions.ts,
- * which makes that decision in one place); reads go to read/ (views, spend, provenance, journal
- * pages, streams, page tokens). The composition root builds one per replica and stops it on
- * shutdown, after the executor.
+ * One replica's engine as its RPCs call it: one method per RPC, each the whole use case, so a
+ * handler validates, converts, makes one call and converts the answer (docs/architecture.md).
+ * Writes go to the RunEngine (the use cases every replica shares), once per call; a run a call
+ * made runnable executes here at once through the RunDriver (scheduling/inline-executions.ts
+ * makes that decision, in one place); reads go to read/ (views, waits, approvals, spend,
+ * provenance, journal pages, streams, page tokens). Unlike the RunEngine it holds this replica's
+ * state (its inline executions, key cache, worker tasks): the composition root builds one per
+ * replica and stops it on shutdown, after the executor.
  */
 
-export interface EngineApiOptions {
-  engine: Engine;
+export interface ReplicaEngineOptions {
+  engine: RunEngine;
   logger: Logger;
   /** How long executions aborted on shutdown get to settle (WAYMARK_SHUTDOWN_SETTLE_MS); default 2 s. */
   settleMs?: number;
@@ -43,8 +46,8 @@ export interface EngineApiOptions {
   keyCacheMs?: number;
 }
 
-export class EngineApi {
-  readonly engine: Engine;
+export class ReplicaEngine {
+  readonly engine: RunEngine;
   readonly inline: InlineExecutions;
   /** API keys: AdminService's create, list and revoke, and every authenticated call's verify. */
   readonly keys: ApiKeys;
@@ -52,10 +55,10 @@ export class EngineApi {
   readonly workers: WorkerTasks;
   readonly #followPollMs: number | undefined;
 
-  constructor(options: EngineApiOptions) {
+  constructor(options: ReplicaEngineOptions) {
     this.engine = options.engine;
     this.keys = new ApiKeys({ store: options.engine.store, ...(options.keyCacheMs !== undefined ? { cacheMs: options.keyCacheMs } : {}) });
-    this.inline = new InlineExecutions({ engine: options.engine, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
+    this.inline = new InlineExecutions({ driver: options.engine.driver, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
     this.#followPollMs = options.followPollMs;
     this.workers = new WorkerTasks(options.engine.store, options.engine.registry, options.engine.remote);
   }
@@ -177,14 +180,14 @@ export class EngineApi {
 
   /** GetApproval. */
   approvalGet(params: { namespace: string; approvalId: string }): Promise<ApprovalView> {
-    return this.engine.approvalGet(params);
+    return approvalGet(this.engine.store, params);
   }
 
   /** DecideApproval: the decision (a run it made runnable executes here) and the approval as it now stands. */
   async approvalDecide(params: ApprovalDecideParams & { approvalId: string }): Promise<ResolveResult & { approval: ApprovalView }> {
     const result = await this.engine.approvalDecide(params);
     this.inline.resolved(result, params.namespace);
-    return { ...result, approval: await this.engine.approvalGet({ namespace: params.namespace, approvalId: params.approvalId }) };
+    return { ...result, approval: await approvalGet(this.engine.store, { namespace: params.namespace, approvalId: params.approvalId }) };
   }
 
   /** RegisterWorker: the worker's tools, validated and declared. */
@@ -220,7 +223,7 @@ export class EngineApi {
   }
 
   #waits(run: Run): Promise<Waiting[]> {
-    return run.status === 'SUSPENDED' ? this.engine.runWaits({ runId: run.id, namespace: run.namespace }) : Promise.resolve([]);
+    return run.status === 'SUSPENDED' ? runWaits(this.engine, { runId: run.id, namespace: run.namespace }) : Promise.resolve([]);
   }
 
   #poll(): { pollMs?: number } {

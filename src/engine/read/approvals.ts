@@ -1,10 +1,10 @@
-// runtime/: approvals as people see them (list, get), read from `approval` suspensions and their resolutions.
+// read/: approvals as people see them (list, get), read from `approval` suspensions and their resolutions.
 // Read-only: must not write the journal (deciding one is resolutions.ts).
 import { RunNotFoundError } from '../../journal/errors.js';
 import { isTerminalStatus, type Json } from '../../journal/run.js';
 import type { JournalStore, JournalWait, SuspensionListItem } from '../../store/store.js';
 import { ApprovalNotFoundError } from '../author/errors.js';
-import { approvalId, parseApprovalId, resolutionPayload, suspensionPayload } from './suspension.js';
+import { approvalId, parseApprovalId, resolutionPayload, suspensionPayload } from '../runtime/suspension.js';
 
 /*
  * Approvals as people see them (ListApprovals, GetApproval): an approval is a `suspended` entry of
