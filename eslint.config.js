@@ -4,16 +4,47 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { noImportCycle } from './scripts/eslint/no-import-cycle.js';
 
 const src = (dir) => `./src/${dir}`;
 const zone = (target, from, message) => ({ target: src(target), from: from.map(src), message });
+
+/*
+ * Inside engine/ (docs/architecture.md "The engine's rooms"), bottom to top: each room imports only
+ * rooms below it, so no arrow runs back up and no two rooms import each other. errors.ts is the
+ * engine-wide error file every room may import; the root files (the use cases, the replica's engine,
+ * the user-module loader, the front door) sit on top.
+ */
+const ENGINE_ROOMS = [
+  ['errors.ts', 'the engine-wide error classes: they import nothing of the engine'],
+  ['access', 'API keys, stream tokens and payload sealing: they import nothing of the engine'],
+  ['replay', 'the pure replay core: it imports only errors.ts of the engine'],
+  ['author', 'the workflow API (and the AgentRuntime contract): it imports the replay core, nothing that runs'],
+  ['registry.ts', 'the definitions: the author API and access, nothing that runs'],
+  ['flow', 'declarative flows over ctx: they reach effects through ctx (author/workflow.ts), never the runtime'],
+  ['runtime', 'executing one run (and the RunDriver): the read side, the scheduler and the use cases call it, not the reverse'],
+  ['read', 'the read-only views: the scheduler and the use cases call them, not the reverse'],
+  ['scheduling', '"execute this run here now": only the use cases (the root) sit above it'],
+  ['run-engine.ts', 'the use cases on runs: the replica engine and the front door call them'],
+  ['replica-engine.ts', 'one replica\'s engine behind its RPCs: the front door exports it'],
+  ['user-module.ts', 'the user-module loader'],
+  ['index.ts', 'the front door'],
+];
+
+function engineRooms() {
+  return ENGINE_ROOMS.slice(0, -1).map(([room, what], i) => ({
+    target: src(`engine/${room}`),
+    from: ENGINE_ROOMS.slice(i + 1).map(([above]) => src(`engine/${above}`)),
+    message: `engine/${room} is ${what}; imports point down the engine's rooms (eslint.config.js ENGINE_ROOMS).`,
+  }));
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'src/gen/**', 'clients/**', '.waymark/**', 'dist/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    plugins: { 'import-x': importX },
+    plugins: { 'import-x': importX, waymark: { rules: { 'no-import-cycle': noImportCycle } } },
     settings: {
       'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
       'import-x/extensions': ['.ts', '.js'],
@@ -23,6 +54,8 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // import-x/no-cycle skips type-only imports and has no option to count them: this rule does (scripts/eslint/no-import-cycle.js).
+      'waymark/no-import-cycle': ['error', { root: 'src' }],
       'import-x/no-restricted-paths': [
         'error',
         {
@@ -31,7 +64,7 @@ export default tseslint.config(
             zone('store', ['engine', 'agent', 'server', 'sweeper', 'cli', 'gen', 'webhooks'], 'store/ sits below the engine.'),
             zone('webhooks', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen', 'agent'], 'webhooks/ (the dispatcher and the WebhookService use cases) depends on the store interface only; server/ calls it, cli/ starts it.'),
             zone('engine', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'engine/ depends on the JournalStore interface only.'),
-            zone('engine', ['agent'], 'engine/ must not import agent/: ctx.agent reaches it through the AgentRuntime on the Registry (engine/runtime/agent-runtime.ts).'),
+            zone('engine', ['agent'], 'engine/ must not import agent/: ctx.agent reaches it through the AgentRuntime on the Registry (engine/author/agent-contract.ts).'),
             zone('agent', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'agent/ depends on the engine and the store interface only.'),
             zone('agent', ['engine/replay/replay.ts'], 'agent/ reads journals through the engine\'s read side (engine/read/effects.ts), not the replay core.'),
             zone('sweeper', ['store/postgres', 'store/memory', 'server', 'cli', 'gen'], 'sweeper/ depends on the engine and the store interface only.'),
@@ -43,12 +76,7 @@ export default tseslint.config(
             },
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
             zone('cli/client', ['gen', 'server', 'engine', 'store', 'sweeper', 'agent', 'journal', 'index.ts'], 'the operator commands (cli/client/) reach the server only through the TypeScript client package: import @waymark-dev/client, as a remote user does.'),
-            // Inside engine/ (docs/architecture.md "The engine's rooms"): author/ and replay/ sit below runtime/,
-            // runtime/ below the use cases (run-engine.ts) and the scheduling loop.
-            zone('engine/replay', ['engine/runtime', 'engine/scheduling', 'engine/read', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/replay/ is the pure replay core: it imports nothing of the runtime, the read side, the use cases or the scheduler.'),
-            zone('engine/author', ['engine/scheduling', 'engine/read', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/registry.ts', 'engine/user-module.ts'], 'engine/author/ is the workflow API: it imports neither the use cases nor the scheduler.'),
-            zone('engine/runtime', ['engine/scheduling', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/user-module.ts'], 'engine/runtime/ executes one run: the use cases (run-engine.ts) and the scheduler call it, not the reverse.'),
-            zone('engine/flow', ['engine/runtime', 'engine/scheduling', 'engine/run-engine.ts', 'engine/replica-engine.ts', 'engine/user-module.ts'], 'engine/flow/ is declarative flows over the ctx interface: it reaches effects through ctx (author/workflow.ts), never the runtime, the use cases or the scheduler.'),
+            ...engineRooms(),
             // Every store kind, present or future (a folder under store/), is reached only through store/open-store.ts
             // (the package root may still export MemoryStore, for users testing their workflows).
             {
@@ -67,15 +95,6 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         { patterns: [{ regex: '^(node:)?(fs|net|http|http2|child_process|dgram|dns|tls)(/.*)?$|^pg$', message: 'journal/ performs no I/O.' }] },
-      ],
-    },
-  },
-  {
-    files: ['src/engine/author/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        { patterns: [{ group: ['../runtime/*'], allowTypeImports: true, message: 'engine/author/ may import types of runtime/ (the AgentRuntime contract), nothing that runs.' }] },
       ],
     },
   },

@@ -28,9 +28,9 @@ export {
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
   EffectTimeoutError, NonRetryableError, RetriesExhaustedError, RunTimedOutError,
   FlowNameTakenError, FlowNotFoundError, FlowRunError, InvalidFlowError,
-} from './engine/author/errors.js';
+} from './engine/errors.js';
 export type { RetryOptions } from './engine/author/retry.js';
-export type { FieldViolation } from './engine/author/errors.js';
+export type { FieldViolation } from './engine/errors.js';
 export {
   IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, WaymarkError, WorkflowNotFoundError,
@@ -44,7 +44,7 @@ export { DEFAULT_PRICES, PRICES_READ_ON, type ModelPrice } from './agent/prices.
 export { runSpend, type RunSpend } from './engine/read/spend.js';
 export { runProvenance, type AgentProvenance, type RunProvenance } from './agent/provenance.js';
 export { BudgetExceededError, ModelConfigError, ModelNotConfiguredError, ModelPriceMissingError, UnknownModelError } from './agent/agent-errors.js';
-export { AgentRuntimeMissingError } from './engine/author/errors.js';
+export { AgentRuntimeMissingError } from './engine/errors.js';
 export type {
   AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ToolDenial,
-} from './engine/runtime/agent-runtime.js';
+} from './engine/author/agent-contract.js';

@@ -1,9 +1,9 @@
 import { generateText, jsonSchema, tool as aiTool, type JSONSchema7, type ModelMessage, type ToolSet } from 'ai';
 import type { Json } from '../journal/run.js';
-import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/runtime/agent-runtime.js';
+import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/author/agent-contract.js';
 import { canonicalJson, sha256Hex, toJson } from '../engine/replay/content-key.js';
 import { durationMs } from '../engine/author/duration.js';
-import { InvalidInputError } from '../engine/author/errors.js';
+import { InvalidInputError } from '../engine/errors.js';
 import { roundUsd } from '../engine/read/spend.js';
 import type { Tool } from '../engine/author/tool.js';
 import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { AgentRuntime } from '../engine/runtime/agent-runtime.js';
+import type { AgentRuntime } from '../engine/author/agent-contract.js';
+import type { AgentProvenanceReader } from '../engine/read/run-provenance.js';
 import { runAgentLoop } from './agent-loop.js';
 import type { LanguageModelV3 } from './language-model.js';
 import { ModelCatalog } from './model-catalog.js';
@@ -22,7 +23,7 @@ export interface AgentRuntimeOptions {
   timeoutMs?: number;
 }
 
-export interface WaymarkAgentRuntime extends AgentRuntime {
+export interface WaymarkAgentRuntime extends AgentRuntime, AgentProvenanceReader {
   readonly catalog: ModelCatalog;
   /** What the model name `default` resolves to. */
   readonly defaultModel: string;

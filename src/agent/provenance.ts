@@ -3,7 +3,7 @@ import type { JournalStore } from '../store/store.js';
 import { effectContentKey, type EffectView, type RunEffects } from '../engine/read/effects.js';
 import {
   runProvenance as readRunProvenance, type AgentProvenance, type ProvenanceModelCall, type ProvenanceToolResult, type RunProvenance,
-} from '../engine/read/provenance.js';
+} from '../engine/read/run-provenance.js';
 import type { ModelCallRecord } from './agent-loop.js';
 
 /*
@@ -13,7 +13,7 @@ import type { ModelCallRecord } from './agent-loop.js';
  * tool entry answering one is found by the content key ctx.tool gave it ({kind, name, args}), so
  * the link survives anything but a change of arguments. The conversation is cumulative, so the
  * answer drew on every earlier model call and tool result of its agent. The engine walks the run
- * tree (engine/read/provenance.ts) and asks this file through AgentRuntime.provenance.
+ * tree (engine/read/run-provenance.ts) and asks this file through the runtime's provenance() (AgentProvenanceReader).
  */
 
 export type { AgentProvenance, ProvenanceModelCall, ProvenanceToolResult, RunProvenance };

@@ -8,7 +8,7 @@ import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
 import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/client-limits.js';
 import { DISPATCHER_DEFAULTS, type DispatcherConfig } from '../webhooks/dispatcher.js';
-import { parseSealingKeys, type SealingKey } from '../engine/runtime/payload-sealer.js';
+import { parseSealingKeys, type SealingKey } from '../engine/access/payload-sealer.js';
 import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../server/tls.js';
 import { API_KEY_DEFAULTS } from '../engine/access/api-keys.js';
 import { MIN_SECRET_LENGTH } from '../engine/access/stream-tokens.js';

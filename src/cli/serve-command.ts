@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
-import { DefinitionError } from '../engine/author/errors.js';
+import { DefinitionError } from '../engine/errors.js';
 import { ReplicaEngine } from '../engine/replica-engine.js';
 import type { Registry } from '../engine/registry.js';
 import { StreamTokens } from '../engine/access/stream-tokens.js';

@@ -5,7 +5,7 @@ import { RunEngine } from '../engine/run-engine.js';
 import { Executor } from '../engine/scheduling/executor.js';
 import { ReplicaPresence } from '../engine/scheduling/replica-presence.js';
 import { Registry } from '../engine/registry.js';
-import { PayloadSealer } from '../engine/runtime/payload-sealer.js';
+import { PayloadSealer } from '../engine/access/payload-sealer.js';
 import { loadUserModule } from '../engine/user-module.js';
 import { instrumentedStore } from '../store/instrumented-store.js';
 import type { JournalStore } from '../store/store.js';

@@ -1,10 +1,10 @@
 // engine/: the Registry, the workflows, tools and agent runtime a server knows, by name.
 // Must not execute anything or import src/agent: it holds definitions only.
 import { WorkflowNotFoundError } from '../journal/errors.js';
-import type { AgentRuntime } from './runtime/agent-runtime.js';
-import type { PayloadSealer } from './runtime/payload-sealer.js';
+import type { AgentRuntime } from './author/agent-contract.js';
+import type { PayloadSealer } from './access/payload-sealer.js';
 import { builtinTools } from './author/builtin-tools.js';
-import { DefinitionError, ToolNotFoundError } from './author/errors.js';
+import { DefinitionError, ToolNotFoundError } from './errors.js';
 import { isTool, type Tool } from './author/tool.js';
 import { isWorkflow, type Workflow } from './author/workflow.js';
 

@@ -9,8 +9,7 @@ import type { RunEngine, RunStartParams } from './run-engine.js';
 import { runWaits } from './read/run-waits.js';
 import { approvalPage } from './read/approval-page.js';
 import { journalPage } from './read/journal-page.js';
-import { runProvenance, type RunProvenance } from './read/provenance.js';
-import type { RunEffects } from './read/effects.js';
+import { agentsOf, runProvenance, type RunProvenance } from './read/run-provenance.js';
 import { runEvents, runSettled } from './read/run-events.js';
 import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
 import type { ReplayPreview } from './runtime/resume-preview.js';
@@ -116,11 +115,9 @@ export class ReplicaEngine {
     return runEvents({ store: this.engine.store, ...params, ...this.#poll() });
   }
 
-  /** GetRunProvenance: agents as the registry's agent runtime reads them (read/provenance.ts). */
+  /** GetRunProvenance: agents as the registry's agent runtime reads them (read/run-provenance.ts). */
   runProvenance(params: { runId: string; namespace: string }): Promise<RunProvenance> {
-    const runtime = this.engine.registry.agentRuntime;
-    const agents = runtime?.provenance ? (effects: RunEffects) => runtime.provenance!(effects) : null;
-    return runProvenance({ store: this.engine.store, ...params, agents });
+    return runProvenance({ store: this.engine.store, ...params, agents: agentsOf(this.engine.registry.agentRuntime) });
   }
 
   /** ResumeRun with dry_run: the replay-strict preview, then the run as it stands. */

@@ -6,7 +6,7 @@ import { RunStateError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Run, RunStatus } from '../journal/run.js';
 import type { JournalStore, ServedWorkflow } from '../store/store.js';
 import { schemaHash, toJson } from './replay/content-key.js';
-import { FlowDriftError, InvalidInputError } from './author/errors.js';
+import { FlowDriftError, InvalidInputError } from './errors.js';
 import { validatePinned, zodViolations } from './replay/payload-schema.js';
 import type { Registry } from './registry.js';
 import { invalidationEntries, JournalIndex } from './replay/replay.js';

@@ -6,7 +6,7 @@ import Module, { createRequire, register } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 
-import { DefinitionError } from './author/errors.js';
+import { DefinitionError } from './errors.js';
 import { Registry } from './registry.js';
 import { isTool } from './author/tool.js';
 import { isWorkflow } from './author/workflow.js';

@@ -2,7 +2,7 @@ import type { Json } from './run.js';
 
 /*
  * A sealed payload: the journal form of a value a tool marked secret (defineTool({ secret: true })),
- * encrypted with AES-256-GCM before it is written (engine/runtime/payload-sealer.ts). Only the
+ * encrypted with AES-256-GCM before it is written (engine/access/payload-sealer.ts). Only the
  * run's own replay opens it; every read for people (GetJournal, event streams) shows REDACTED.
  */
 

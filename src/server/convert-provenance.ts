@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import type { AgentProvenance as DomainAgent, ProvenanceModelCall as DomainModelCall, ProvenanceToolResult as DomainToolResult, RunProvenance as DomainRunProvenance } from '../engine/read/provenance.js';
+import type { AgentProvenance as DomainAgent, ProvenanceModelCall as DomainModelCall, ProvenanceToolResult as DomainToolResult, RunProvenance as DomainRunProvenance } from '../engine/read/run-provenance.js';
 import { UsageSchema } from '../gen/waymark/v1/run_pb.js';
 import {
   AgentProvenanceSchema, ProvenanceModelCallSchema, ProvenanceModelCallStatus, ProvenanceToolResultSchema, ProvenanceToolResultStatus,
@@ -8,7 +8,7 @@ import {
 import { optionalValue, valueFromJson } from './convert-json.js';
 import { runErrorToProto, runStatusToProto } from './convert-run.js';
 
-/* Provenance (engine/read/provenance.ts): domain -> proto, for GetRunProvenance. */
+/* Provenance (engine/read/run-provenance.ts): domain -> proto, for GetRunProvenance. */
 
 const MODEL_CALL_STATUS: Record<DomainModelCall['status'], ProvenanceModelCallStatus> = {
   ok: ProvenanceModelCallStatus.OK,

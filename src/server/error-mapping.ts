@@ -12,7 +12,7 @@ import {
 import {
   ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
   NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
-} from '../engine/author/errors.js';
+} from '../engine/errors.js';
 import { InvalidPageTokenError } from '../engine/read/page-token.js';
 import { InvalidRequestError } from './request-validation.js';
 import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';

@@ -8,7 +8,7 @@ import { loadModelConfig } from '../../src/agent/model-config.js';
 import { costOf, estimateCostOf, priceOf } from '../../src/agent/prices.js';
 import { scriptedModel } from '../../src/agent/scripted-model.js';
 import { RunEngine } from '../../src/engine/run-engine.js';
-import { AgentRuntimeMissingError } from '../../src/engine/author/errors.js';
+import { AgentRuntimeMissingError } from '../../src/engine/errors.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineTool } from '../../src/engine/author/tool.js';
 import { defineWorkflow, type Workflow } from '../../src/engine/author/workflow.js';

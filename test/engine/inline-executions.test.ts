@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/index.js';
 import { InlineExecutions } from '../../src/engine/scheduling/inline-executions.js';
-import { NS, setup } from '../engine/harness.js';
-import { deferred } from '../engine/suite/support.js';
+import { NS, setup } from './harness.js';
+import { deferred } from './suite/support.js';
 
 /*
  * The API's inline executions on shutdown: after the grace period they abort what they execute

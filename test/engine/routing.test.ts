@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { WorkflowNotFoundError } from '../../src/journal/errors.js';
-import { InvalidInputError } from '../../src/engine/author/errors.js';
+import { InvalidInputError } from '../../src/engine/errors.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock, NS, setup } from './harness.js';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
-import { PayloadSealer, SealedPayloadError } from '../../src/engine/runtime/payload-sealer.js';
+import { PayloadSealer, SealedPayloadError } from '../../src/engine/access/payload-sealer.js';
 import { defineTool, defineWorkflow } from '../../src/index.js';
 import { REDACTED } from '../../src/journal/sealed-payload.js';
 import { entryToProto, eventOf } from '../../src/server/convert-journal.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DefinitionError } from '../../src/engine/author/errors.js';
+import { DefinitionError } from '../../src/engine/errors.js';
 import { Registry } from '../../src/engine/registry.js';
 import { loadUserModule } from '../../src/engine/user-module.js';
 import { NS, setup } from './harness.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, contentKey, idempotencyKey, sha256Hex, toJson } from '../../src/engine/replay/content-key.js';
-import { NotJsonError } from '../../src/engine/author/errors.js';
+import { NotJsonError } from '../../src/engine/errors.js';
 import { durationMs } from '../../src/engine/author/duration.js';
 
 describe('canonical JSON and content keys', () => {

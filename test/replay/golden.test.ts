@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { JournalCorruptError } from '../../src/engine/author/errors.js';
+import { JournalCorruptError } from '../../src/engine/errors.js';
 import { Registry } from '../../src/engine/registry.js';
 import { replayHistory, type ReplayPreview } from '../../src/engine/runtime/resume-preview.js';
 import { defineWorkflow, type Workflow, type WorkflowContext } from '../../src/index.js';

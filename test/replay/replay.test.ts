@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/author/errors.js';
+import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/errors.js';
 import {
   callShape, childScope, invalidationEntries, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
 } from '../../src/engine/replay/replay.js';

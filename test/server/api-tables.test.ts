@@ -8,7 +8,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { domainStatus } from '../../src/server/error-mapping.js';
-import { JournalCorruptError, NonDeterminismError } from '../../src/engine/author/errors.js';
+import { JournalCorruptError, NonDeterminismError } from '../../src/engine/errors.js';
 import {
   BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
 } from '../../src/gen/google/rpc/error_details_pb.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ApprovalNotFoundError, FlowDriftError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
   NonDeterminismError, NotJsonError, ToolNotFoundError,
-} from '../../src/engine/author/errors.js';
+} from '../../src/engine/errors.js';
 import { ErrorInfoSchema, RetryInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import type { WaymarkError } from '../../src/journal/errors.js';
 import {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULT_ADDRESS, type ClientOptions, type TlsOptions } from '@waymark-dev/client';
-import type { OptionSpec, Values } from './command-spec.js';
+import type { OptionSpec, Values } from './strict-options.js';
+import type { OutputMode } from './output.js';
 import { isLoopbackAddress, localKeyFile, localToken } from './local-token.js';
 import { UsageError } from './exit-codes.js';
 import { parseDuration } from './format.js';
@@ -26,7 +27,6 @@ export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
   timeout: { type: 'string', value: 'DURATION', help: 'deadline of each call, retries included, e.g. 30s (WAYMARK_TIMEOUT; default 10s); --wait and --follow are not bound by it' },
 };
 
-export type OutputMode = 'table' | 'json';
 
 export interface Connection {
   address: string;

@@ -1,5 +1,7 @@
 import { toJson, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
-import type { OutputMode } from './connection.js';
+
+/** How a command prints: a table for people, JSON for scripts (--output). */
+export type OutputMode = 'table' | 'json';
 
 /*
  * Where a command's text goes. `json` prints each result as one line of the proto3 JSON mapping

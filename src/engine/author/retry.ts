@@ -2,7 +2,7 @@
 // Must not import runtime/ or touch a store or clock: runtime/effect-runner.ts journals what these decide.
 import type { Json, RunError } from '../../journal/run.js';
 import { durationMs, type Duration } from './duration.js';
-import type { FieldViolation } from './errors.js';
+import type { FieldViolation } from '../errors.js';
 
 /*
  * Retry policies (docs/workflows.md "Retries and timeouts"), as pure functions: which failures are

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
 import { durationMs, type Duration } from './duration.js';
-import { DefinitionError } from './errors.js';
+import { DefinitionError } from '../errors.js';
 import { retryPolicy, TOOL_RETRY_DEFAULT, type RetryOptions, type RetryPolicy } from './retry.js';
 import { zodSchemaProblem } from './zod-schema.js';
 

@@ -3,10 +3,10 @@
 import { z } from 'zod';
 import { runTimeoutProblem } from '../../journal/limits.js';
 import type { Json } from '../../journal/run.js';
-import type { AgentMessage, AgentOptions, AgentResult } from '../runtime/agent-runtime.js';
+import type { AgentMessage, AgentOptions, AgentResult } from './agent-contract.js';
 import { canonicalJson, sha256Hex } from '../replay/content-key.js';
 import { durationMs, type Duration } from './duration.js';
-import { DefinitionError } from './errors.js';
+import { DefinitionError } from '../errors.js';
 import type { RetryOptions } from './retry.js';
 import type { Tool } from './tool.js';
 import { zodSchemaProblem } from './zod-schema.js';

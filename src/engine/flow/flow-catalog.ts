@@ -5,7 +5,7 @@ import type { Json } from '../../journal/run.js';
 import type { FlowRecord, JournalStore } from '../../store/store.js';
 
 export type { FlowRecord } from '../../store/store.js';
-import { FlowNameTakenError, FlowNotFoundError, InvalidFlowError } from '../author/errors.js';
+import { FlowNameTakenError, FlowNotFoundError, InvalidFlowError } from '../errors.js';
 import type { Workflow } from '../author/workflow.js';
 import type { Registry } from '../registry.js';
 import { flowDigest, type FlowDefinition } from './flow-definition.js';

@@ -2,7 +2,7 @@
 // Must not write the journal or decide replay itself: it only calls ctx (tool, agent, approve, signal, child, emit, parallel).
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
-import { FlowRunError } from '../author/errors.js';
+import { FlowRunError } from '../errors.js';
 import type { Workflow, WorkflowContext } from '../author/workflow.js';
 import { toJson, schemaHash } from '../replay/content-key.js';
 import { validatePinned, type PinnedSchema } from '../replay/payload-schema.js';

@@ -2,7 +2,7 @@
 // Pure: what the server knows (tools, models, workflows) is passed in; nothing is read or written here.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Json } from '../../journal/run.js';
-import type { FieldViolation } from '../author/errors.js';
+import type { FieldViolation } from '../errors.js';
 import { retryPolicy, TOOL_RETRY_DEFAULT, type RetryOptions } from '../author/retry.js';
 import { compileCondition } from './flow-cel.js';
 import {

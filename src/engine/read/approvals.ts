@@ -3,7 +3,7 @@
 import { RunNotFoundError } from '../../journal/errors.js';
 import { isTerminalStatus, type Json } from '../../journal/run.js';
 import type { JournalStore, JournalWait, SuspensionListItem } from '../../store/store.js';
-import { ApprovalNotFoundError } from '../author/errors.js';
+import { ApprovalNotFoundError } from '../errors.js';
 import { approvalId, parseApprovalId, resolutionPayload, suspensionPayload } from '../runtime/suspension.js';
 
 /*

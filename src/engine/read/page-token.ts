@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { WaymarkError } from '../../journal/errors.js';
 import { decodeRunCursor } from '../../store/run-cursor.js';
 import { decodeSuspensionCursor } from '../../store/suspension-cursor.js';
-import type { FieldViolation } from '../author/errors.js';
+import type { FieldViolation } from '../errors.js';
 
 /*
  * Page tokens (AIP-158): opaque to clients, validated here, the one file that encodes and decodes

@@ -2,7 +2,7 @@
 // Pure: no store, clock or I/O; a change here changes the identity of every journaled call.
 import { createHash } from 'node:crypto';
 import type { Json } from '../../journal/run.js';
-import { NotJsonError } from '../author/errors.js';
+import { NotJsonError } from '../errors.js';
 
 /*
  * The identity of an effect call. A content key is the hash of what the call asks for, so a code

@@ -3,7 +3,7 @@
 import { WaymarkError } from '../../journal/errors.js';
 import type { Json, RunError } from '../../journal/run.js';
 import { toJson } from './content-key.js';
-import { EffectFailedError, RetriesExhaustedError, ToolApprovalDeniedError } from '../author/errors.js';
+import { EffectFailedError, RetriesExhaustedError, ToolApprovalDeniedError } from '../errors.js';
 
 /*
  * How errors are journaled and re-thrown (docs/journal.md "Errors"). A failed effect is recorded

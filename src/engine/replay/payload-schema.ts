@@ -4,7 +4,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
 import { schemaHash } from './content-key.js';
-import type { FieldViolation } from '../author/errors.js';
+import type { FieldViolation } from '../errors.js';
 
 /*
  * Schemas of payloads that arrive from outside a run (signals, approval decisions). The zod schema

@@ -2,7 +2,7 @@
 // Must not import runtime/, scheduling/ or engine.ts, nor touch a store, the clock or any I/O.
 import { newEntry, type EntryKind, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
-import { InvalidateTargetError, JournalCorruptError } from '../author/errors.js';
+import { InvalidateTargetError, JournalCorruptError } from '../errors.js';
 
 /*
  * Replay, as pure functions over journal entries: no store, no clock, no I/O (STYLE habit 6).

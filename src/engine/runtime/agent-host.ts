@@ -1,11 +1,11 @@
 // runtime/: the AgentHost one ctx.agent call gets: model and tool calls as journaled effects in its scope.
 // Must not import src/agent (the loop lives there) nor write except through effect-runner.
 import type { Json } from '../../journal/run.js';
-import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from './agent-runtime.js';
+import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from '../author/agent-contract.js';
 import { toJson } from '../replay/content-key.js';
 import { isRetryTimer, MODEL_RETRY_DEFAULT, retryPolicy } from '../author/retry.js';
 import { perform } from './effect-runner.js';
-import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError, ToolNotFoundError } from '../author/errors.js';
+import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError, ToolNotFoundError } from '../errors.js';
 import { remoteToolStandIn } from './remote-calls.js';
 import type { Execution } from './execution.js';
 import type { Registry } from '../registry.js';

@@ -1,7 +1,7 @@
 // runtime/: the in-process fast path of a run timeout: stops an execution once the store's clock passes its deadline.
 // Must not end the run itself (run-driver.ts fails it under its lease); the sweeper is the guarantee.
 import type { Run } from '../../journal/run.js';
-import { RunTimedOutError } from '../author/errors.js';
+import { RunTimedOutError } from '../errors.js';
 import type { Execution } from './execution.js';
 
 /**

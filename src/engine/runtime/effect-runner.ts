@@ -5,10 +5,11 @@ import { newEntry, type JournalEntry, type NewJournalEntry } from '../../journal
 import type { Json } from '../../journal/run.js';
 import { crashpoint, unsafeTestKey } from './crashpoint.js';
 import { errorFromRecord, errorRecord } from '../replay/error-codec.js';
-import { EffectTimeoutError, RetriesExhaustedError } from '../author/errors.js';
+import { EffectTimeoutError, RetriesExhaustedError } from '../errors.js';
 import { backoffMs, classifyFailure, isRetryTimer, retryTimerPayload, type RetryPolicy } from '../author/retry.js';
 import { ANY_JSON_SCHEMA } from '../replay/payload-schema.js';
-import type { Call, Execution } from './execution.js';
+import type { Call } from './call.js';
+import type { Execution } from './execution.js';
 import type { SuspensionPayload } from './suspension.js';
 
 /*

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { LeaseLostError } from '../../journal/errors.js';
 import type { Lease, Run } from '../../journal/run.js';
 import type { RunLeaseAcquireRunningResult } from '../../store/store.js';
-import { ExecutionAbortedError } from '../author/errors.js';
+import { ExecutionAbortedError } from '../errors.js';
 import type { Waiting } from './suspension.js';
 
 export type ExecuteOutcome = 'succeeded' | 'failed' | 'suspended' | 'pending' | 'lease_lost' | 'aborted';

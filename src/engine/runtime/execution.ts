@@ -7,8 +7,9 @@ import type { EntryKind, JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, Lease, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import { contentKey, idempotencyKey } from '../replay/content-key.js';
-import { NonDeterminismError } from '../author/errors.js';
+import { NonDeterminismError } from '../errors.js';
 import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from '../replay/replay.js';
+import type { Call } from './call.js';
 import { AppendQueue, isRefusal, type ProduceEntries } from './append-queue.js';
 import { LeaseRenewal } from './lease-renewal.js';
 import { PreviewTally, type PreviewCounts } from './preview-tally.js';
@@ -40,14 +41,6 @@ export type ExecutionEnd =
 export type StopReason = 'lease_lost' | 'store_error' | 'live_call' | 'shutdown' | 'timed_out';
 
 /** A reserved call: identity fixed synchronously when the code made it. */
-export interface Call {
-  identity: CallIdentity;
-  kind: EntryKind;
-  name: string;
-  idempotencyKey: string;
-  decision: ReplayDecision;
-}
-
 export interface ExecutionOptions {
   run: Run;
   entries: readonly JournalEntry[];

@@ -1,9 +1,9 @@
 // runtime/: the figures of one execution's replay (journal answers, misses, reruns, invalid resolutions)
 // and, in preview mode (ResumeRun's dry run), one item per call and the call that would go live.
 // Must not touch the store or change what the execution does: it only counts what it is told.
-import { JournalMissError } from '../author/errors.js';
+import { JournalMissError } from '../errors.js';
 import type { JournalIndex } from '../replay/replay.js';
-import type { Call } from './execution.js';
+import type { Call } from './call.js';
 import { resolutionIsValid } from './suspension.js';
 
 export interface PreviewCounts {

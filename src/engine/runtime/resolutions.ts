@@ -7,7 +7,7 @@ import { isTerminalStatus, type Json, type Run } from '../../journal/run.js';
 import type { JournalStore, JournalWait } from '../../store/store.js';
 import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
-import { ApprovalNotFoundError, InvalidResolutionError } from '../author/errors.js';
+import { ApprovalNotFoundError, InvalidResolutionError } from '../errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { parseApprovalId, pinnedOf, timeoutResolution, type ResolutionPayload } from './suspension.js';
 

@@ -5,7 +5,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, Run, RunError } from '../../journal/run.js';
 import { toJson } from '../replay/content-key.js';
 import { errorRecord } from '../replay/error-codec.js';
-import { InvalidInputError } from '../author/errors.js';
+import { InvalidInputError } from '../errors.js';
 import { Execution } from './execution.js';
 import type { PreviewCounts, PreviewItem } from './preview-tally.js';
 import { zodViolations } from '../replay/payload-schema.js';

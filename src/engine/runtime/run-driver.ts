@@ -8,7 +8,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { JournalStore, RunLeaseAcquireRunningResult, ServedWorkflow } from '../../store/store.js';
 import { toJson } from '../replay/content-key.js';
 import { errorRecord } from '../replay/error-codec.js';
-import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from '../author/errors.js';
+import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from '../errors.js';
 import { zodViolations } from '../replay/payload-schema.js';
 import type { Registry } from '../registry.js';
 import type { Workflow } from '../author/workflow.js';

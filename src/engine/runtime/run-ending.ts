@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { RunNotFoundError } from '../../journal/errors.js';
 import type { Lease, Run, RunError, RunStatus } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
-import { RunTimedOutError } from '../author/errors.js';
+import { RunTimedOutError } from '../errors.js';
 import { newEntry } from '../../journal/journal-entry.js';
 import { childResolveParent } from './resolutions.js';
 import { openWaits } from './suspension.js';

@@ -7,7 +7,7 @@ import type { Json, Lease } from '../../journal/run.js';
 import type { BufferedSignal, JournalStore, RunLeaseAcquireRunningResult } from '../../store/store.js';
 import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
-import { InvalidResolutionError } from '../author/errors.js';
+import { InvalidResolutionError } from '../errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { pinnedOf, type ResolutionPayload } from './suspension.js';
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Json, RunError } from '../../journal/run.js';
 import { TaskLostError, WorkerNotFoundError } from '../../journal/worker-errors.js';
 import type { JournalStore, RemoteTask, RemoteToolDeclaration, RemoteToolInfo } from '../../store/store.js';
-import { InvalidInputError, NonRetryableError, RetriesExhaustedError, type FieldViolation } from '../author/errors.js';
+import { InvalidInputError, NonRetryableError, RetriesExhaustedError, type FieldViolation } from '../errors.js';
 import { errorRecord } from '../replay/error-codec.js';
 import { schemaHash } from '../replay/content-key.js';
 import { validatePinned } from '../replay/payload-schema.js';

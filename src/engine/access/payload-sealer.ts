@@ -1,4 +1,4 @@
-// runtime/: seals and opens the journal payloads of tools marked secret (AES-256-GCM).
+// access/: seals and opens the journal payloads of tools marked secret (AES-256-GCM).
 // Must not read settings or log values: the keys are handed in, and nothing here is logged.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { WaymarkError } from '../../journal/errors.js';

@@ -1,7 +1,7 @@
-// author/: the engine's error classes, exported to workflow authors by src/index.ts and mapped to
-// gRPC codes by the server. Must not import runtime/ or a store: an error is data with a stable reason.
-import { WaymarkError } from '../../journal/errors.js';
-import type { Json, RunError } from '../../journal/run.js';
+// engine/: the engine's error classes, which every room of the engine may import, exported to workflow authors by
+// src/index.ts and mapped to gRPC codes by the server. Must not import anything of the engine: an error is data with a stable reason.
+import { WaymarkError } from '../journal/errors.js';
+import type { Json, RunError } from '../journal/run.js';
 
 /*
  * Errors the engine raises. Like the domain errors in journal/errors.ts each has a stable `reason`,

@@ -1,5 +1,5 @@
 // read/: GetRunProvenance: each ctx.agent's answer and what it drew on, walked over the run tree.
-// Read-only: must not interpret an agent's entries itself (AgentRuntime.provenance does).
+// Read-only: must not interpret an agent's entries itself (the agent runtime's provenance() does).
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError, RunStatus } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
@@ -10,7 +10,7 @@ import { runSpend, type RunSpend } from './spend.js';
  * Provenance (docs/agents.md "Provenance"), GetRunProvenance: for each ctx.agent of a run, its
  * answer and the model calls and tool results it drew on, read from the journal alone, and the
  * same for each child run. This file walks the run tree and folds the spend; what an agent's
- * entries mean is the agent runtime's to say (AgentRuntime.provenance, implemented in
+ * entries mean is the agent runtime's to say (AgentProvenanceReader.provenance, implemented in
  * agent/provenance.ts), so the engine never reads the agent's records itself.
  */
 
@@ -71,8 +71,23 @@ export interface RunProvenance {
   children: RunProvenance[];
 }
 
-/** The agents found in one run's effects, oldest first (AgentRuntime.provenance). */
+/** The agents found in one run's effects, oldest first (AgentProvenanceReader.provenance). */
 export type AgentsOf = (effects: RunEffects) => AgentProvenance[];
+
+/**
+ * What an agent runtime adds to be read back by GetRunProvenance (src/agent's createAgentRuntime
+ * does): pure, from the journal alone. The read side defines it, so the AgentRuntime contract
+ * (author/agent-contract.ts) stays below the read side; a runtime without it lists no agents.
+ */
+export interface AgentProvenanceReader {
+  provenance(effects: RunEffects): AgentProvenance[];
+}
+
+/** The registry's agent runtime as a provenance reader, or null when it reads none. */
+export function agentsOf(runtime: object | null | undefined): AgentsOf | null {
+  const read = (runtime as Partial<AgentProvenanceReader> | null | undefined)?.provenance;
+  return typeof read === 'function' ? (effects) => read.call(runtime, effects) : null;
+}
 
 /** Child runs deeper than this are not followed. */
 const MAX_DEPTH = 8;

@@ -1,14 +1,12 @@
-// runtime/: the AgentRuntime contract between the engine and the agent loop of src/agent (types only).
+// author/: the AgentRuntime contract between the engine and the agent loop of src/agent, and what ctx.agent takes and returns (types only).
 // Must not import src/agent or the AI SDK: src/agent implements this, the Registry carries it.
 import type { Logger } from 'pino';
 import type { Usage } from '../../journal/journal-entry.js';
 import type { Json, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
-import type { Duration } from '../author/duration.js';
-import type { FailureClass, RetryOptions } from '../author/retry.js';
-import type { Tool } from '../author/tool.js';
-import type { RunEffects } from '../read/effects.js';
-import type { AgentProvenance } from '../read/provenance.js';
+import type { Duration } from './duration.js';
+import type { FailureClass, RetryOptions } from './retry.js';
+import type { Tool } from './tool.js';
 
 /*
  * The seam between the engine and the agent loop (docs/agents.md). `ctx.agent` belongs to the
@@ -158,9 +156,4 @@ export interface AgentRuntime {
   /** The canonical name of a model (aliases and `default` resolved). Pure: replicas must agree. */
   resolveModel(name: string): string;
   run(host: AgentHost, request: { prompt: string | readonly AgentMessage[]; model: string; options: AgentOptions }): Promise<AgentResult>;
-  /**
-   * The agents in one run's effects, read back for GetRunProvenance (engine/read/provenance.ts):
-   * pure, from the journal alone. Without it a run's provenance lists no agents.
-   */
-  provenance?(effects: RunEffects): AgentProvenance[];
 }
