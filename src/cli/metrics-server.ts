@@ -42,7 +42,7 @@ export async function startMetricsServer(options: {
     });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new Error(`the metrics address ${options.host}:${options.port} (WAYMARK_METRICS_ADDR) cannot be listened on (${code}); set WAYMARK_METRICS_ADDR to a free HOST:PORT`);
+    throw new Error(`the metrics address ${options.host}:${options.port} (WAYMARK_METRICS_ADDR) cannot be listened on (${code}); set WAYMARK_METRICS_ADDR to a free HOST:PORT`, { cause: err });
   }
   const { address, port } = server.address() as AddressInfo;
   const shown = address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
