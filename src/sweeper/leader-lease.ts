@@ -15,8 +15,13 @@ export interface LeaderLeaseOptions {
   /** Unique per sweeper process (host:pid). */
   holder: string;
   ttlMs: number;
-  /** Renewal (and, while following, acquisition attempts) period. Default a third of ttlMs. */
+  /** Renewal period. Default a third of ttlMs. */
   renewEveryMs?: number;
+  /**
+   * Period of acquisition attempts while following. Default the renewal period, at most 1 s: a
+   * dead leader's session ends within moments of its process, and its successor should notice.
+   */
+  followEveryMs?: number;
   logger?: Logger;
 }
 
@@ -32,12 +37,17 @@ export class LeaderLease {
   readonly holder: string;
   readonly ttlMs: number;
   readonly renewEveryMs: number;
+  readonly followEveryMs: number;
   private readonly store: JournalStore;
   private readonly logger: Logger;
   private lease: SweeperLease | null = null;
   private timer: NodeJS.Timeout | null = null;
   private busy: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  /** The lease session of this holder (store.leaseSessionOpen), opened before the first attempt. */
+  private session: Promise<boolean> | null = null;
+  /** Whether "waiting for the leader" was logged since this sweeper last led or tried. */
+  private waitLogged = false;
 
   constructor(options: LeaderLeaseOptions) {
     if (!(options.ttlMs > 0)) throw new RangeError(`ttlMs must be > 0, got ${options.ttlMs}`);
@@ -47,6 +57,7 @@ export class LeaderLease {
     this.holder = options.holder;
     this.ttlMs = options.ttlMs;
     this.renewEveryMs = renewEveryMs;
+    this.followEveryMs = options.followEveryMs ?? Math.min(renewEveryMs, 1_000);
     this.logger = options.logger ?? pino({ enabled: false });
   }
 
@@ -63,7 +74,7 @@ export class LeaderLease {
         this.busy = (this.lease ? this.renew() : this.tryAcquire()).catch(() => undefined).finally(() => {
           if (!this.stopped) tick();
         });
-      }, this.renewEveryMs);
+      }, this.lease ? this.renewEveryMs : this.followEveryMs);
       this.timer.unref();
     };
     tick();
@@ -73,19 +84,40 @@ export class LeaderLease {
   async tryAcquire(): Promise<SweeperLease | null> {
     if (this.lease || this.stopped) return this.lease;
     try {
+      await this.openSession();
       const lease = await this.store.sweeperLeaseAcquire({ holder: this.holder, ttlMs: this.ttlMs });
       if (lease && !this.stopped) {
         this.lease = lease;
+        this.waitLogged = false;
         this.logger.info({ holder: this.holder, epoch: lease.epoch }, 'sweeper leader lease acquired');
         this.events.emit('acquired', lease);
       } else if (lease) {
         await this.store.sweeperLeaseRelease({ lease });
+      } else if (!this.waitLogged) {
+        // Said once per wait: a standby that polls silently looks like a process doing nothing.
+        this.waitLogged = true;
+        this.logger.info({ holder: this.holder, ttlMs: this.ttlMs },
+          'another sweeper holds the leader lease; waiting to take over when it is released, when it expires, or as soon as that process\'s database session ends');
       }
       return this.lease;
     } catch (err) {
       this.logger.warn({ err }, 'could not try the sweeper leader lease; retrying');
       return null;
     }
+  }
+
+  /**
+   * A lease session for this holder (store/postgres/lease-sessions.ts), so that when this process
+   * dies its successor takes the leader lease at once rather than at its expiry. A store that
+   * cannot open one now is retried at the next attempt; leading does not wait for it.
+   */
+  private async openSession(): Promise<void> {
+    this.session ??= this.store.leaseSessionOpen({ holder: this.holder }).then(() => true, (err: unknown) => {
+      this.session = null;
+      this.logger.warn({ err }, 'could not open the sweeper\'s lease session; its successor would wait for the leader lease to expire');
+      return false;
+    });
+    await this.session;
   }
 
   /** Called when a fenced write was refused: another sweeper leads now. */
@@ -103,13 +135,15 @@ export class LeaderLease {
     await this.busy;
     const lease = this.lease;
     this.lease = null;
-    if (!lease) return;
-    try {
-      await this.store.sweeperLeaseRelease({ lease });
-      this.events.emit('released', lease);
-    } catch (err) {
-      this.logger.warn({ err }, 'could not release the sweeper leader lease; it expires on its own');
+    if (lease) {
+      try {
+        await this.store.sweeperLeaseRelease({ lease });
+        this.events.emit('released', lease);
+      } catch (err) {
+        this.logger.warn({ err }, 'could not release the sweeper leader lease; it expires on its own');
+      }
     }
+    if (await this.session) await this.store.leaseSessionClose({ holder: this.holder }).catch(() => undefined);
   }
 
   private async renew(): Promise<void> {

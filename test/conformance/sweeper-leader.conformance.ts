@@ -46,6 +46,20 @@ export function sweeperLeaderSection({ h }: SuiteContext): void {
     await expect(store.sweeperLeaseRenew({ lease: b!, ttlMs: LEADER_TTL })).rejects.toBeInstanceOf(SweeperLeaseLostError);
   });
 
+  it('a leader whose lease session ended is taken over at once, before its lease expires (epoch + 1); a live one is not', async () => {
+    const { store, endLeaseSession } = h();
+    await store.leaseSessionOpen({ holder: 'sweeper-dead' });
+    await store.leaseSessionOpen({ holder: 'sweeper-live' });
+    const dead = await store.sweeperLeaseAcquire({ holder: 'sweeper-dead', ttlMs: LEADER_TTL });
+    expect(await store.sweeperLeaseAcquire({ holder: 'sweeper-live', ttlMs: LEADER_TTL })).toBeNull();
+    await endLeaseSession('sweeper-dead');
+    const live = await store.sweeperLeaseAcquire({ holder: 'sweeper-live', ttlMs: LEADER_TTL });
+    expect(live).toMatchObject({ holder: 'sweeper-live', epoch: dead!.epoch + 1 });
+    await expect(store.sweeperLeaseRenew({ lease: dead!, ttlMs: LEADER_TTL })).rejects.toBeInstanceOf(SweeperLeaseLostError);
+    // The new leader's session is alive: nobody takes the lease from it before it expires.
+    expect(await store.sweeperLeaseAcquire({ holder: 'sweeper-other', ttlMs: LEADER_TTL })).toBeNull();
+  });
+
   it('concurrent acquires: exactly one wins', async () => {
     const { store } = h();
     const results = await Promise.all(['a', 'b', 'c', 'd'].map((x) => store.sweeperLeaseAcquire({ holder: `s-${x}`, ttlMs: LEADER_TTL })));

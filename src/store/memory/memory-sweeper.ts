@@ -129,7 +129,9 @@ export class MemorySweeper {
   async sweeperLeaseAcquire(params: SweeperLeaseAcquireParams): Promise<SweeperLease | null> {
     const now = this.t.now();
     const l = this.t.leader;
-    if (l.holder !== null && l.expiresAt !== null && l.expiresAt.getTime() >= now.getTime()) return null;
+    // Taken over when free, expired, or held by a holder whose lease session ended (as PostgreSQL's).
+    const sessionEnded = l.holder !== null && this.leaseSessions.get(l.holder) === false;
+    if (l.holder !== null && l.expiresAt !== null && l.expiresAt.getTime() >= now.getTime() && !sessionEnded) return null;
     l.epoch += 1;
     l.holder = params.holder;
     l.expiresAt = new Date(now.getTime() + params.ttlMs);

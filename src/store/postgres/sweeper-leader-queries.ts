@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { DEAD_LEASE_SESSIONS } from './lease-sessions.js';
 
 /*
  * Named statements on `sweeper_leader` (migration 0003): the leader lease among a store's
@@ -14,11 +15,17 @@ const COLUMNS = 'holder, epoch, expires_at';
 
 export interface SweeperLeaseRow { holder: string; epoch: string | number; expires_at: Date }
 
+/**
+ * Takes the lease when it is free, expired, or held by a sweeper whose lease session has ended
+ * (its process died: lease-sessions.ts), so a restarted sweeper leads at once instead of after
+ * the dead one's TTL, as a dead holder's runs are reclaimed at once. The epoch moves either way.
+ */
 export function sweeperLeaseAcquire(p: { holder: string; ttlMs: number }): pg.QueryConfig {
   return {
     name: 'sweeper_leader_acquire',
     text: `UPDATE sweeper_leader SET epoch = epoch + 1, holder = $1, expires_at = clock_timestamp() + $2::integer ${MS}
-      WHERE name = ${ROW} AND (holder IS NULL OR expires_at < clock_timestamp())
+      WHERE name = ${ROW} AND (holder IS NULL OR expires_at < clock_timestamp()
+        OR holder IN (SELECT dead.holder FROM (${DEAD_LEASE_SESSIONS}) dead))
       RETURNING ${COLUMNS}`,
     values: [p.holder, p.ttlMs],
   };
