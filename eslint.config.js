@@ -40,7 +40,7 @@ function engineRooms() {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'src/gen/**', 'clients/**', '.waymark/**', 'dist/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', 'src/gen/**', 'clients/**', 'console/dist/**', '.waymark/**', 'dist/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
