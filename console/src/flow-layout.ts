@@ -11,7 +11,7 @@ export interface Layout { nodes: Placed[]; width: number; height: number; at: Ma
 
 export const NODE_W = 150;
 export const NODE_H = 44;
-const GAP_X = 70;
+const GAP_X = 130;
 const GAP_Y = 28;
 const PAD = 16;
 

@@ -50,6 +50,9 @@ const STATUS: Partial<Record<EntryStatus, Span['status']>> = {
   [EntryStatus.RESOLVED]: 'resolved', [EntryStatus.CANCELLED]: 'cancelled', [EntryStatus.INFO]: 'info', [EntryStatus.NOOP]: 'resolved',
 };
 
+/** Kinds whose waits are a retry's backoff timer (docs/workflows.md "Retries and timeouts"). */
+const RETRIED = new Set(['step', 'tool', 'model']);
+
 export function fold(entries: readonly JournalEntry[]): Folded {
   const effects = new Map<string, Effect>();
   const spans = new Map<bigint, Span>();
@@ -73,7 +76,7 @@ export function fold(entries: readonly JournalEntry[]): Folded {
       span.end = t;
       if (span.kind === 'wait') {
         span.status = e.status === EntryStatus.CANCELLED ? 'cancelled' : 'resolved';
-        span.resolvedBy = resolver(e);
+        span.resolvedBy = RETRIED.has(span.head.kind) ? `backoff, then attempt ${span.head.attempt || 2}` : resolver(e);
       } else {
         span.status = STATUS[e.status] ?? 'info';
       }
@@ -106,12 +109,20 @@ export function resolver(e: JournalEntry): string {
   if (!p || typeof p !== 'object') return 'resolved';
   const verdict = p.value && typeof p.value === 'object' && 'approved' in p.value ? (p.value.approved ? 'approved' : 'denied') : 'resolved';
   if (p.by) return `${verdict} by ${p.by}`;
+  if (p.source === 'timeout') return e.kind === 'sleep' ? 'timer fired' : e.kind === 'approval' ? 'timed out' : 'deadline passed';
+  if (p.source === 'child') return 'child finished';
+  if (p.source === 'signal') return 'signal received';
+  if (p.source === 'worker') return 'worker answered';
   return p.source ? `${verdict} (${p.source})` : verdict;
 }
 
-/** The label of an effect in lists: kind and name, a wait's kind spelled out. */
-export function effectLabel(e: Effect): string {
-  return `${e.kind} ${e.name}`;
+/** A scope as people read it: `par:0:1` is branch 2 of the first parallel, nested with ›. */
+export function scopeLabel(scope: string): string {
+  if (!scope) return '';
+  return scope.split('/').map((part) => {
+    const m = /^par:(\d+):(\d+)$/.exec(part);
+    return m ? `branch ${Number(m[2]) + 1}` : part.startsWith('agent:') ? 'agent' : part;
+  }).join(' › ');
 }
 
 /** Where a child effect points: the child run's id, from its resolution's dedupe key (`child:<id>`) once it ended. */

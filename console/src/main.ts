@@ -38,6 +38,7 @@ function route(): View {
 }
 
 function mount(): void {
+  performance.mark('console-mount');
   view?.dispose?.();
   view = route();
   draw();

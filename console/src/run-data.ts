@@ -14,7 +14,7 @@ import type { Session } from './session.js';
  * token (GetRun and StreamRunEvents only) the journal comes from the stream's history.
  */
 
-const FIRST_PAGE = 200;
+const FIRST_PAGE = 100;
 const PAGE = 1000;
 
 export interface EventLine {
@@ -62,19 +62,9 @@ export class RunData {
     const s = this.session;
     if (!s) return;
     try {
-      await this.refreshRun();
-      if (s.kind === 'key') {
-        let token = '';
-        let first = true;
-        do {
-          const r = await s.clients.runs.getJournal({ runId: this.runId, pageSize: first ? FIRST_PAGE : PAGE, pageToken: token }, { signal: this.stop.signal });
-          this.entries.push(...r.entries);
-          token = r.nextPageToken;
-          this.state = token ? 'paging' : 'complete';
-          first = false;
-          rerender();
-        } while (token && !this.stop.signal.aborted);
-      }
+      // The run and the journal's first page at once: the first screen waits for the slower of the two only.
+      const journal = s.kind === 'key' ? this.readJournal(s) : Promise.resolve();
+      await Promise.all([this.refreshRun(), journal]);
     } catch (err) {
       if (this.stop.signal.aborted) return;
       this.error = errorText(err);
@@ -86,6 +76,19 @@ export class RunData {
       this.state = 'ended';
       rerender();
     }
+  }
+
+  private async readJournal(s: Session): Promise<void> {
+    let token = '';
+    let first = true;
+    do {
+      const r = await s.clients.runs.getJournal({ runId: this.runId, pageSize: first ? FIRST_PAGE : PAGE, pageToken: token }, { signal: this.stop.signal });
+      this.entries.push(...r.entries);
+      token = r.nextPageToken;
+      this.state = token ? 'paging' : 'complete';
+      first = false;
+      rerender();
+    } while (token && !this.stop.signal.aborted);
   }
 
   async refreshRun(): Promise<void> {

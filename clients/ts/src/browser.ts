@@ -5,7 +5,7 @@
  * the Node entry's transport, worker and ids use node:http2 and node:crypto. The web console
  * (console/) is built on this.
  */
-import { createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
+import { Code, ConnectError, createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-web';
 import { followEvents, type ReconnectInfo } from './events.js';
 import type { RunEvent } from './gen/waymark/v1/run_pb.js';
@@ -55,16 +55,51 @@ export interface BrowserEventsOptions {
   retry?: Partial<RetryPolicy>;
 }
 
+/**
+ * fetch reports a refused or broken connection as a TypeError ("Failed to fetch"), which
+ * Connect-Web passes on as UNKNOWN; this makes it UNAVAILABLE, as the Node client reports one, so
+ * the retry and reconnect rules (docs/clients.md) apply: a stream rides through a server restart.
+ */
+function networkErrorsUnavailable(): Interceptor {
+  const unavailable = (err: unknown): unknown => {
+    const cause = err instanceof ConnectError ? err.cause : err;
+    if (cause instanceof TypeError && (!(err instanceof ConnectError) || err.code === Code.Unknown || err.code === Code.Internal)) {
+      return new ConnectError(`could not reach the server, or the connection broke: ${cause.message}`, Code.Unavailable, undefined, undefined, cause);
+    }
+    return err;
+  };
+  return (next) => async (req) => {
+    try {
+      const res = await next(req);
+      if (!res.stream) return res;
+      const message = res.message;
+      return {
+        ...res,
+        message: (async function* () {
+          try {
+            yield* message;
+          } catch (err) {
+            throw unavailable(err);
+          }
+        })(),
+      };
+    } catch (err) {
+      throw unavailable(err);
+    }
+  };
+}
+
 export function createBrowserClients(options: BrowserClientOptions = {}): BrowserClients {
   const token = options.token;
-  const interceptors: Interceptor[] = token
-    ? [(next) => (req) => {
-        req.header.set('authorization', `Bearer ${typeof token === 'string' ? token : token()}`);
-        return next(req);
-      }]
-    : [];
+  const interceptors: Interceptor[] = [networkErrorsUnavailable()];
+  if (token) {
+    interceptors.push((next) => (req) => {
+      req.header.set('authorization', `Bearer ${typeof token === 'string' ? token : token()}`);
+      return next(req);
+    });
+  }
   const transport = options.transport
-    ?? createConnectTransport({ baseUrl: options.baseUrl ?? globalThis.location.origin, interceptors, useBinaryFormat: true });
+    ?? createConnectTransport({ baseUrl: options.baseUrl ?? (globalThis as { location?: { origin: string } }).location?.origin ?? '', interceptors, useBinaryFormat: true });
   const runs = createClient(RunService, transport);
   const namespace = options.namespace ?? '';
   return {

@@ -30,6 +30,7 @@ export function approvalsView(): View {
   const outcome = new Map<string, { text: string; lost: boolean }>();
   const tools = new Map<string, ToolAsk | null>();
   const busy = new Set<string>();
+  const titles = new Map<string, string>();
   let reviewer = localStorage.getItem(WHO) ?? '';
 
   async function load(): Promise<void> {
@@ -73,6 +74,7 @@ export function approvalsView(): View {
     reviewer = by;
     localStorage.setItem(WHO, by);
     busy.add(a.id);
+    titles.set(a.id, a.title || 'Approval');
     rerender();
     try {
       const fields = readSchemaFields(json(a.payloadSchema), form);
@@ -119,11 +121,12 @@ export function approvalsView(): View {
             <button type="submit" name="decision" value="deny" class="danger" ?disabled=${busy.has(a.id)}>Deny</button>
           </div>
         </form>` : nothing}
-      ${o ? html`<p class=${o.lost ? 'error' : 'ok'} role="status">${o.text}</p>` : nothing}
+      ${o ? html`<p class=${o.lost ? 'error' : 'ok'}>${o.text}</p>` : nothing}
     </article>`;
   };
 
-  const lost = () => [...outcome.entries()].filter(([id, o]) => o.lost && !pending.some((p) => p.id === id));
+  // A decided approval leaves the pending list: what happened to it stays on the page, at the top.
+  const gone = () => [...outcome.entries()].filter(([id]) => !pending.some((p) => p.id === id));
 
   return {
     title: () => 'Approvals',
@@ -132,7 +135,7 @@ export function approvalsView(): View {
       <div class="page-head"><h1>Approvals</h1><span class="live" title="Refreshed every 3 s">live</span>
         <span class="muted">${pending.length} pending</span></div>
       ${error ? html`<p class="error" role="alert">${error}</p>` : nothing}
-      ${lost().map(([id, o]) => html`<p class="error" role="status">${shortId(id)}: ${o.text}</p>`)}
+      <div role="status">${gone().map(([id, o]) => html`<p class=${o.lost ? 'notice error' : 'notice ok'}>${titles.get(id) ?? shortId(id)}: ${o.text}</p>`)}</div>
       ${loaded && pending.length === 0 && !error ? html`<p class="empty">Nothing waits for a decision.</p>` : nothing}
       <div class="approvals">${pending.map(card)}</div>
       <h2>Decided recently</h2>

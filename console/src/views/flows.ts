@@ -79,10 +79,10 @@ export function flowsView(name: string | undefined): View {
         : `M ${x1} ${y1} C ${x1 + 35} ${y1}, ${x2 - 35} ${y2}, ${x2} ${y2}`;
       const on = taken.edges.has(`${from}->${to}`);
       return svg`<g class=${`edge${on ? ' taken' : ''}`}><path d=${d} marker-end=${on ? 'url(#arrow-taken)' : 'url(#arrow)'}><title>${from} → ${to}${condition ? ` if ${condition}` : ''}${on ? ' (taken)' : ''}</title></path>
-        ${condition ? svg`<text x=${(x1 + x2) / 2} y=${(y1 + y2) / 2 - 6 - (i % 2) * 10} class="cond">${condition.length > 28 ? `${condition.slice(0, 27)}…` : condition}</text>` : nothing}</g>`;
+        ${condition ? svg`<text x=${(x1 + x2) / 2} y=${(y1 + y2) / 2 - 8 - (i % 2) * 12} class="cond">${condition.length > 22 ? `${condition.slice(0, 21)}…` : condition}</text>` : nothing}</g>`;
     };
     return html`<figure class="flow-graph">
-      <svg viewBox=${`0 0 ${lay.width} ${lay.height + 40}`} role="img" aria-label=${`Graph of flow ${def.name}: ${def.nodes.length} nodes, ${def.edges.length} edges${runId ? `, ${taken.nodes.size} nodes taken by run ${runId}` : ''}`}>
+      <svg viewBox=${`0 0 ${lay.width} ${lay.height + 40}`} width=${lay.width} height=${lay.height + 40} role="img" aria-label=${`Graph of flow ${def.name}: ${def.nodes.length} nodes, ${def.edges.length} edges${runId ? `, ${taken.nodes.size} nodes taken by run ${runId}` : ''}`}>
         <defs>
           <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" class="arrow" /></marker>
           <marker id="arrow-taken" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" class="arrow taken" /></marker>

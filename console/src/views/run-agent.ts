@@ -1,6 +1,6 @@
 import { html, nothing } from 'lit-html';
 import { EntryStatus, ProvenanceToolResultStatus, type RunProvenance } from '@waymark-dev/client/browser';
-import { duration, json, ms, short, usd } from '../format.js';
+import { duration, json, short, usd } from '../format.js';
 import type { Effect, Folded } from '../journal-model.js';
 import { jsonBlock } from './parts.js';
 
@@ -80,7 +80,14 @@ export function toolsTable(folded: Folded, provenance: RunProvenance | undefined
   const fromAgents = provenance?.agents.flatMap((a) => a.toolResults.map((t) => ({ agent: a.agentType || a.scope, t }))) ?? [];
   const plain = folded.effects.filter((e) => e.kind === 'tool');
   if (fromAgents.length === 0 && plain.length === 0) return html`<p class="empty">No tool calls in this run.</p>`;
-  const approvals = new Map(folded.effects.filter((e) => e.kind === 'approval').map((e) => [e.seq, e]));
+  // A tool result's approval_seq is its approval's suspension or the decision that resolved it.
+  const approvals = new Map<number, Effect>();
+  for (const e of folded.effects.filter((x) => x.kind === 'approval')) {
+    for (const s of e.spans) {
+      approvals.set(s.seq, e);
+      if (s.outcome) approvals.set(Number(s.outcome.seq), e);
+    }
+  }
   return html`<div class="table-wrap"><table class="tools">
     <thead><tr><th scope="col">Tool</th><th scope="col">Arguments</th><th scope="col">Result</th><th scope="col">Policy</th></tr></thead>
     <tbody>
@@ -103,9 +110,4 @@ export function toolsTable(folded: Folded, provenance: RunProvenance | undefined
               <td>${end.error?.name === 'ToolApprovalDeniedError' ? 'denied' : 'allow'}</td></tr>`;
           })}
     </tbody></table></div>`;
-}
-
-/** The time of an effect's first entry, for sorting mixed lists. */
-export function startOf(e: Effect): number {
-  return ms(e.spans[0]?.head.createTime) ?? 0;
 }

@@ -54,7 +54,7 @@ export function eventsTab(data: RunData) {
   return html`
     <p role="status" class=${`stream-state ${data.state}`}>${state}${data.reconnects ? ` Reconnected ${data.reconnects}×, no event missed or repeated.` : ''}</p>
     ${data.events.length === 0 ? html`<p class="muted">No live events yet: events after seq ${data.entries.at(-1)?.seq ?? '—'} appear here as they happen.</p>` : nothing}
-    <ol class="events" aria-label="Live events">
+    <ol class="events" aria-label="Live events" tabindex="0">
       ${data.events.map((e) => html`<li class=${e.note ? 'note' : ''}><span class="seq">${e.note ? '⟳' : `#${e.seq}`}</span> <span class="muted">${new Date(e.at).toISOString().slice(11, 23)}</span> ${e.what}</li>`)}
     </ol>`;
 }

@@ -1,7 +1,7 @@
 import { html, nothing } from 'lit-html';
 import { place } from '../css.js';
 import { duration } from '../format.js';
-import { childRunId, type Effect, type Folded, type Span } from '../journal-model.js';
+import { childRunId, scopeLabel, type Effect, type Folded, type Span } from '../journal-model.js';
 import type { VirtualList } from '../virtual-list.js';
 import { link } from '../app.js';
 
@@ -27,7 +27,8 @@ export function timeline(o: TimelineOptions) {
   const total = Math.max(1, end - folded.start);
   const pct = (t: number) => `${(((t - folded.start) / total) * 100).toFixed(3)}%`;
   const width = (a: number, b: number) => `max(3px, ${(((b - a) / total) * 100).toFixed(3)}%)`;
-  const lane = new Map(folded.scopes.map((s, i) => [s, i]));
+  // The root is lane 0 (grey); branches take the other colours in order of appearance.
+  const lane = new Map(folded.scopes.filter((s) => s !== '').map((s, i) => [s, i + 1]));
   const bar = (s: Span) => {
     const stop = s.end ?? end;
     const title = s.kind === 'wait'
@@ -44,12 +45,12 @@ export function timeline(o: TimelineOptions) {
     return html`<div class=${`tl-row${o.selected === e.id ? ' selected' : ''}`}>
       <button class="tl-name" @click=${() => o.select(e)} aria-pressed=${o.selected === e.id ? 'true' : 'false'} title=${`${e.kind} ${e.name}${e.scope ? ` in ${e.scope}` : ''}`}>
         <span class=${`lane l${(lane.get(e.scope) ?? 0) % 6}`} aria-hidden="true"></span>
-        <span class="kind">${e.kind}</span> ${e.name}
+        <span class="kind">${e.kind}</span> ${e.name} ${e.scope ? html`<span class="scope-label">${scopeLabel(e.scope)}</span>` : nothing}
         ${e.spans.filter((s) => s.kind === 'attempt').length > 1 ? html`<span class="muted">×${e.spans.filter((s) => s.kind === 'attempt').length}</span>` : nothing}
         <span class="sr-only">, ${last.status}</span>
       </button>
-      <div class="tl-track" aria-hidden="true">${e.spans.map(bar)}</div>
-      ${child ? html`<a class="tl-child" href=${link(`runs/${child}`)} title="child run">↳ child</a>` : nothing}
+      <div class="tl-track" aria-hidden="true">${[...e.spans.filter((s) => s.kind === 'wait'), ...e.spans.filter((s) => s.kind === 'attempt')].map(bar)}</div>
+      <span class="tl-child">${child ? html`<a href=${link(`runs/${child}`)} title="child run">↳ child</a>` : nothing}</span>
     </div>`;
   };
   return html`
