@@ -74,6 +74,12 @@ export default tseslint.config(
               target: src('server'), from: src('store'), except: ['./run-id.ts', './write-checks.ts'],
               message: 'server/ reads runs, journals, streams and page cursors through the engine (engine/replica-engine.ts, engine/read/), not the store; only the run id format and the storable-JSON check are shared, to refuse bad input before the engine.',
             },
+            // Inside server/ (docs/architecture.md "The server's rooms"), imports point down:
+            // routes/ -> transport/ -> auth/ -> errors/ -> convert/.
+            zone('server/convert', ['server/errors', 'server/auth', 'server/transport', 'server/routes'], 'server/convert/ (proto <-> domain conversion and request checks) is the bottom room of server/: it imports no other room of it.'),
+            zone('server/errors', ['server/auth', 'server/transport', 'server/routes'], 'server/errors/ maps errors to gRPC statuses: it may read the request checks (convert/), nothing above.'),
+            zone('server/auth', ['server/transport', 'server/routes'], 'server/auth/ (keys, stream tokens, access rules, CORS) sits below the transport and the routes.'),
+            zone('server/transport', ['server/routes'], 'server/transport/ serves any router: the composition root registers the routes (routes/register-routes.ts), the transport never imports them.'),
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
             zone('cli/client', ['gen', 'server', 'engine', 'store', 'sweeper', 'agent', 'journal', 'index.ts'], 'the operator commands (cli/client/) reach the server only through the TypeScript client package: import @waymark-dev/client, as a remote user does.'),
             ...engineRooms(),

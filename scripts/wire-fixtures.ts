@@ -36,7 +36,7 @@ const APPROVAL_ID = `${RUN_ID}:1`;
 const T0 = '2026-11-29T10:00:00Z';
 const T1 = '2026-11-29T10:00:01.250Z';
 const T2 = '2026-11-29T10:05:00Z';
-const DOMAIN = 'waymark'; // ERROR_DOMAIN in src/server/error-mapping.ts
+const DOMAIN = 'waymark'; // ERROR_DOMAIN in src/server/errors/error-mapping.ts
 const refundInput = { amount: 42.5, order: 'A-1001' };
 
 const parkedRun = {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { OVERALL, type HealthStatus } from '../server/health-service.js';
+import { OVERALL, type HealthStatus } from '../server/routes/health-service.js';
 import type { StoreAdmin } from '../store/store-kind.js';
 
 /** The grpc.health.v1 service name Kubernetes readiness probes ask for (k8s/base/server-deployment.yaml). */

@@ -5,14 +5,14 @@ import { DefinitionError } from '../engine/errors.js';
 import { ReplicaEngine } from '../engine/replica-engine.js';
 import type { Registry } from '../engine/registry.js';
 import { StreamTokens } from '../engine/access/stream-tokens.js';
-import { registerApi } from '../server/api.js';
-import { publicOnlyAuth, type AuthOptions } from '../server/auth.js';
-import { startGrpcServer } from '../server/grpc-server.js';
-import { HealthStatus, OVERALL, registerHealthService } from '../server/health-service.js';
-import { registerReflectionService } from '../server/reflection-service.js';
-import { registerWebhookService, webhookService } from '../server/webhook-service.js';
+import { registerRoutes } from '../server/routes/register-routes.js';
+import { publicOnlyAuth, type AuthOptions } from '../server/auth/auth.js';
+import { startGrpcServer } from '../server/transport/grpc-server.js';
+import { HealthStatus, OVERALL, registerHealthService } from '../server/routes/health-service.js';
+import { registerReflectionService } from '../server/routes/reflection-service.js';
+import { registerWebhookService, webhookService } from '../server/routes/webhook-service.js';
 import { WebhookApi } from '../webhooks/webhook-api.js';
-import { StreamGate } from '../server/stream-limit.js';
+import { StreamGate } from '../server/transport/stream-limit.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './database.js';
 import { registerExamples } from './examples.js';
@@ -124,7 +124,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       auth,
       corsOrigins: config.auth.corsOrigins,
       routes: (router) => {
-        registerApi(router, api);
+        registerRoutes(router, api);
         registerWebhookService(router, webhookService({
           api: new WebhookApi(store, logger), logger, defaultNamespace: config.namespace, allowPrivate: config.webhooks.allowPrivate,
         }));

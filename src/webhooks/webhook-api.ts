@@ -10,7 +10,7 @@ export { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES } from '../store/webhook-pa
 export type { WebhookDelivery, WebhookDeliveryState, WebhookEndpoint, WebhookEventType } from '../store/webhook-params.js';
 
 /*
- * The use cases of WebhookService (server/webhook-service.ts validates and converts, then calls
+ * The use cases of WebhookService (server/routes/webhook-service.ts validates and converts, then calls
  * one method here): endpoints with generated ids and secrets, deliveries paged newest first.
  * Secrets leave the server only in the answers of create and rotate.
  */

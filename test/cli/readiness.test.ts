@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { LIVENESS, READINESS, startReadiness, type Readiness } from '../../src/cli/readiness.js';
-import { HealthStatus, OVERALL } from '../../src/server/health-service.js';
+import { HealthStatus, OVERALL } from '../../src/server/routes/health-service.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { StoreAdmin } from '../../src/store/store-kind.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';

@@ -6,7 +6,7 @@ import { Registry } from '../../src/engine/registry.js';
 import { PayloadSealer, SealedPayloadError } from '../../src/engine/access/payload-sealer.js';
 import { defineTool, defineWorkflow } from '../../src/index.js';
 import { REDACTED } from '../../src/journal/sealed-payload.js';
-import { entryToProto, eventOf } from '../../src/server/convert-journal.js';
+import { entryToProto, eventOf } from '../../src/server/convert/convert-journal.js';
 import { toJson } from '@bufbuild/protobuf';
 import { JournalEntrySchema } from '../../src/gen/waymark/v1/run_pb.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';

@@ -22,7 +22,7 @@ describe('architecture rules', () => {
   it('webhooks/ depends on the store interface only, and the store does not import webhooks/', async () => {
     const impl = "import { PostgresStore } from '../store/postgres/postgres-store.js';\nexport const p = PostgresStore;\n";
     expect(await ruleIds('src/webhooks/probe.ts', impl)).toContain('import-x/no-restricted-paths');
-    const upward = "import { registerWebhookService } from '../server/webhook-service.js';\nexport const p = registerWebhookService;\n";
+    const upward = "import { registerWebhookService } from '../server/routes/webhook-service.js';\nexport const p = registerWebhookService;\n";
     expect(await ruleIds('src/webhooks/probe.ts', upward)).toContain('import-x/no-restricted-paths');
     const down = "import { newWebhookSecret } from '../webhooks/signing.js';\nexport const p = newWebhookSecret;\n";
     expect(await ruleIds('src/store/probe.ts', down)).toContain('import-x/no-restricted-paths');
@@ -72,6 +72,23 @@ describe('architecture rules', () => {
     // The run id format and the storable-JSON check refuse bad input before the engine is called.
     const shared = "import { isRunId } from '../store/run-id.js';\nexport const p = isRunId;\n";
     expect(await ruleIds('src/server/probe.ts', shared)).not.toContain('import-x/no-restricted-paths');
+  });
+
+  it('server/ rooms point down: routes/ -> transport/ -> auth/ -> errors/ -> convert/', async () => {
+    const up = [
+      ['src/server/convert/probe.ts', "import { toConnectError } from '../errors/error-mapping.js';\nexport const p = toConnectError;\n"],
+      ['src/server/errors/probe.ts', "import { authInterceptor } from '../auth/auth.js';\nexport const p = authInterceptor;\n"],
+      ['src/server/auth/probe.ts', "import { startGrpcServer } from '../transport/grpc-server.js';\nexport const p = startGrpcServer;\n"],
+      ['src/server/transport/probe.ts', "import { registerRoutes } from '../routes/register-routes.js';\nexport const p = registerRoutes;\n"],
+    ];
+    for (const [file, code] of up) expect(await ruleIds(file!, code!), file).toContain('import-x/no-restricted-paths');
+    const down = [
+      ['src/server/routes/probe.ts', "import { streamSignal } from '../transport/shutdown-signal.js';\nexport const p = streamSignal;\n"],
+      ['src/server/transport/probe.ts', "import { authInterceptor } from '../auth/auth.js';\nexport const p = authInterceptor;\n"],
+      ['src/server/auth/probe.ts', "import { domainStatus } from '../errors/error-mapping.js';\nexport const p = domainStatus;\n"],
+      ['src/server/errors/probe.ts', "import { InvalidRequestError } from '../convert/request-validation.js';\nexport const p = InvalidRequestError;\n"],
+    ];
+    for (const [file, code] of down) expect(await ruleIds(file!, code!), file).toEqual([]);
   });
 
   it('agent/ reads journals through the engine\'s read side, not the replay core', async () => {
@@ -165,7 +182,7 @@ describe('architecture rules', () => {
 
   it('the operator commands (cli/client/) reach the server only through the client package', async () => {
     const probe = 'src/cli/client/probe.ts';
-    for (const from of ['../../gen/waymark/v1/run_service_pb.js', '../../server/run-service.js', '../../engine/replica-engine.js', '../../store/store.js']) {
+    for (const from of ['../../gen/waymark/v1/run_service_pb.js', '../../server/routes/run-service.js', '../../engine/replica-engine.js', '../../store/store.js']) {
       const code = `import * as m from '${from}';\nexport const p = m;\n`;
       expect(await ruleIds(probe, code), from).toContain('import-x/no-restricted-paths');
     }

@@ -7,13 +7,13 @@ import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect
 import { describe, expect, it } from 'vitest';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { ACCESS_RULES } from '../../src/server/access-rules.js';
-import { registerAdminService } from '../../src/server/admin-service.js';
-import type { AuthOptions } from '../../src/server/auth.js';
-import { startGrpcServer } from '../../src/server/grpc-server.js';
+import { ACCESS_RULES } from '../../src/server/auth/access-rules.js';
+import { registerAdminService } from '../../src/server/routes/admin-service.js';
+import type { AuthOptions } from '../../src/server/auth/auth.js';
+import { startGrpcServer } from '../../src/server/transport/grpc-server.js';
 
 /*
- * The access table (src/server/access-rules.ts) names every method of every service the generated
+ * The access table (src/server/auth/access-rules.ts) names every method of every service the generated
  * code defines, read from the descriptors, and nothing else: a new RPC cannot be served before its
  * rule is written. A method served without a rule is refused (fail closed).
  */
@@ -69,8 +69,8 @@ describe('ACCESS_RULES', () => {
   it('reflection is public only with the setting; health always is', async () => {
     for (const reflectionPublic of [false, true]) {
       const { pino } = await import('pino');
-      const { HealthStatus, registerHealthService } = await import('../../src/server/health-service.js');
-      const { registerReflectionService } = await import('../../src/server/reflection-service.js');
+      const { HealthStatus, registerHealthService } = await import('../../src/server/routes/health-service.js');
+      const { registerReflectionService } = await import('../../src/server/routes/reflection-service.js');
       const { ServerReflection } = await import('../../src/gen/grpc/reflection/v1/reflection_pb.js');
       const s = await startGrpcServer({
         host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), maxRequestBytes: 1 << 20, auth: denyAll(reflectionPublic),

@@ -15,9 +15,9 @@ import { FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
-import { registerApi, type ApiDeps } from '../../src/server/api.js';
-import { loggingInterceptor } from '../../src/server/logging-interceptor.js';
-import { StreamGate } from '../../src/server/stream-limit.js';
+import { registerRoutes, type RouteDeps } from '../../src/server/routes/register-routes.js';
+import { loggingInterceptor } from '../../src/server/transport/logging-interceptor.js';
+import { StreamGate } from '../../src/server/transport/stream-limit.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { JournalStore } from '../../src/store/store.js';
 import * as fixtures from './fixtures/api-workflows.js';
@@ -32,7 +32,7 @@ export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 export interface ApiHarness {
   store: JournalStore;
   engine: RunEngine;
-  deps: ApiDeps;
+  deps: RouteDeps;
   runs: Client<typeof RunService>;
   signals: Client<typeof SignalService>;
   flows: Client<typeof FlowService>;
@@ -61,10 +61,10 @@ export function apiHarness(options: {
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
   const registry = options.registry ?? new Registry().register(...(options.items ?? FIXTURE_ITEMS));
   const engine = new RunEngine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
-  const deps: ApiDeps = {
+  const deps: RouteDeps = {
     api: new ReplicaEngine({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
   };
-  const transport = createRouterTransport((router) => registerApi(router, deps), {
+  const transport = createRouterTransport((router) => registerRoutes(router, deps), {
     router: { interceptors: [loggingInterceptor(logger)], ...(options.shutdownSignal ? { shutdownSignal: options.shutdownSignal } : {}) },
   });
   return {

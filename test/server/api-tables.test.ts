@@ -7,7 +7,7 @@ import { create, fromJson, toBinary } from '@bufbuild/protobuf';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { domainStatus } from '../../src/server/error-mapping.js';
+import { domainStatus } from '../../src/server/errors/error-mapping.js';
 import { JournalCorruptError, NonDeterminismError } from '../../src/engine/errors.js';
 import {
   BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema, QuotaFailureSchema, ResourceInfoSchema, RetryInfoSchema,
@@ -20,8 +20,8 @@ import { FlowSchema, FlowService } from '../../src/gen/waymark/v1/flow_service_p
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
-import { DEFAULT_CLIENT_LIMITS } from '../../src/server/client-limits.js';
-import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/request-validation.js';
+import { DEFAULT_CLIENT_LIMITS } from '../../src/server/transport/client-limits.js';
+import { MAX_KEY_LENGTH, MAX_LABEL_VALUE, MAX_LABELS, MAX_TEXT_LENGTH, PAGE_SIZES } from '../../src/server/convert/request-validation.js';
 import { connectJson, grpcFrame, grpcRaw, rawRequest, startApiServer, type ApiServer, type RawResponse } from '../support/api-server.js';
 import { TestCertificates } from '../support/test-certificates.js';
 import { json } from './api-harness.js';

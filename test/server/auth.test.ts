@@ -14,7 +14,7 @@ import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
 import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
-import { ACCESS_RULES as ACCESS } from '../../src/server/access-rules.js';
+import { ACCESS_RULES as ACCESS } from '../../src/server/auth/access-rules.js';
 import { startApiServer, type ApiServer } from '../support/api-server.js';
 import { until } from '../support/until.js';
 import { opensslAvailable, TestCertificates, type Issued } from '../support/test-certificates.js';

@@ -7,15 +7,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ErrorInfoSchema, QuotaFailureSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { GetRunRequestSchema, RunService, StartRunRequestSchema } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { registerApi } from '../../src/server/api.js';
-import { ClientBuffers } from '../../src/server/client-buffers.js';
-import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
+import { registerRoutes } from '../../src/server/routes/register-routes.js';
+import { ClientBuffers } from '../../src/server/transport/client-buffers.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/transport/grpc-server.js';
 import { until } from '../support/until.js';
 import { apiHarness, FIXTURE_ITEMS, json, type ApiHarness } from './api-harness.js';
 import { grpcFrame, rawRequest, stalledReader, type RawResponse, type StalledReader } from './raw-http2.js';
 
 /*
- * What one slow client may hold in server memory (issue 16, "Build"; src/server/client-buffers.ts):
+ * What one slow client may hold in server memory (issue 16, "Build"; src/server/transport/client-buffers.ts):
  * a client that opens streams and never reads, while the server has lots to send (a run whose
  * history is big events). Its unread bytes stay within WAYMARK_CLIENT_MAX_BUFFERED_BYTES, its
  * streams past that are reset with ENHANCE_YOUR_CALM, its new calls are refused with
@@ -47,7 +47,7 @@ async function apiServer(): Promise<{ t: ApiHarness; server: GrpcServer }> {
   const t = apiHarness({ items: [...FIXTURE_ITEMS, fatEvents as never], streams: 500 });
   const server = await startGrpcServer({
     auth: 'off', // loopback, a transport test
-    host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerApi(r, t.deps),
+    host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerRoutes(r, t.deps),
     clientLimits: { bufferedBytes: LIMIT, streams: 200 },
   });
   cleanups.push(() => server.close(1_000));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorInfoSchema, QuotaFailureSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { StatusSchema } from '../../src/gen/google/rpc/status_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { registerRunService } from '../../src/server/run-service.js';
+import { registerRunService } from '../../src/server/routes/run-service.js';
 import { grpcShape } from './grpc-status.js';
 import { grpcFrame, rawRequest, type RawResponse } from './raw-http2.js';
 import { startTestServer, type TestServer } from './test-server.js';

@@ -5,9 +5,9 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Health, HealthCheckResponse_ServingStatus } from '../../src/gen/grpc/health/v1/health_pb.js';
-import { registerApi } from '../../src/server/api.js';
-import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
-import { registerHealthService, HealthStatus } from '../../src/server/health-service.js';
+import { registerRoutes } from '../../src/server/routes/register-routes.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/transport/grpc-server.js';
+import { registerHealthService, HealthStatus } from '../../src/server/routes/health-service.js';
 import { apiHarness, type ApiHarness } from './api-harness.js';
 import { grpcJsClient, unaryCall } from './grpc-js-client.js';
 import { FrameType, PREFACE, SETTINGS, frame } from './h2-frames.js';
@@ -45,7 +45,7 @@ beforeAll(async () => {
     host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 1 << 20,
     sessionLimits: { keepaliveMs: 100, pingTimeoutMs: 200, idleTimeoutMs: 2_000 },
     routes: (router) => {
-      registerApi(router, t.deps);
+      registerRoutes(router, t.deps);
       registerHealthService(router, health);
     },
   });

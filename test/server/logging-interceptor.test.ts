@@ -2,7 +2,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { registerRunService } from '../../src/server/run-service.js';
+import { registerRunService } from '../../src/server/routes/run-service.js';
 import { grpcJsClient, serverStreamCall, unaryCall } from './grpc-js-client.js';
 import { startTestServer, type TestServer } from './test-server.js';
 

@@ -2,8 +2,8 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { ConnectError } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { MAX_DEADLINE_MS } from '../../src/server/request-timeout.js';
-import { registerRunService } from '../../src/server/run-service.js';
+import { MAX_DEADLINE_MS } from '../../src/server/transport/request-timeout.js';
+import { registerRunService } from '../../src/server/routes/run-service.js';
 import { grpcFrame, rawRequest } from './raw-http2.js';
 import { startTestServer } from './test-server.js';
 

@@ -11,9 +11,9 @@ import {
   IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, UnstorableValueError, WorkflowNotFoundError,
 } from '../../src/journal/errors.js';
-import { ERROR_DOMAIN, toConnectError } from '../../src/server/error-mapping.js';
-import { InvalidRequestError } from '../../src/server/request-validation.js';
-import { StreamLimitError } from '../../src/server/stream-limit.js';
+import { ERROR_DOMAIN, toConnectError } from '../../src/server/errors/error-mapping.js';
+import { InvalidRequestError } from '../../src/server/convert/request-validation.js';
+import { StreamLimitError } from '../../src/server/errors/stream-limit-error.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { apiHarness, detail, failure, json } from './api-harness.js';
 

@@ -2,7 +2,7 @@ import { Code } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { RetryInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { RunStatus, type RunEvent } from '../../src/gen/waymark/v1/run_pb.js';
-import { serverShutdownError } from '../../src/server/shutdown-signal.js';
+import { serverShutdownError } from '../../src/server/transport/shutdown-signal.js';
 import { apiHarness, detail, failure, json, plain, shapeOf, type ApiHarness } from './api-harness.js';
 
 /** A short description of an event: `3 status SUSPENDED`, `4 signal resolved`. */

@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { createContextValues, type HandlerContext } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
-import { shutdownSignalKey, streamSignal } from '../../src/server/shutdown-signal.js';
+import { shutdownSignalKey, streamSignal } from '../../src/server/transport/shutdown-signal.js';
 
 /** The server-wide draining signal's set of dependant signals (Node's AbortSignal.any keeps one per signal it made). */
 function dependants(signal: AbortSignal): number {

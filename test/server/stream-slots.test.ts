@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
-import { registerApi } from '../../src/server/api.js';
-import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
-import type { SessionLimits } from '../../src/server/http2-sessions.js';
+import { registerRoutes } from '../../src/server/routes/register-routes.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/transport/grpc-server.js';
+import type { SessionLimits } from '../../src/server/transport/http2-sessions.js';
 import { apiHarness, FIXTURE_ITEMS, json, type ApiHarness } from './api-harness.js';
 import { stalledReader, type StalledReader } from './raw-http2.js';
 import { until } from '../support/until.js';
@@ -37,7 +37,7 @@ afterEach(async () => {
 
 async function apiServer(streams = 100, sessionLimits: Partial<SessionLimits> = {}): Promise<{ t: ApiHarness; server: GrpcServer }> {
   const t = apiHarness({ items: [...FIXTURE_ITEMS, bigEvents as never], streams });
-  const server = await startGrpcServer({ host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerApi(r, t.deps), auth: 'off', sessionLimits });
+  const server = await startGrpcServer({ host: '127.0.0.1', port: 0, logger: t.deps.logger, maxRequestBytes: 4 << 20, routes: (r) => registerRoutes(r, t.deps), auth: 'off', sessionLimits });
   cleanups.push(() => server.close(1_000));
   return { t, server };
 }

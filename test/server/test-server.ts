@@ -1,15 +1,15 @@
 import type { ConnectRouter } from '@connectrpc/connect';
 import { pino } from 'pino';
-import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
-import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
-import type { ClientLimits } from '../../src/server/client-limits.js';
-import type { TlsFiles } from '../../src/server/tls.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/transport/grpc-server.js';
+import { HealthStatus, registerHealthService } from '../../src/server/routes/health-service.js';
+import type { ClientLimits } from '../../src/server/transport/client-limits.js';
+import type { TlsFiles } from '../../src/server/transport/tls.js';
 import type { Interceptor } from '@connectrpc/connect';
-import type { SessionLimits } from '../../src/server/http2-sessions.js';
-import { registerReflectionService } from '../../src/server/reflection-service.js';
-import { registerRunService } from '../../src/server/run-service.js';
-import { registerSignalService } from '../../src/server/signal-service.js';
-import { registerAdminService } from '../../src/server/admin-service.js';
+import type { SessionLimits } from '../../src/server/transport/http2-sessions.js';
+import { registerReflectionService } from '../../src/server/routes/reflection-service.js';
+import { registerRunService } from '../../src/server/routes/run-service.js';
+import { registerSignalService } from '../../src/server/routes/signal-service.js';
+import { registerAdminService } from '../../src/server/routes/admin-service.js';
 
 export type LogLine = { level: number; msg: string } & Record<string, unknown>;
 

@@ -6,8 +6,8 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from '../../src/gen/grpc/health/v1/health_pb.js';
-import { clientCertificateKey, type ClientCertificate } from '../../src/server/client-certificate.js';
-import { loadTlsFiles, TlsFileError } from '../../src/server/tls.js';
+import { clientCertificateKey, type ClientCertificate } from '../../src/server/auth/client-certificate.js';
+import { loadTlsFiles, TlsFileError } from '../../src/server/transport/tls.js';
 import { fingerprintOf, opensslAvailable, TestCertificates } from '../support/test-certificates.js';
 import { until } from '../support/until.js';
 import { unaryCall } from './grpc-js-client.js';

@@ -6,15 +6,15 @@ import { Registry } from '../../src/engine/registry.js';
 import type { Tool } from '../../src/engine/author/tool.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
 import { DEFAULT_LIMITS, type Limits } from '../../src/journal/limits.js';
-import { registerApi, type ApiDeps } from '../../src/server/api.js';
-import { startGrpcServer, type GrpcServer } from '../../src/server/grpc-server.js';
-import type { ClientLimits } from '../../src/server/client-limits.js';
-import type { TlsFiles } from '../../src/server/tls.js';
-import { StreamGate } from '../../src/server/stream-limit.js';
+import { registerRoutes, type RouteDeps } from '../../src/server/routes/register-routes.js';
+import { startGrpcServer, type GrpcServer } from '../../src/server/transport/grpc-server.js';
+import type { ClientLimits } from '../../src/server/transport/client-limits.js';
+import type { TlsFiles } from '../../src/server/transport/tls.js';
+import { StreamGate } from '../../src/server/transport/stream-limit.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
-import { HealthStatus, registerHealthService } from '../../src/server/health-service.js';
-import { registerReflectionService } from '../../src/server/reflection-service.js';
-import { registerWebhookService, webhookService } from '../../src/server/webhook-service.js';
+import { HealthStatus, registerHealthService } from '../../src/server/routes/health-service.js';
+import { registerReflectionService } from '../../src/server/routes/reflection-service.js';
+import { registerWebhookService, webhookService } from '../../src/server/routes/webhook-service.js';
 import { WebhookApi } from '../../src/webhooks/webhook-api.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { FIXTURE_ITEMS, type LogLine } from '../server/api-harness.js';
@@ -31,7 +31,7 @@ export interface ApiServer {
   db: MigratedDatabase;
   store: PostgresStore;
   engine: RunEngine;
-  deps: ApiDeps;
+  deps: RouteDeps;
   server: GrpcServer;
   /** `127.0.0.1:port`. */
   address: string;
@@ -65,13 +65,13 @@ export async function startApiServer(options: {
   const auth = options.auth;
   const streamTokens = auth?.streamTokenSecret ? new StreamTokens({ secrets: [auth.streamTokenSecret] }) : null;
   const api = new ReplicaEngine({ engine, logger, followPollMs: 50, ...(auth?.keyCacheMs !== undefined ? { keyCacheMs: auth.keyCacheMs } : {}) });
-  const deps: ApiDeps = {
+  const deps: RouteDeps = {
     api, logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? limits.streamsPerReplica), streamTokens,
   };
   const server = await startGrpcServer({
     host: '127.0.0.1', port: 0, logger, maxRequestBytes: limits.requestBytes,
     routes: (router) => {
-      registerApi(router, deps);
+      registerRoutes(router, deps);
       // With auth: every service `waymark server` serves, for the access-rule tests.
       if (auth) {
         registerHealthService(router, new HealthStatus({ '': 'SERVING' }));

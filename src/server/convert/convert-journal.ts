@@ -1,0 +1,60 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  EntryStatus, JournalEntrySchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
+} from '../../gen/waymark/v1/run_pb.js';
+import { statusOf } from '../../engine/read/run-events.js';
+import type { JournalEntry as DomainEntry } from '../../journal/journal-entry.js';
+import { optionalValue, valueFromJson } from './convert-json.js';
+import { runErrorToProto, runStatusToProto } from './convert-run.js';
+import { redactSealed } from '../../journal/sealed-payload.js';
+
+/* Journal entries and the events a stream carries: domain -> proto. */
+
+export function entryToProto(entry: DomainEntry): JournalEntry {
+  return create(JournalEntrySchema, {
+    runId: entry.runId,
+    seq: BigInt(entry.seq),
+    scope: entry.scope,
+    kind: entry.kind,
+    name: entry.name,
+    contentKey: entry.contentKey,
+    occurrence: entry.occurrence,
+    status: EntryStatus[entry.status.toUpperCase() as keyof typeof EntryStatus],
+    // A secret tool's sealed arguments or result (journal/sealed-payload.ts) never leave the server.
+    payload: optionalValue(redactSealed(entry.payload)),
+    error: entry.error ? runErrorToProto(entry.error) : undefined,
+    refSeq: entry.refSeq === null ? undefined : BigInt(entry.refSeq),
+    idempotencyKey: entry.idempotencyKey ?? '',
+    dedupeKey: entry.dedupeKey ?? '',
+    usage: entry.usage
+      ? create(UsageSchema, {
+        inputTokens: BigInt(entry.usage.inputTokens ?? 0), outputTokens: BigInt(entry.usage.outputTokens ?? 0),
+        totalTokens: BigInt(entry.usage.totalTokens ?? 0),
+      })
+      : undefined,
+    costUsd: entry.costUsd ?? undefined,
+    createTime: timestampFromDate(entry.createdAt),
+    attempt: entry.attempt ?? 0,
+  });
+}
+
+/** An entry as a stream event: a status entry becomes status_changed, anything else the entry itself. */
+export function eventOf(entry: DomainEntry): RunEvent {
+  const status = statusOf(entry);
+  return create(RunEventSchema, {
+    runId: entry.runId,
+    seq: BigInt(entry.seq),
+    createTime: timestampFromDate(entry.createdAt),
+    body: status
+      ? {
+        case: 'statusChanged',
+        value: create(RunStatusChangeSchema, {
+          status: runStatusToProto(status.status),
+          output: status.status === 'SUCCEEDED' ? valueFromJson(status.output ?? null) : undefined,
+          error: status.error ? runErrorToProto(status.error) : undefined,
+        }),
+      }
+      : { case: 'entry', value: entryToProto(entry) },
+  });
+}

@@ -1,0 +1,161 @@
+import { durationMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { DriftRecovery, RunService } from '../../gen/waymark/v1/run_service_pb.js';
+import type { RouteDeps } from './route-deps.js';
+import { entryToProto } from '../convert/convert-journal.js';
+import { previewToProto } from '../convert/convert-preview.js';
+import { runProvenanceToProto } from '../convert/convert-provenance.js';
+import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } from '../convert/convert-run.js';
+import { withErrorMapping } from '../errors/error-mapping.js';
+import { PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
+import { streamRunEvents } from './run-events-stream.js';
+import { STREAM_TOKEN_DEFAULTS } from '../../engine/access/stream-tokens.js';
+import { RunNotFoundError, StreamTokensDisabledError } from '../../journal/errors.js';
+import { abortable } from '../transport/shutdown-signal.js';
+import { unimplemented } from './unimplemented.js';
+
+/*
+ * waymark.v1.RunService: each route validates (request-validation.ts), converts (convert-*.ts) and
+ * makes one call to the engine (engine/replica-engine.ts); error-mapping.ts turns what it throws into
+ * statuses.
+ */
+
+export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> {
+  const { api } = deps;
+  const check = () => new RequestCheck(deps.defaultNamespace);
+
+  return {
+    async startRun(req, ctx: HandlerContext) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const workflowName = c.workflow('workflow', req.workflow);
+      const idempotencyKey = c.key('idempotency_key', req.idempotencyKey);
+      const labels = c.labels('labels', req.labels);
+      if (req.budgetUsd !== undefined && !(Number.isFinite(req.budgetUsd) && req.budgetUsd >= 0)) c.fail('budget_usd', 'must be a finite number >= 0');
+      const timeoutMs = c.runTimeout('timeout', req.timeout);
+      const input = c.json('input', req.input);
+      c.done();
+      c.payload('input', input);
+      const { run, created, waitingOn } = await abortable(api.runStart({
+        namespace, workflowName, input, labels, idempotencyKey: idempotencyKey || null, budgetUsd: req.budgetUsd ?? null,
+        dryRun: req.dryRun, wait: req.wait, timeoutMs,
+      }, ctx.signal), ctx.signal);
+      return { run: runToProto(run), created, waitingOn: waitingOn.map(waitingToProto) };
+    },
+
+    async getRun(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      c.done();
+      // The spend budgets count: the run's own model calls and its children's, folded from the journal.
+      const { run, spentUsd, waitingOn } = await api.runGet({ runId, namespace });
+      return { run: runToProto(run, spentUsd), waitingOn: waitingOn.map(waitingToProto) };
+    },
+
+    async listRuns(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const { statuses, invalid } = runStatusesFromProto(req.statuses);
+      if (invalid.length) c.fail('statuses', `unknown status values ${invalid.join(', ')}`);
+      const workflowName = c.workflow('workflow', req.workflow, { required: false });
+      const labels = c.labels('labels', req.labels);
+      const parentRunId = c.runId('parent_run_id', req.parentRunId, { required: false });
+      const pageSize = c.pageSize('page_size', req.pageSize, PAGE_SIZES.runs);
+      c.done();
+      const page = await api.runList({
+        namespace, pageSize, pageToken: req.pageToken, labels,
+        // A filter of UNSPECIFIED only matches nothing (the proto says so): an empty status list.
+        ...(req.statuses.length > 0 ? { statuses } : {}), ...(workflowName ? { workflowName } : {}), ...(parentRunId ? { parentRunId } : {}),
+      });
+      return { runs: page.runs.map(({ run, spentUsd }) => runToProto(run, spentUsd)), nextPageToken: page.nextPageToken };
+    },
+
+    async getJournal(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      const afterSeq = c.afterSeq('after_seq', req.afterSeq);
+      const pageSize = c.pageSize('page_size', req.pageSize, PAGE_SIZES.journal);
+      c.done();
+      const page = await api.journalPage({ runId, namespace, afterSeq, pageSize, pageToken: req.pageToken });
+      return { entries: page.entries.map(entryToProto), nextPageToken: page.nextPageToken };
+    },
+
+    streamRunEvents: (req, ctx) => streamRunEvents(deps, req, ctx),
+
+    async resumeRun(req, ctx: HandlerContext) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      const invalidate = req.invalidate.map((seq, i) => {
+        if (seq < 0n || seq > 2_147_483_647n) c.fail(`invalidate[${i}]`, 'must be the seq of a journal entry');
+        return Number(seq);
+      });
+      const drift = req.driftRecovery === DriftRecovery.RESTART ? 'restart' : req.driftRecovery === DriftRecovery.ABANDON ? 'abandon' : undefined;
+      if (drift === undefined && req.driftRecovery !== DriftRecovery.UNSPECIFIED) c.fail('drift_recovery', `unknown value ${req.driftRecovery}`);
+      if (drift !== undefined && (req.dryRun || invalidate.length > 0)) c.fail('drift_recovery', 'cannot be combined with dry_run or invalidate');
+      c.done();
+      if (req.dryRun) {
+        const { run, preview } = await api.runPreview({ runId, namespace, invalidate });
+        return { run: runToProto(run), preview: previewToProto(preview) };
+      }
+      // The run becomes PENDING, then executes here in the background (the response does not wait
+      // for it); a restart executes the new run here before answering, like StartRun with wait.
+      const { run, restartedAs } = await abortable(api.runResume({ runId, namespace, invalidate, ...(drift ? { drift } : {}) }), ctx.signal);
+      return { run: runToProto(run), ...(restartedAs ? { restartedAs: runToProto(restartedAs) } : {}) };
+    },
+
+    async cancelRun(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      const reason = c.text('reason', req.reason, { max: 1024 });
+      c.done();
+      const { run } = await api.runCancel({ runId, namespace, ...(reason ? { reason } : {}) });
+      return { run: runToProto(run) };
+    },
+
+    async listWorkflows(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      c.done();
+      return { workflows: (await api.workflows({ namespace })).map(({ workflow, replicas }) => workflowToProto(workflow, replicas)) };
+    },
+
+    async getRunProvenance(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      c.done();
+      return { provenance: runProvenanceToProto(await api.runProvenance({ runId, namespace })) };
+    },
+
+    async createStreamToken(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runId = c.runId('run_id', req.runId);
+      const ttlMs = req.ttl ? durationMs(req.ttl) : STREAM_TOKEN_DEFAULTS.ttlMs;
+      if (!(ttlMs > 0 && ttlMs <= STREAM_TOKEN_DEFAULTS.maxTtlMs)) c.fail('ttl', `must be more than 0 and at most ${STREAM_TOKEN_DEFAULTS.maxTtlMs / 60_000} minutes`);
+      c.done();
+      if (!deps.streamTokens) throw new StreamTokensDisabledError();
+      // A token is minted only for a run the caller can see: another namespace's run is NOT_FOUND.
+      if (!(await api.runVisible({ runId, namespace }))) throw new RunNotFoundError(runId);
+      const { token, expiresAt } = deps.streamTokens.mint({ namespace, runId, ttlMs: Math.round(ttlMs) });
+      return { token, expireTime: timestampFromDate(expiresAt) };
+    },
+  };
+}
+
+/** The served RunService: every route, with its errors mapped (error-mapping.ts). */
+export function runService(deps: RouteDeps): ServiceImpl<typeof RunService> {
+  return withErrorMapping(RunService, runServiceImpl(deps), deps.logger);
+}
+
+/**
+ * Registers waymark.v1.RunService. Methods missing from `impl` answer UNIMPLEMENTED, so transport
+ * tests can serve one RPC; the composition root passes `runService(deps)`.
+ */
+export function registerRunService(router: ConnectRouter, impl: Partial<ServiceImpl<typeof RunService>> = {}): void {
+  router.service(RunService, { ...unimplemented(RunService), ...impl });
+}
