@@ -18,7 +18,7 @@ import { openConfiguredStore } from './database.js';
 import { registerExamples } from './examples.js';
 import { ensureLocalAdminKey, localStreamTokenSecret } from './local-credentials.js';
 import { LIVENESS, startReadiness } from './readiness.js';
-import { loadRegistry, startWorkers } from './workers.js';
+import { loadRegistry, startReplicaServices } from './replica-services.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { unusableAddress } from './port-check.js';
 
@@ -29,7 +29,7 @@ const EXIT_WORKFLOWS_MODULE = 78;
  * `waymark dev` and `waymark server`: validate the model settings (a bad one throws
  * ModelConfigError, exit 78, before the database is touched), load the --workflows module (one
  * line and exit 78 when it cannot be loaded, still before the database), open the store (cli/database.ts:
- * DATABASE_URL's kind, or an embedded PostgreSQL when it is unset), migrate it, build the workers (registry with the user's module and, in dev,
+ * DATABASE_URL's kind, or an embedded PostgreSQL when it is unset), migrate it, build the replica services (registry with the user's module and, in dev,
  * the examples; engine), serve the API and log "listening", and only then start the executor (and
  * the sweeper in dev), so a process that crashes executing has logged its address. On SIGINT or
  * SIGTERM it drains in order: health NOT_SERVING; server closed (streams end UNAVAILABLE at once,
@@ -83,7 +83,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     await readiness.checkNow();
     // RunEngine, executor loop, metrics, and in dev the sweeper (started once the server listens);
     // stopped after the server drains. The examples are registered here, before anything is claimed.
-    const workers = await startWorkers({
+    const services = await startReplicaServices({
       config, store, logger, dev: options.dev, registry,
       ...(options.dev ? {
         extend: async (registry) => {
@@ -93,8 +93,8 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       } : {}),
     });
     // What the API calls; it executes the runs StartRun (wait), signals and decisions make runnable.
-    const engineApi = new ReplicaEngine({ engine: workers.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
-    cleanup.push(() => Promise.all([workers.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));
+    const engineApi = new ReplicaEngine({ engine: services.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
+    cleanup.push(() => Promise.all([services.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));
 
     // Stream tokens need one secret on every replica; dev keeps a generated one in its data dir.
     const secrets = config.auth.streamTokenSecrets ?? (options.dev ? [await localStreamTokenSecret(config.dataDir)] : undefined);
@@ -147,10 +147,10 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
     logger.info(
-      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, worker: workers.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: workers.engine.resumes.maxEntries, clientLimits: config.clients },
+      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, holder: services.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: services.engine.resumes.maxEntries, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
-    await workers.start();
+    await services.start();
 
     const signal = await stopSignal;
     deadline = Date.now() + config.shutdownGraceMs;

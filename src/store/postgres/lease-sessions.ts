@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { translatePgError } from './pg-errors.js';
-import { Reconnector, type ReconnectBackoff } from './reconnect-delay.js';
+import { Reconnector, type ReconnectBackoff } from './reconnector.js';
 
 /*
  * Lease sessions (migration 0014, docs/recovery.md "Dead sessions"): each lease holder keeps one

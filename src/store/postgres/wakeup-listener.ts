@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { translatePgError } from './pg-errors.js';
-import { Reconnector, type ReconnectBackoff } from './reconnect-delay.js';
+import { Reconnector, type ReconnectBackoff } from './reconnector.js';
 
 /** One wake-up subscription, as passed to JournalStore.wakeupSubscribe. */
 export interface WakeupSubscriber {

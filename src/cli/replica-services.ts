@@ -16,7 +16,7 @@ import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 import { createSweeper } from './sweeper-command.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 
-export interface Workers {
+export interface ReplicaServices {
   registry: Registry;
   /** The engine the API and the executor share; it writes through the instrumented store. */
   engine: RunEngine;
@@ -59,13 +59,13 @@ export async function loadRegistry(config: Config, logger: Logger, agent: Waymar
  * executor loop, the sweeper in dev, and metrics.
  * Nothing is claimed until `start()`: the executor and the sweeper are built here but not started.
  */
-export async function startWorkers(params: {
+export async function startReplicaServices(params: {
   config: Config; store: JournalStore; logger: Logger; dev: boolean;
   /** The workflows and tools, with the user's --workflows module already loaded (loadRegistry). */
   registry: Registry;
   /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
   extend?: (registry: Registry) => Promise<void>;
-}): Promise<Workers> {
+}): Promise<ReplicaServices> {
   const { config, store, logger, registry } = params;
   await params.extend?.(registry);
   const metrics = new Metrics();
