@@ -13,7 +13,9 @@ reads declarative flows (``waymark.parse_flow`` reads one from a dict, JSON or Y
 # when they sit side by side on sys.path (an editable install); a wheel merges them.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from waymark._calls import DEFAULT_ADDRESS, Backoff, Reconnect, RetryPolicy  # noqa: E402
+from waymark._environment import DEFAULT_ADDRESS  # noqa: E402
+from waymark._retry import Backoff, RetryPolicy  # noqa: E402
+from waymark._follow import Reconnect  # noqa: E402
 from waymark._flows import FlowSource, parse_flow  # noqa: E402
 from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402

@@ -5,16 +5,38 @@ for ``waymark`` serves every client."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
 from waymark.tls import tls_credentials
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
+
+# round_robin spreads calls over every address a "dns:///" target resolves to (a headless
+# Kubernetes Service). Retries are not grpcio's: waymark._retry.Retrier applies the policy of
+# docs/clients.md, which needs the request to decide what is safe to repeat.
+SERVICE_CONFIG: dict[str, Any] = {"loadBalancingConfig": [{"round_robin": {}}]}
+
+
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.service_config", json.dumps(SERVICE_CONFIG)),
+    # Keep follow-streams alive through proxies; 30 s is the smallest client ping interval most
+    # servers and proxies accept.
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.max_receive_message_length", 16 << 20),
+    # Reconnect as fast as calls retry (grpcio's default starts at 1 s and grows to 2 min), so a
+    # server back from a restart is found within the retry policy's own backoff.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 5_000),
+]
 
 ADDRESS = "WAYMARK_ADDRESS"
 TOKEN = "WAYMARK_TOKEN"

@@ -9,9 +9,16 @@ from typing import Any, Union
 import yaml
 from google.protobuf import json_format
 
-from waymark.v1 import flow_service_pb2
+import builtins
+from typing import TYPE_CHECKING
 
-__all__ = ["FlowSource", "parse_flow"]
+from waymark.v1 import flow_service_pb2, flow_service_pb2_grpc
+
+if TYPE_CHECKING:
+    from waymark.aio import AsyncClient
+    from waymark.client import Client
+
+__all__ = ["AsyncFlows", "FlowSource", "Flows", "parse_flow"]
 
 FlowSource = Union[flow_service_pb2.Flow, Mapping[str, Any], str, bytes]
 """What ``flows.register`` takes: the ``waymark.v1.Flow`` message, its protobuf JSON form as a
@@ -86,3 +93,60 @@ def register_flow(namespace: str, source: FlowSource) -> flow_service_pb2.Regist
 
 def get_flow(namespace: str, name: str, version: str | int | None) -> flow_service_pb2.GetFlowRequest:
     return flow_service_pb2.GetFlowRequest(namespace=namespace, name=name, version="" if version is None else str(version))
+
+
+class Flows:
+    """``client.flows``: registers and reads declarative flows (docs/flows.md), which
+    :meth:`Client.start_run` then starts by name like a code workflow. ``stub`` is the
+    generated FlowService stub."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
+
+    def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
+        """Validates and stores a flow: the ``waymark.v1.Flow`` message, a dict of its JSON form,
+        or JSON or YAML text (:func:`waymark.parse_flow`). The response's ``flow`` is the stored
+        version and its digest; ``created`` is false when the content equalled the latest
+        version's and nothing was stored. Raises :class:`waymark.InvalidFlow` (its
+        ``field_violations`` name the exact paths, e.g. ``flow.edges[3].condition``; nothing is
+        stored) or :class:`waymark.FlowNameTaken`. Retried like a read (a repeat of the same
+        content is a no-op), so a retry of an attempt the server applied answers ``created`` false.
+        """
+        request = register_flow(self._client.namespace, flow)
+        return self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
+
+    def get(self, name: str, version: str | int | None = None, *, timeout: float | None = None) -> flow_service_pb2.FlowVersion:
+        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
+        request = get_flow(self._client.namespace, name, version)
+        return self._client._call("GetFlow", self.stub.GetFlow, request, timeout).flow
+
+    def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
+        """The latest version of each flow of the namespace, by name."""
+        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
+        return builtins.list(self._client._call("ListFlows", self.stub.ListFlows, request, timeout).flows)
+
+
+class AsyncFlows:
+    """``client.flows`` of the asyncio client; see :class:`waymark.client.Flows`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+        self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
+
+    async def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
+        """Validates and stores a flow; see :meth:`waymark.client.Flows.register`."""
+        request = register_flow(self._client.namespace, flow)
+        return await self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
+
+    async def get(
+        self, name: str, version: str | int | None = None, *, timeout: float | None = None
+    ) -> flow_service_pb2.FlowVersion:
+        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
+        request = get_flow(self._client.namespace, name, version)
+        return (await self._client._call("GetFlow", self.stub.GetFlow, request, timeout)).flow
+
+    async def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
+        """The latest version of each flow of the namespace, by name."""
+        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
+        return builtins.list((await self._client._call("ListFlows", self.stub.ListFlows, request, timeout)).flows)

@@ -6,16 +6,19 @@ import builtins
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 from grpc import aio
 
-from waymark import _calls, _environment
-from waymark._calls import Backoff, Reconnect, RetryPolicy
+from waymark import _environment, _follow, _requests, _responses, _retry
+from waymark._retry import Backoff, RetryPolicy
+from waymark._follow import Reconnect
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
-from waymark._flows import FlowSource, get_flow, register_flow
+from waymark._core import ClientCore
+from waymark._signals import AsyncSignalCalls
+from waymark._flows import AsyncFlows
 from waymark.v1 import (
     flow_service_pb2,
     flow_service_pb2_grpc,
@@ -32,7 +35,7 @@ __all__ = ["AsyncClient", "AsyncFlows"]
 _T = TypeVar("_T")
 
 
-class AsyncClient:
+class AsyncClient(ClientCore, AsyncSignalCalls):
     """An asyncio client; see :class:`waymark.Client` for the arguments. Create it inside a
     running event loop and use ``async with``, or ``await client.close()``. With
     ``connect_timeout``, ``async with`` (or ``await client.wait_ready(...)``) waits for a
@@ -53,46 +56,32 @@ class AsyncClient:
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
-        conn = _environment.resolve(address, tls=tls, server_name=server_name, token=token, namespace=namespace)
-        channel_options = [*_calls.CHANNEL_OPTIONS, *conn.server_name_options, *options]
-        self._channel = (
-            aio.secure_channel(conn.address, conn.credentials, options=channel_options)
-            if conn.credentials is not None
-            else aio.insecure_channel(conn.address, options=channel_options)
-        )
-        self.namespace = conn.namespace
-        self.timeout = timeout
-        self.backoff = backoff
-        self.retry = retry
-        self.connect_timeout = connect_timeout
-        self.wait_for_ready = wait_for_ready
-        self._address = conn.address
-        self._metadata = conn.metadata
+        self._channel = cast(aio.Channel, self._open(
+            aio, address, tls=tls, server_name=server_name, token=token, namespace=namespace, timeout=timeout,
+            backoff=backoff, retry=retry, wait_for_ready=wait_for_ready, options=options,
+        ))
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
+        self.connect_timeout = connect_timeout
         self.flows = AsyncFlows(self)
 
     async def wait_ready(self, timeout: float) -> None:
         """The readiness check; see :meth:`waymark.Client.wait_ready`."""
-        check = self._channel.unary_unary(
-            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
-        )
+        check = self._health_check()
         try:
-            response = await check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata)
+            response = await check(_requests.readiness_request(), timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as err:
-            raise _calls.not_ready(self._address, timeout, error_from_rpc(err)) from err
-        if not _calls.serving(response):
-            raise _calls.not_ready(self._address, timeout, None)
+            raise _responses.not_ready(self._address, timeout, error_from_rpc(err)) from err
+        if not _responses.serving(response):
+            raise _responses.not_ready(self._address, timeout, None)
 
     async def _connected(self, timeout: float | None) -> bool:
         """Waits (at most ``timeout`` seconds) until the channel has a connection; see
         :meth:`waymark.Client._connected`."""
-        check = self._channel.unary_unary(
-            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
-        )
+        check = self._health_check()
         try:
-            await check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata, wait_for_ready=True)
+            await check(_requests.readiness_request(), timeout=timeout, metadata=self._metadata, wait_for_ready=True)
         except grpc.RpcError as err:
             return error_from_rpc(err).code != grpc.StatusCode.DEADLINE_EXCEEDED
         return True
@@ -113,20 +102,20 @@ class AsyncClient:
         await self.close()
 
     async def _call(self, name: str, method: Callable[..., Awaitable[_T]], request: Any, timeout: float | None) -> _T:
-        """One call of RPC ``name``, retried as docs/clients.md says (see _calls.Retrier)."""
-        retrier = _calls.Retrier(self.retry, timeout, self.timeout)
-        if not _calls.repeatable(name, request) and self.retry.budget > 0:
+        """One call of RPC ``name``, retried as docs/clients.md says (see _retry.Retrier)."""
+        retrier = _retry.Retrier(self.retry, timeout, self.timeout)
+        if not _retry.repeatable(name, request) and self.retry.budget > 0:
             # Sent once, but not into a connection that is down (see Client._call).
             wait_for = retrier.connect_timeout()
             if not await self._connected(wait_for):
-                raise _calls.not_sent(f"within {wait_for:.1f} s")
+                raise _retry.not_sent(f"within {wait_for:.1f} s")
             retrier.policy = RetryPolicy(budget=0)
         while True:
             try:
                 return await method(request, timeout=retrier.attempt_timeout(), metadata=self._metadata, wait_for_ready=self.wait_for_ready)
             except grpc.RpcError as err:
                 error = error_from_rpc(err)
-                if _calls.wrong_state_after_retry(name, retrier, error):
+                if _retry.wrong_state_after_retry(name, retrier, error):
                     run = await self.get_run(request.run_id, timeout=retrier.attempt_timeout())
                     return run_service_pb2.ResumeRunResponse(run=run.run)  # type: ignore[return-value]
                 wait = retrier.next_wait(error)
@@ -158,7 +147,7 @@ class AsyncClient:
         run's own timeout: not finished that long after it started, it fails with reason
         ``run_timed_out``; it replaces the workflow definition's. ``timeout`` bounds this call only.
         """
-        request = _calls.start_run(
+        request = _requests.start_run(
             self.namespace,
             workflow,
             input,
@@ -170,7 +159,7 @@ class AsyncClient:
             run_timeout=run_timeout,
         )
         response = await self._call("StartRun", self.runs.StartRun, request, timeout)
-        return _calls.started(response, request, generated=idempotency_key is None)
+        return _responses.started(response, request, generated=idempotency_key is None)
 
     async def get_run(self, run_id: str, *, timeout: float | None = None) -> run_service_pb2.GetRunResponse:
         """A run and, when it is suspended, what it waits for (``waiting_on``)."""
@@ -189,7 +178,7 @@ class AsyncClient:
     ) -> AsyncIterator[run_pb2.Run]:
         """Iterates over matching runs, newest first, fetching pages as the loop advances
         (``statuses``: :class:`waymark.RunStatus` values; ``timeout`` bounds each page)."""
-        request = _calls.list_runs(
+        request = _requests.list_runs(
             self.namespace,
             statuses=statuses,
             workflow=workflow,
@@ -209,7 +198,7 @@ class AsyncClient:
         self, run_id: str, *, after_seq: int | None = None, page_size: int = 0, timeout: float | None = None
     ) -> AsyncIterator[run_pb2.JournalEntry]:
         """Iterates over a run's journal in seq order (after ``after_seq`` when given)."""
-        request = _calls.get_journal(self.namespace, run_id, after_seq, page_size)
+        request = _requests.get_journal(self.namespace, run_id, after_seq, page_size)
         while True:
             page = await self._call("GetJournal", self.runs.GetJournal, request, timeout)
             for entry in page.entries:
@@ -238,12 +227,12 @@ class AsyncClient:
         (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
         Closing the generator cancels the stream.
         """
-        follow = _calls.Follow(self.backoff, after_seq, timeout)
+        follow = _follow.Follow(self.backoff, after_seq, timeout)
         while True:
             error = await self._reconnected(run_id, follow) if follow.reconnecting else None
             if error is None:
                 call = self.runs.StreamRunEvents(
-                    _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
+                    _requests.stream_events(self.namespace, run_id, follow.last, follow_suspended),
                     timeout=follow.stream_timeout(),
                     metadata=self._metadata,
                 )
@@ -253,7 +242,7 @@ class AsyncClient:
                             yield response.event
                 except grpc.RpcError as err:
                     error = error_from_rpc(err)
-                    if not _calls.reconnectable(error):
+                    if not _follow.reconnectable(error):
                         raise error from err
                 finally:
                     call.cancel()
@@ -267,7 +256,7 @@ class AsyncClient:
                 on_reconnect(reconnect)
             await asyncio.sleep(wait)
 
-    async def _reconnected(self, run_id: str, follow: _calls.Follow) -> WaymarkError | None:
+    async def _reconnected(self, run_id: str, follow: _follow.Follow) -> WaymarkError | None:
         """Opens a reconnect; see :meth:`waymark.Client._reconnected`."""
         try:
             # wait_for_ready: the probe waits for a connection, within the give-up window.
@@ -279,7 +268,7 @@ class AsyncClient:
             )
         except grpc.RpcError as err:
             error = error_from_rpc(err)
-            if _calls.reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            if _follow.reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 return error
         follow.answered()
         return None
@@ -288,16 +277,16 @@ class AsyncClient:
         """Waits for the run to end, following its events (through reconnects, and while it is
         parked), and returns its output as plain JSON. Raises :class:`waymark.RunFailed` when it
         failed or was cancelled; ``timeout`` bounds the wait."""
-        deadline = _calls.Deadline(timeout)
+        deadline = _follow.Deadline(timeout)
         run = (await self.get_run(run_id, timeout=deadline.remaining())).run
         if RunStatus(run.status).terminal:
-            return _calls.run_outcome(run_id, run.status, run.output, run.error)
+            return _responses.run_outcome(run_id, run.status, run.output, run.error)
         async for event in self.events(run_id, after_seq=run.next_seq - 1, follow_suspended=True, timeout=deadline.remaining()):
             change = event.status_changed
             if event.WhichOneof("body") == "status_changed" and RunStatus(change.status).terminal:
-                return _calls.run_outcome(run_id, change.status, change.output, change.error)
+                return _responses.run_outcome(run_id, change.status, change.output, change.error)
         run = (await self.get_run(run_id, timeout=deadline.remaining())).run
-        return _calls.run_outcome_or_still(run_id, run)
+        return _responses.run_outcome_or_still(run_id, run)
 
     async def resume(
         self,
@@ -313,7 +302,7 @@ class AsyncClient:
         run that raised :class:`waymark.FlowDrift`; with RESTART the response's ``restarted_as``
         is the new run. Not retried once sent (a repeat would execute the run again).
         """
-        request = _calls.resume_run(
+        request = _requests.resume_run(
             self.namespace, run_id, dry_run=False, invalidate=invalidate, drift_recovery=drift_recovery
         )
         return await self._call("ResumeRun", self.runs.ResumeRun, request, timeout)
@@ -322,7 +311,7 @@ class AsyncClient:
         self, run_id: str, invalidate: Iterable[int] = (), *, timeout: float | None = None
     ) -> run_pb2.ResumePreview:
         """What :meth:`resume` would do, computed with no live calls and nothing written."""
-        request = _calls.resume_run(
+        request = _requests.resume_run(
             self.namespace, run_id, dry_run=True, invalidate=invalidate, drift_recovery=DriftRecovery.UNSPECIFIED
         )
         return (await self._call("ResumeRun", self.runs.ResumeRun, request, timeout)).preview
@@ -342,125 +331,3 @@ class AsyncClient:
         request = run_service_pb2.GetRunProvenanceRequest(namespace=self.namespace, run_id=run_id)
         return (await self._call("GetRunProvenance", self.runs.GetRunProvenance, request, timeout)).provenance
 
-    # Signals and approvals
-
-    async def send_signal(
-        self,
-        run_id: str,
-        name: str,
-        payload: Any = None,
-        *,
-        signal_id: str | None = None,
-        timeout: float | None = None,
-    ) -> signal_service_pb2.SendSignalResponse:
-        """Delivers a named signal. ``signal_id`` makes it idempotent (default: a random one); a
-        repeat is answered like the first (``reason`` "duplicate"). A run not waiting for the
-        signal yet keeps it for its next wait of that name (``buffered``). Raises
-        :class:`waymark.AlreadyResolved` when another resolution already closed the wait."""
-        request = _calls.send_signal(self.namespace, run_id, name, payload, signal_id)
-        response = await self._call("SendSignal", self.signals.SendSignal, request, timeout)
-        if _calls.signal_duplicate(response):
-            # A repeat of the signal id: the first delivery's outcome, as its journal entry says.
-            entry = None
-            async for first in self.journal(run_id, after_seq=response.seq - 1, page_size=1, timeout=timeout):
-                entry = first
-                break
-            _calls.signal_outcome(response, entry)
-        return _calls.resolved(response, f"the wait for signal {name!r} of run {run_id}")
-
-    async def list_approvals(
-        self,
-        *,
-        run_id: str = "",
-        workflow: str = "",
-        labels: Mapping[str, str] | None = None,
-        states: Iterable[int] = (),
-        page_size: int = 0,
-        timeout: float | None = None,
-    ) -> AsyncIterator[run_pb2.Approval]:
-        """Iterates over approvals, pending ones unless ``states`` (:class:`waymark.ApprovalState`
-        values) says otherwise, oldest first."""
-        request = _calls.list_approvals(
-            self.namespace, run_id=run_id, workflow=workflow, labels=labels, states=states, page_size=page_size
-        )
-        while True:
-            page = await self._call("ListApprovals", self.signals.ListApprovals, request, timeout)
-            for approval in page.approvals:
-                yield approval
-            if not page.next_page_token:
-                return
-            request.page_token = page.next_page_token
-
-    async def get_approval(self, approval_id: str, *, timeout: float | None = None) -> run_pb2.Approval:
-        request = signal_service_pb2.GetApprovalRequest(namespace=self.namespace, id=approval_id)
-        return (await self._call("GetApproval", self.signals.GetApproval, request, timeout)).approval
-
-    async def approve(
-        self,
-        approval_id: str,
-        *,
-        by: str,
-        comment: str = "",
-        payload: Any = None,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> signal_service_pb2.DecideApprovalResponse:
-        """Approves. A repeated ``request_id`` is answered like the first call (``reason``
-        "duplicate"; so is a retry of this call after the server applied it). Raises
-        :class:`waymark.AlreadyResolved` (with ``.response``) when another decision, a timeout or
-        a cancellation already resolved the approval."""
-        return await self._decide(approval_id, True, by, comment, payload, request_id, timeout)
-
-    async def deny(
-        self,
-        approval_id: str,
-        *,
-        by: str,
-        comment: str = "",
-        payload: Any = None,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> signal_service_pb2.DecideApprovalResponse:
-        """Denies; see :meth:`approve`."""
-        return await self._decide(approval_id, False, by, comment, payload, request_id, timeout)
-
-    async def _decide(
-        self,
-        approval_id: str,
-        approve: bool,
-        by: str,
-        comment: str,
-        payload: Any,
-        request_id: str | None,
-        timeout: float | None,
-    ) -> signal_service_pb2.DecideApprovalResponse:
-        request = _calls.decide(
-            self.namespace, approval_id, approve, by=by, comment=comment, payload=payload, request_id=request_id
-        )
-        response = await self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
-        return _calls.resolved(_calls.decided(response, request), f"approval {approval_id}")
-
-
-class AsyncFlows:
-    """``client.flows`` of the asyncio client; see :class:`waymark.client.Flows`."""
-
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-        self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
-
-    async def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
-        """Validates and stores a flow; see :meth:`waymark.client.Flows.register`."""
-        request = register_flow(self._client.namespace, flow)
-        return await self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
-
-    async def get(
-        self, name: str, version: str | int | None = None, *, timeout: float | None = None
-    ) -> flow_service_pb2.FlowVersion:
-        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
-        request = get_flow(self._client.namespace, name, version)
-        return (await self._client._call("GetFlow", self.stub.GetFlow, request, timeout)).flow
-
-    async def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
-        """The latest version of each flow of the namespace, by name."""
-        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
-        return builtins.list((await self._client._call("ListFlows", self.stub.ListFlows, request, timeout)).flows)

@@ -6,15 +6,18 @@ import builtins
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 
-from waymark import _calls, _environment
-from waymark._calls import Backoff, Reconnect, RetryPolicy
+from waymark import _environment, _follow, _requests, _responses, _retry
+from waymark._retry import Backoff, RetryPolicy
+from waymark._follow import Reconnect
 from waymark.enums import DriftRecovery, RunStatus
 from waymark.errors import Unavailable, WaymarkError, error_from_rpc
-from waymark._flows import FlowSource, get_flow, register_flow
+from waymark._core import ClientCore
+from waymark._signals import SignalCalls
+from waymark._flows import Flows
 from waymark.v1 import (
     flow_service_pb2,
     flow_service_pb2_grpc,
@@ -31,7 +34,7 @@ __all__ = ["Client", "Flows"]
 _T = TypeVar("_T")
 
 
-class Client:
+class Client(ClientCore, SignalCalls):
     """A blocking client for one Waymark server (or a load-balanced address of several).
 
     ``tls`` is ``False`` for plaintext HTTP/2 (``waymark dev``, in-cluster servers), ``True``
@@ -71,20 +74,10 @@ class Client:
         wait_for_ready: bool = False,
         options: Iterable[tuple[str, Any]] = (),
     ) -> None:
-        conn = _environment.resolve(address, tls=tls, server_name=server_name, token=token, namespace=namespace)
-        channel_options = [*_calls.CHANNEL_OPTIONS, *conn.server_name_options, *options]
-        self._channel = (
-            grpc.secure_channel(conn.address, conn.credentials, options=channel_options)
-            if conn.credentials is not None
-            else grpc.insecure_channel(conn.address, options=channel_options)
-        )
-        self.namespace = conn.namespace
-        self.timeout = timeout
-        self.backoff = backoff
-        self.retry = retry
-        self.wait_for_ready = wait_for_ready
-        self._address = conn.address
-        self._metadata = conn.metadata
+        self._channel = cast(grpc.Channel, self._open(
+            grpc, address, tls=tls, server_name=server_name, token=token, namespace=namespace, timeout=timeout,
+            backoff=backoff, retry=retry, wait_for_ready=wait_for_ready, options=options,
+        ))
         self.runs = run_service_pb2_grpc.RunServiceStub(self._channel)
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
@@ -100,25 +93,21 @@ class Client:
         """The readiness check of docs/clients.md: one grpc.health.v1 Check of the whole server,
         which must answer SERVING within ``timeout`` seconds; raises :class:`waymark.Unavailable`
         when the server cannot be reached, does not answer in time, or is not serving."""
-        check = self._channel.unary_unary(
-            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
-        )
+        check = self._health_check()
         try:
-            response = check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata)
+            response = check(_requests.readiness_request(), timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as err:
-            raise _calls.not_ready(self._address, timeout, error_from_rpc(err)) from err
-        if not _calls.serving(response):
-            raise _calls.not_ready(self._address, timeout, None)
+            raise _responses.not_ready(self._address, timeout, error_from_rpc(err)) from err
+        if not _responses.serving(response):
+            raise _responses.not_ready(self._address, timeout, None)
 
     def _connected(self, timeout: float | None) -> bool:
         """Waits (at most ``timeout`` seconds) until the channel has a connection, by a health
         Check that waits for one (wait_for_ready); any answer means connected. No connectivity
         polling, whose thread grpcio leaves behind when the channel closes."""
-        check = self._channel.unary_unary(
-            "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
-        )
+        check = self._health_check()
         try:
-            check(_calls.readiness_request(), timeout=timeout, metadata=self._metadata, wait_for_ready=True)
+            check(_requests.readiness_request(), timeout=timeout, metadata=self._metadata, wait_for_ready=True)
         except grpc.RpcError as err:
             return error_from_rpc(err).code != grpc.StatusCode.DEADLINE_EXCEEDED
         return True
@@ -133,21 +122,21 @@ class Client:
         self.close()
 
     def _call(self, name: str, method: Callable[..., _T], request: Any, timeout: float | None) -> _T:
-        """One call of RPC ``name``, retried as docs/clients.md says (see _calls.Retrier)."""
-        retrier = _calls.Retrier(self.retry, timeout, self.timeout)
-        if not _calls.repeatable(name, request) and self.retry.budget > 0:
+        """One call of RPC ``name``, retried as docs/clients.md says (see _retry.Retrier)."""
+        retrier = _retry.Retrier(self.retry, timeout, self.timeout)
+        if not _retry.repeatable(name, request) and self.retry.budget > 0:
             # Sent once, but not into a connection that is down: waiting for the connection
             # first repeats nothing, so a resume right after a restart works.
             wait_for = retrier.connect_timeout()
             if not self._connected(wait_for):
-                raise _calls.not_sent(f"within {wait_for:.1f} s")
+                raise _retry.not_sent(f"within {wait_for:.1f} s")
             retrier.policy = RetryPolicy(budget=0)
         while True:
             try:
                 return method(request, timeout=retrier.attempt_timeout(), metadata=self._metadata, wait_for_ready=self.wait_for_ready)
             except grpc.RpcError as err:
                 error = error_from_rpc(err)
-                if _calls.wrong_state_after_retry(name, retrier, error):
+                if _retry.wrong_state_after_retry(name, retrier, error):
                     run = self.get_run(request.run_id, timeout=retrier.attempt_timeout())
                     return run_service_pb2.ResumeRunResponse(run=run.run)  # type: ignore[return-value]
                 wait = retrier.next_wait(error)
@@ -179,7 +168,7 @@ class Client:
         run's own timeout: not finished that long after it started, it fails with reason
         ``run_timed_out``; it replaces the workflow definition's. ``timeout`` bounds this call only.
         """
-        request = _calls.start_run(
+        request = _requests.start_run(
             self.namespace,
             workflow,
             input,
@@ -191,7 +180,7 @@ class Client:
             run_timeout=run_timeout,
         )
         response = self._call("StartRun", self.runs.StartRun, request, timeout)
-        return _calls.started(response, request, generated=idempotency_key is None)
+        return _responses.started(response, request, generated=idempotency_key is None)
 
     def get_run(self, run_id: str, *, timeout: float | None = None) -> run_service_pb2.GetRunResponse:
         """A run and, when it is suspended, what it waits for (``waiting_on``)."""
@@ -210,7 +199,7 @@ class Client:
     ) -> Iterator[run_pb2.Run]:
         """Iterates over matching runs, newest first, fetching pages as the loop advances
         (``statuses``: :class:`waymark.RunStatus` values; ``timeout`` bounds each page)."""
-        request = _calls.list_runs(
+        request = _requests.list_runs(
             self.namespace,
             statuses=statuses,
             workflow=workflow,
@@ -229,7 +218,7 @@ class Client:
         self, run_id: str, *, after_seq: int | None = None, page_size: int = 0, timeout: float | None = None
     ) -> Iterator[run_pb2.JournalEntry]:
         """Iterates over a run's journal in seq order (after ``after_seq`` when given)."""
-        request = _calls.get_journal(self.namespace, run_id, after_seq, page_size)
+        request = _requests.get_journal(self.namespace, run_id, after_seq, page_size)
         while True:
             page = self._call("GetJournal", self.runs.GetJournal, request, timeout)
             yield from page.entries
@@ -257,12 +246,12 @@ class Client:
         (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
         Closing the generator cancels the stream.
         """
-        follow = _calls.Follow(self.backoff, after_seq, timeout)
+        follow = _follow.Follow(self.backoff, after_seq, timeout)
         while True:
             error = self._reconnected(run_id, follow) if follow.reconnecting else None
             if error is None:
                 call = self.runs.StreamRunEvents(
-                    _calls.stream_events(self.namespace, run_id, follow.last, follow_suspended),
+                    _requests.stream_events(self.namespace, run_id, follow.last, follow_suspended),
                     timeout=follow.stream_timeout(),
                     metadata=self._metadata,
                 )
@@ -272,7 +261,7 @@ class Client:
                             yield response.event
                 except grpc.RpcError as err:
                     error = error_from_rpc(err)
-                    if not _calls.reconnectable(error):
+                    if not _follow.reconnectable(error):
                         raise error from err
                 finally:
                     call.cancel()
@@ -286,7 +275,7 @@ class Client:
                 on_reconnect(reconnect)
             time.sleep(wait)
 
-    def _reconnected(self, run_id: str, follow: _calls.Follow) -> WaymarkError | None:
+    def _reconnected(self, run_id: str, follow: _follow.Follow) -> WaymarkError | None:
         """Opens a reconnect: asks the server for the run, once, waiting for a connection within
         the give-up window. None when it answered (the clock starts over); else the error."""
         try:
@@ -299,7 +288,7 @@ class Client:
             )
         except grpc.RpcError as err:
             error = error_from_rpc(err)
-            if _calls.reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            if _follow.reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 return error
         follow.answered()
         return None
@@ -308,16 +297,16 @@ class Client:
         """Waits for the run to end, following its events (through reconnects, and while it is
         parked), and returns its output as plain JSON. Raises :class:`waymark.RunFailed` when it
         failed or was cancelled; ``timeout`` bounds the wait."""
-        deadline = _calls.Deadline(timeout)
+        deadline = _follow.Deadline(timeout)
         run = self.get_run(run_id, timeout=deadline.remaining()).run
         if RunStatus(run.status).terminal:
-            return _calls.run_outcome(run_id, run.status, run.output, run.error)
+            return _responses.run_outcome(run_id, run.status, run.output, run.error)
         for event in self.events(run_id, after_seq=run.next_seq - 1, follow_suspended=True, timeout=deadline.remaining()):
             change = event.status_changed
             if event.WhichOneof("body") == "status_changed" and RunStatus(change.status).terminal:
-                return _calls.run_outcome(run_id, change.status, change.output, change.error)
+                return _responses.run_outcome(run_id, change.status, change.output, change.error)
         run = self.get_run(run_id, timeout=deadline.remaining()).run
-        return _calls.run_outcome_or_still(run_id, run)
+        return _responses.run_outcome_or_still(run_id, run)
 
     def resume(
         self,
@@ -333,7 +322,7 @@ class Client:
         run that raised :class:`waymark.FlowDrift`; with RESTART the response's ``restarted_as``
         is the new run. Not retried once sent (a repeat would execute the run again).
         """
-        request = _calls.resume_run(
+        request = _requests.resume_run(
             self.namespace, run_id, dry_run=False, invalidate=invalidate, drift_recovery=drift_recovery
         )
         return self._call("ResumeRun", self.runs.ResumeRun, request, timeout)
@@ -342,7 +331,7 @@ class Client:
         self, run_id: str, invalidate: Iterable[int] = (), *, timeout: float | None = None
     ) -> run_pb2.ResumePreview:
         """What :meth:`resume` would do, computed with no live calls and nothing written."""
-        request = _calls.resume_run(
+        request = _requests.resume_run(
             self.namespace, run_id, dry_run=True, invalidate=invalidate, drift_recovery=DriftRecovery.UNSPECIFIED
         )
         return self._call("ResumeRun", self.runs.ResumeRun, request, timeout).preview
@@ -362,128 +351,3 @@ class Client:
         request = run_service_pb2.GetRunProvenanceRequest(namespace=self.namespace, run_id=run_id)
         return self._call("GetRunProvenance", self.runs.GetRunProvenance, request, timeout).provenance
 
-    # Signals and approvals
-
-    def send_signal(
-        self,
-        run_id: str,
-        name: str,
-        payload: Any = None,
-        *,
-        signal_id: str | None = None,
-        timeout: float | None = None,
-    ) -> signal_service_pb2.SendSignalResponse:
-        """Delivers a named signal. ``signal_id`` makes it idempotent (default: a random one); a
-        repeat is answered like the first (``reason`` "duplicate"). A run not waiting for the
-        signal yet keeps it for its next wait of that name (``buffered``). Raises
-        :class:`waymark.AlreadyResolved` when another resolution already closed the wait."""
-        request = _calls.send_signal(self.namespace, run_id, name, payload, signal_id)
-        response = self._call("SendSignal", self.signals.SendSignal, request, timeout)
-        if _calls.signal_duplicate(response):
-            # A repeat of the signal id: the first delivery's outcome, as its journal entry says.
-            entries = self.journal(run_id, after_seq=response.seq - 1, page_size=1, timeout=timeout)
-            _calls.signal_outcome(response, next(entries, None))
-        return _calls.resolved(response, f"the wait for signal {name!r} of run {run_id}")
-
-    def list_approvals(
-        self,
-        *,
-        run_id: str = "",
-        workflow: str = "",
-        labels: Mapping[str, str] | None = None,
-        states: Iterable[int] = (),
-        page_size: int = 0,
-        timeout: float | None = None,
-    ) -> Iterator[run_pb2.Approval]:
-        """Iterates over approvals, pending ones unless ``states`` (:class:`waymark.ApprovalState`
-        values) says otherwise, oldest first."""
-        request = _calls.list_approvals(
-            self.namespace, run_id=run_id, workflow=workflow, labels=labels, states=states, page_size=page_size
-        )
-        while True:
-            page = self._call("ListApprovals", self.signals.ListApprovals, request, timeout)
-            yield from page.approvals
-            if not page.next_page_token:
-                return
-            request.page_token = page.next_page_token
-
-    def get_approval(self, approval_id: str, *, timeout: float | None = None) -> run_pb2.Approval:
-        request = signal_service_pb2.GetApprovalRequest(namespace=self.namespace, id=approval_id)
-        return self._call("GetApproval", self.signals.GetApproval, request, timeout).approval
-
-    def approve(
-        self,
-        approval_id: str,
-        *,
-        by: str,
-        comment: str = "",
-        payload: Any = None,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> signal_service_pb2.DecideApprovalResponse:
-        """Approves. A repeated ``request_id`` is answered like the first call (``reason``
-        "duplicate"; so is a retry of this call after the server applied it). Raises
-        :class:`waymark.AlreadyResolved` (with ``.response``) when another decision, a timeout or
-        a cancellation already resolved the approval."""
-        return self._decide(approval_id, True, by, comment, payload, request_id, timeout)
-
-    def deny(
-        self,
-        approval_id: str,
-        *,
-        by: str,
-        comment: str = "",
-        payload: Any = None,
-        request_id: str | None = None,
-        timeout: float | None = None,
-    ) -> signal_service_pb2.DecideApprovalResponse:
-        """Denies; see :meth:`approve`."""
-        return self._decide(approval_id, False, by, comment, payload, request_id, timeout)
-
-    def _decide(
-        self,
-        approval_id: str,
-        approve: bool,
-        by: str,
-        comment: str,
-        payload: Any,
-        request_id: str | None,
-        timeout: float | None,
-    ) -> signal_service_pb2.DecideApprovalResponse:
-        request = _calls.decide(
-            self.namespace, approval_id, approve, by=by, comment=comment, payload=payload, request_id=request_id
-        )
-        response = self._call("DecideApproval", self.signals.DecideApproval, request, timeout)
-        return _calls.resolved(_calls.decided(response, request), f"approval {approval_id}")
-
-
-class Flows:
-    """``client.flows``: registers and reads declarative flows (docs/flows.md), which
-    :meth:`Client.start_run` then starts by name like a code workflow. ``stub`` is the
-    generated FlowService stub."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
-
-    def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
-        """Validates and stores a flow: the ``waymark.v1.Flow`` message, a dict of its JSON form,
-        or JSON or YAML text (:func:`waymark.parse_flow`). The response's ``flow`` is the stored
-        version and its digest; ``created`` is false when the content equalled the latest
-        version's and nothing was stored. Raises :class:`waymark.InvalidFlow` (its
-        ``field_violations`` name the exact paths, e.g. ``flow.edges[3].condition``; nothing is
-        stored) or :class:`waymark.FlowNameTaken`. Retried like a read (a repeat of the same
-        content is a no-op), so a retry of an attempt the server applied answers ``created`` false.
-        """
-        request = register_flow(self._client.namespace, flow)
-        return self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
-
-    def get(self, name: str, version: str | int | None = None, *, timeout: float | None = None) -> flow_service_pb2.FlowVersion:
-        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
-        request = get_flow(self._client.namespace, name, version)
-        return self._client._call("GetFlow", self.stub.GetFlow, request, timeout).flow
-
-    def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
-        """The latest version of each flow of the namespace, by name."""
-        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
-        return builtins.list(self._client._call("ListFlows", self.stub.ListFlows, request, timeout).flows)

@@ -26,38 +26,31 @@ engine with the same idempotency key. docs/workers.md describes the protocol and
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import secrets
 import signal
 import socket
 import threading
-import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, Literal, TypeVar, overload
 
 import grpc
-from google.protobuf import duration_pb2, struct_pb2
 
-from waymark import _calls, _environment, _schema
-from waymark._calls import Backoff, RetryPolicy
-from waymark._json import from_value, to_value
+from waymark import _environment, _tools
+from waymark._retry import Backoff, RetryPolicy
 from waymark.aio import AsyncClient
 from waymark.errors import WaymarkError
 from waymark.v1 import worker_service_pb2
+
+from waymark._serving import _TaskServing, _until
+from waymark._tools import NonRetryableError, Task, ToolError  # re-exported: waymark.worker.Task
 
 __all__ = ["NonRetryableError", "Task", "ToolError", "Worker"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-_POLICIES = {
-    "allow": worker_service_pb2.TOOL_POLICY_ALLOW,
-    "ask": worker_service_pb2.TOOL_POLICY_ASK,
-    "deny": worker_service_pb2.TOOL_POLICY_DENY,
-}
 
 # Codes that retrying the same registration or poll cannot change: Worker.run raises them.
 _PERMANENT = frozenset({
@@ -68,63 +61,8 @@ _PERMANENT = frozenset({
 
 log = logging.getLogger("waymark.worker")
 
-#: Seconds a result that came after the shutdown grace gets to be delivered (one short try).
-_LATE_RESULT_TIMEOUT = 2.0
 
-
-class ToolError(Exception):
-    """A tool's failure with what the engine should do about it: ``name`` is the error name the
-    workflow sees (default: the exception's class name), ``non_retryable`` fails the call at
-    once, ``retry_after`` (seconds) is the least wait before the next attempt (a rate limit)."""
-
-    non_retryable: bool = False
-
-    def __init__(self, message: str, *, name: str | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.name = name
-        self.retry_after = retry_after
-
-
-class NonRetryableError(ToolError):
-    """Retrying cannot help (a declined card, an unknown order): the call fails at once and the
-    workflow sees a NonRetryableError. ``raise NonRetryableError("...") from err`` keeps the cause."""
-
-    non_retryable = True
-
-
-@dataclass
-class Task:
-    """The remote tool call a tool is serving."""
-
-    id: str
-    run_id: str
-    tool: str
-    namespace: str
-    #: The same on every redispatch of the call: pass it to the downstream API.
-    idempotency_key: str
-    #: 1 for the first dispatch, one more per redispatch.
-    attempt: int
-    #: When the call times out (UTC); None when the server sent none.
-    deadline: datetime | None
-    #: Set when the tool should stop: see ``cancel_reason``. Wait on it (``cancelled.wait(1)``)
-    #: or check ``cancelled.is_set()`` between steps.
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    #: Why ``cancelled`` was set: "lost" (dispatched to another worker, or closed: the result
-    #: would be refused), "deadline" or "shutdown" (the worker stopped and the grace passed).
-    cancel_reason: Literal["lost", "deadline", "shutdown"] | None = None
-
-
-@dataclass
-class _Tool:
-    declaration: worker_service_pb2.ToolDeclaration
-    fn: Callable[..., Any]
-    input_type: Any
-    wants_task: bool
-    is_async: bool
-
-
-class Worker:
+class Worker(_TaskServing):
     """Serves the tools registered with :meth:`tool`. The connection arguments are those of
     :class:`waymark.AsyncClient` (``tls``, ``server_name``, ``token``, ``namespace``,
     ``options``). ``worker_id`` is kept across reconnects (default host:pid-random); ``queue``
@@ -168,7 +106,7 @@ class Worker:
         self.ttl = ttl
         self.backoff = backoff
         self.shutdown_grace = shutdown_grace
-        self._tools: dict[str, _Tool] = {}
+        self._tools: dict[str, _tools.DeclaredTool] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
         #: Set ``shutdown_grace`` after the stop: what still runs then (a tool, a result being
@@ -225,29 +163,14 @@ class Worker:
         function unchanged."""
 
         def register(f: _F) -> _F:
-            tool_name = name or f.__name__
-            if tool_name in self._tools:
-                raise ValueError(f"tool {tool_name} is registered twice")
-            hints = _type_hints(f)
-            params = [p for p in inspect.signature(f).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            if not params or len(params) > 2:
-                raise TypeError(f"tool {tool_name} must take the input, and optionally the task: f(input) or f(input, task)")
-            input_type = hints.get(params[0].name, Any)
-            declaration = worker_service_pb2.ToolDeclaration(
-                name=tool_name,
-                description=description if description is not None else inspect.cleandoc(f.__doc__ or ""),
-                input_schema=to_value(input_schema if input_schema is not None else _schema.schema_of(input_type)),
-                output_schema=to_value(output_schema if output_schema is not None else _schema.schema_of(hints.get("return", Any))),
-                mutating=mutating,
-                policy=_POLICIES[policy],
-                max_attempts=max_attempts,
-                queue=self.queue,
+            tool = _tools.declare(
+                f, name=name, description=description, mutating=mutating, policy=policy, input_schema=input_schema,
+                output_schema=output_schema, timeout=timeout, heartbeat_timeout=heartbeat_timeout,
+                max_attempts=max_attempts, queue=self.queue,
             )
-            if timeout is not None:
-                declaration.timeout.CopyFrom(_duration(timeout))
-            if heartbeat_timeout is not None:
-                declaration.heartbeat_timeout.CopyFrom(_duration(heartbeat_timeout))
-            self._tools[tool_name] = _Tool(declaration, f, input_type, len(params) == 2, inspect.iscoroutinefunction(f))
+            if tool.declaration.name in self._tools:
+                raise ValueError(f"tool {tool.declaration.name} is registered twice")
+            self._tools[tool.declaration.name] = tool
             return f
 
         return register(fn) if fn is not None else register
@@ -330,7 +253,7 @@ class Worker:
             namespace=self.namespace, worker_id=self.worker_id, tools=[t.declaration for t in self._tools.values()]
         )
         if self.ttl is not None:
-            request.worker_ttl.CopyFrom(_duration(self.ttl))
+            request.worker_ttl.CopyFrom(_tools.duration(self.ttl))
         response = await self._retrying("register", lambda: client._call("RegisterWorker", client.workers.RegisterWorker, request, None))
         if response is not None:
             self.worker_id = response.worker_id
@@ -340,7 +263,7 @@ class Worker:
         assert self._stopping is not None
         while not self._stopping.is_set():
             request = worker_service_pb2.PollTaskRequest(
-                namespace=self.namespace, worker_id=self.worker_id, queue=self.queue, wait=_duration(self.poll_wait)
+                namespace=self.namespace, worker_id=self.worker_id, queue=self.queue, wait=_tools.duration(self.poll_wait)
             )
 
             async def poll() -> Any:
@@ -357,140 +280,12 @@ class Worker:
             if response is not None and response.HasField("task"):
                 await self._serve(client, response.task)
 
-    async def _serve(self, client: AsyncClient, remote: worker_service_pb2.RemoteTask) -> None:
-        assert self._stopping is not None
-        deadline = remote.deadline.ToDatetime(tzinfo=timezone.utc) if remote.HasField("deadline") else None
-        task = Task(
-            id=remote.task_id, run_id=remote.run_id, tool=remote.tool, namespace=remote.namespace,
-            idempotency_key=remote.idempotency_key, attempt=remote.attempt, deadline=deadline,
-        )
-        tool = self._tools.get(remote.tool)
-        runner = asyncio.ensure_future(self._invoke(tool, task, remote))
-
-        def cancel(reason: Literal["lost", "deadline", "shutdown"]) -> None:
-            if task.cancel_reason is None:
-                task.cancel_reason = reason
-                task.cancelled.set()
-                if tool is not None and tool.is_async:
-                    runner.cancel()
-
-        loop = asyncio.get_running_loop()
-        timer = None
-        if deadline is not None:
-            left = (deadline - datetime.now(timezone.utc)).total_seconds()
-            timer = loop.call_later(max(left, 0), cancel, "deadline")
-        beats = asyncio.ensure_future(self._heartbeat(client, remote, task, runner, cancel))
-        grace = asyncio.ensure_future(self._grace(runner, cancel))
-        log.info("worker %s: task %s (%s, attempt %d) started", self.worker_id, task.id, task.tool, task.attempt)
-        output: Any = None
-        failure: BaseException | None = None
-        try:
-            output = await asyncio.shield(runner)
-        except asyncio.CancelledError:
-            if not runner.done() or task.cancel_reason is None:
-                raise  # the worker itself is being cancelled
-            failure = asyncio.CancelledError()
-        except Exception as err:  # every tool error is reported
-            failure = err
-        finally:
-            if timer is not None:
-                timer.cancel()
-            beats.cancel()
-            grace.cancel()
-        if task.cancel_reason == "lost":
-            log.warning("worker %s: task %s was lost while the tool ran; its result is dropped", self.worker_id, task.id)
-            return
-        if task.cancel_reason is not None and failure is not None:
-            # Stopped by the deadline or the shutdown: a failure would only say so. The claim
-            # lapses (or the call times out) and the engine decides. A result is still returned.
-            log.warning("worker %s: task %s stopped (%s) before it finished; not reported", self.worker_id, task.id, task.cancel_reason)
-            return
-        request = worker_service_pb2.CompleteTaskRequest(
-            namespace=self.namespace, worker_id=self.worker_id, task_id=remote.task_id, fencing_token=remote.fencing_token
-        )
-        if failure is not None:
-            request.failure.CopyFrom(_failure(failure))
-            log.info("worker %s: task %s failed: %s", self.worker_id, task.id, failure)
-        else:
-            value = to_value(output)
-            request.output.CopyFrom(value if value is not None else struct_pb2.Value(null_value=struct_pb2.NULL_VALUE))
-        assert self._grace_over is not None
-        try:
-            if self._grace_over.is_set():
-                # A tool that ignored its cancellation and returned after the grace: one short try.
-                response = await client._call("CompleteTask", client.workers.CompleteTask, request, _LATE_RESULT_TIMEOUT)
-            else:
-                # Retried while the server cannot be reached, but not past the shutdown grace: a
-                # worker told to stop exits in time even when its server went away (the claim
-                # lapses and the task is dispatched again with the same key).
-                response = await _until(self._grace_over, client._call("CompleteTask", client.workers.CompleteTask, request, 60))
-        except WaymarkError as err:
-            if err.code == grpc.StatusCode.ABORTED:
-                log.warning("worker %s: result of task %s refused: the task was lost (%s)", self.worker_id, task.id, err)
-            else:
-                log.error("worker %s: result of task %s not delivered (%s); it will be dispatched again", self.worker_id, task.id, err)
-            return
-        if response is None:
-            log.error("worker %s: result of task %s not delivered within the shutdown grace; it will be dispatched again", self.worker_id, task.id)
-            return
-        if not response.applied:
-            log.info("worker %s: result of task %s not applied: the call was closed already", self.worker_id, task.id)
-
-    async def _invoke(self, tool: _Tool | None, task: Task, remote: worker_service_pb2.RemoteTask) -> Any:
-        if tool is None:
-            raise ToolError(f"this worker does not serve {remote.tool}", name="ToolNotServed")
-        try:
-            value = _schema.convert(tool.input_type, from_value(remote.input))
-        except (TypeError, ValueError, KeyError) as err:
-            raise NonRetryableError(f"the input of {remote.tool} does not fit its type: {err}", name="InvalidInput") from err
-        args = (value, task) if tool.wants_task else (value,)
-        result = await tool.fn(*args) if tool.is_async else await asyncio.to_thread(tool.fn, *args)
-        return _schema.dump(result)
-
-    async def _heartbeat(self, client: AsyncClient, remote: worker_service_pb2.RemoteTask, task: Task,
-                         runner: asyncio.Future[Any], cancel: Callable[[Literal["lost"]], None]) -> None:
-        timeout = remote.heartbeat_timeout.ToTimedelta().total_seconds() if remote.HasField("heartbeat_timeout") else 30.0
-        every = max(timeout / 3, 0.01)
-        request = worker_service_pb2.HeartbeatRequest(
-            namespace=self.namespace, worker_id=self.worker_id, task_id=remote.task_id, fencing_token=remote.fencing_token
-        )
-        while not runner.done():
-            await asyncio.sleep(every)
-            try:
-                await client._call("Heartbeat", client.workers.Heartbeat, request, every)
-            except WaymarkError as err:
-                if err.code == grpc.StatusCode.ABORTED:
-                    log.warning("worker %s: heartbeat of task %s refused: the task was lost", self.worker_id, task.id)
-                    cancel("lost")
-                    return
-                log.warning("worker %s: heartbeat of task %s failed (%s); retrying", self.worker_id, task.id, err)
-
-    async def _grace(self, runner: asyncio.Future[Any], cancel: Callable[[Literal["shutdown"]], None]) -> None:
-        assert self._grace_over is not None
-        await self._grace_over.wait()
-        if not runner.done():
-            cancel("shutdown")
 
     async def _grace_after_stop(self) -> None:
         assert self._stopping is not None and self._grace_over is not None
         await self._stopping.wait()
         await asyncio.sleep(self.shutdown_grace)
         self._grace_over.set()
-
-
-async def _until(stopping: asyncio.Event, awaitable: Any) -> Any:
-    """Awaits ``awaitable`` unless ``stopping`` is set first (then cancels it and returns None)."""
-    work = asyncio.ensure_future(awaitable)
-    stop = asyncio.ensure_future(stopping.wait())
-    try:
-        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-    if work.done():
-        return work.result()
-    work.cancel()
-    await asyncio.gather(work, return_exceptions=True)
-    return None
 
 
 def _log_to_stderr_unless_configured() -> None:
@@ -507,24 +302,3 @@ def _log_to_stderr_unless_configured() -> None:
         log.setLevel(logging.INFO)
 
 
-def _failure(err: BaseException) -> worker_service_pb2.TaskFailure:
-    failure = worker_service_pb2.TaskFailure(name=type(err).__name__, message=str(err))
-    if isinstance(err, ToolError):
-        failure.name = err.name or ("Error" if type(err) in (ToolError, NonRetryableError) else type(err).__name__)
-        failure.non_retryable = err.non_retryable
-        if err.retry_after is not None:
-            failure.retry_after.CopyFrom(_duration(err.retry_after))
-    return failure
-
-
-def _duration(seconds: float | timedelta) -> duration_pb2.Duration:
-    d = duration_pb2.Duration()
-    d.FromTimedelta(seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds))
-    return d
-
-
-def _type_hints(f: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(f)
-    except (NameError, TypeError):
-        return dict(getattr(f, "__annotations__", {}))
