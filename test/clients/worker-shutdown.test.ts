@@ -90,9 +90,19 @@ async function stopsWithinGrace(command: string, args: string[], order: string):
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('WAYMARK_')) delete env[k];
     worker = spawn(command, [...args, address], { cwd: root, env: { ...env, WAYMARK_EXAMPLE_SINK_URL: sink.url }, stdio: ['ignore', 'pipe', 'pipe'] });
-    worker.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
-    worker.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
+    // Each worker SDK says what it serves when it starts (issue 30 item 8), on stderr by default;
+    // the run starts only once the tool is served (a tool nobody declared yet is not dispatched).
+    let onRegistered!: () => void;
+    const registered = new Promise<boolean>((resolve) => (onRegistered = () => resolve(true)));
+    const collect = (d: string): void => {
+      output += d;
+      if (/registered.*charge_back/.test(output)) onRegistered();
+    };
+    worker.stdout!.setEncoding('utf8').on('data', collect);
+    worker.stderr!.setEncoding('utf8').on('data', collect);
     const exited = new Promise<number | null>((resolve) => worker!.once('exit', (code) => resolve(code)));
+    const served = await Promise.race([registered, exited.then(() => false)]);
+    expect(served, `the worker exited or logged no line naming the tools it serves; its output:\n${output}`).toBe(true);
 
     const client = createWaymarkClient({ address });
     try {
@@ -102,8 +112,6 @@ async function stopsWithinGrace(command: string, args: string[], order: string):
       client.close();
     }
     await sink.arrived; // the worker is inside the tool
-    // Each worker SDK says what it serves when it starts (issue 30 item 8), on stderr by default.
-    expect(output, 'the worker logged no line naming the tools it serves').toMatch(/registered.*charge_back/);
     await server.stop('SIGKILL');
     sink.release(); // the tool returns; its result has no server to go to
     worker.kill('SIGTERM');
