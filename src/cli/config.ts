@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
 import { RESUME_CACHE_DEFAULTS } from '../engine/runtime/resume-cache.js';
+import { DUE_TIMERS_DEFAULTS } from '../engine/scheduling/due-timers.js';
 import { REPLICA_DEFAULTS } from '../engine/scheduling/replica-presence.js';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/transport/http2-sessions.js';
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
@@ -45,6 +46,7 @@ const schema = z.object({
   WAYMARK_METRICS_ADDR: hostPort('127.0.0.1:9464').default('127.0.0.1:9464'),
   WAYMARK_LEASE_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(30_000),
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
+  WAYMARK_TIMER_HORIZON_MS: nonNegativeInt('a whole number of milliseconds >= 0 (0 leaves every timer to the sweeper)').default(DUE_TIMERS_DEFAULTS.horizonMs),
   WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
   WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(STORE_DEFAULTS.appendsInFlight),
@@ -103,6 +105,8 @@ export interface Config {
   metricsAddr: { host: string; port: number };
   leaseTtlMs: number;
   sweepIntervalMs: number;
+  /** Deadlines due within this long of a run parking are held in memory and fired on time (0: off, the sweeper fires them). */
+  timerHorizonMs: number;
   shutdownGraceMs: number;
   /** After the grace period, how long aborted executions get to settle before their leases are left to expire. */
   shutdownSettleMs: number;
@@ -179,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsAddr: splitHostPort(e.WAYMARK_METRICS_ADDR),
     leaseTtlMs: e.WAYMARK_LEASE_TTL_MS,
     sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
+    timerHorizonMs: e.WAYMARK_TIMER_HORIZON_MS,
     shutdownGraceMs: e.WAYMARK_SHUTDOWN_GRACE_MS,
     shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,
     appendsInFlight: e.WAYMARK_APPENDS_IN_FLIGHT,

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
 import { RunEngine } from '../engine/run-engine.js';
 import { Executor } from '../engine/scheduling/executor.js';
+import { DueTimers } from '../engine/scheduling/due-timers.js';
 import { ReplicaPresence } from '../engine/scheduling/replica-presence.js';
 import { Registry } from '../engine/registry.js';
 import { PayloadSealer } from '../engine/access/payload-sealer.js';
@@ -21,6 +22,8 @@ export interface ReplicaServices {
   /** The engine the API and the executor share; it writes through the instrumented store. */
   engine: RunEngine;
   executor: Executor;
+  /** The deadlines of runs parked here, due soon, fired on time (null with WAYMARK_TIMER_HORIZON_MS=0). */
+  timers: DueTimers | null;
   /** `waymark dev` only: the in-process sweeper. */
   sweeper: Sweeper | null;
   metrics: Metrics;
@@ -81,12 +84,18 @@ export async function startReplicaServices(params: {
   const executor = new Executor({ driver: engine.driver, store, holder, logger, concurrency: config.executorConcurrency, settleMs: config.shutdownSettleMs });
   const presence = new ReplicaPresence({ store, replicaId: holder, workflows: engine.serves(), ttlMs: config.replicaTtlMs, logger });
   metrics.watchExecutor(executor);
+  // A timer this replica fires makes its run PENDING: the store's NOTIFY wakes every executor, and
+  // this one is woken at once, so the run usually continues here without waiting for the notification.
+  const timers = config.timerHorizonMs > 0 ? new DueTimers({ driver: engine.driver, horizonMs: config.timerHorizonMs, logger }) : null;
+  timers?.events.on('fired', ({ applied }) => {
+    if (applied) executor.wake();
+  });
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
   const webhooks = new WebhookDispatcher(store, logger.child({ component: 'webhooks' }), config.webhooks);
   let started = false;
 
   return {
-    registry, engine, executor, sweeper, metrics, metricsServer, webhooks,
+    registry, engine, executor, timers, sweeper, metrics, metricsServer, webhooks,
     async start() {
       if (started) return;
       started = true;
@@ -95,6 +104,7 @@ export async function startReplicaServices(params: {
       await store.leaseSessionOpen({ holder });
       await presence.start();
       await executor.start();
+      timers?.start();
       sweeper?.start();
       webhooks.start();
     },
@@ -103,6 +113,7 @@ export async function startReplicaServices(params: {
       await webhooks.stop();
       if (started) {
         await presence.stop();
+        await timers?.stop();
         await executor.stop({ graceMs });
         await store.leaseSessionClose({ holder });
       }

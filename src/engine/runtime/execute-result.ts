@@ -2,6 +2,7 @@
 // Must not execute anything: run-driver.ts does; the scheduler, the use cases and metrics read these.
 import type { Logger } from 'pino';
 import { LeaseLostError } from '../../journal/errors.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Lease, Run } from '../../journal/run.js';
 import type { RunLeaseAcquireRunningResult } from '../../store/store.js';
 import { ExecutionAbortedError } from '../errors.js';
@@ -28,6 +29,8 @@ export interface ExecutionEvents {
   'lease-acquired': [{ runId: string; lease: Lease }];
   'lease-renewed': [{ runId: string; lease: Lease }];
   'execution-ended': [ExecuteResult];
+  /** A run parked here (SUSPENDED) on these open waits; the ones with a deadline are timers this replica may hold. */
+  parked: [{ runId: string; namespace: string; waits: JournalEntry[] }];
 }
 
 /**

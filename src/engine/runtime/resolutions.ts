@@ -105,19 +105,32 @@ export async function suspensionsResolveDue(
   const due = await store.suspensionListDue({ limit: params.limit });
   const resolved: { runId: string; seq: number; kind: string; applied: boolean }[] = [];
   for (const suspension of due) {
-    try {
-      const result = await store.journalResolve({
-        runId: suspension.runId,
-        suspensionSeq: suspension.seq,
-        entry: newEntry({ kind: suspension.kind, name: suspension.name, status: 'resolved', payload: timeoutResolution(suspension) as Json, dedupeKey: `timeout:${suspension.seq}` }),
-      });
-      resolved.push({ runId: suspension.runId, seq: suspension.seq, kind: suspension.kind, applied: result.applied });
-    } catch (err) {
-      if (!(err instanceof RunStateError || err instanceof RunNotFoundError)) throw err;
-      params.logger.debug({ runId: suspension.runId, seq: suspension.seq, err }, 'deadline of an ended run skipped');
-    }
+    const applied = await suspensionTimeOut(store, suspension, params.logger);
+    if (applied !== null) resolved.push({ runId: suspension.runId, seq: suspension.seq, kind: suspension.kind, applied });
   }
   return { resolved };
+}
+
+/**
+ * The one write a passed deadline makes, whoever makes it (the sweeper, or the replica holding the
+ * timer in memory, scheduling/due-timers.ts): the timeout resolution under the dedupe key
+ * `timeout:<seq>`, so two parties firing one timer write it once, and a signal or decision racing
+ * it loses or wins under the run-row lock (the store's journalResolve). Returns whether it closed
+ * the wait; null when the run had ended (nothing to resolve).
+ */
+export async function suspensionTimeOut(store: JournalStore, suspension: JournalEntry, logger: Logger): Promise<boolean | null> {
+  try {
+    const result = await store.journalResolve({
+      runId: suspension.runId,
+      suspensionSeq: suspension.seq,
+      entry: newEntry({ kind: suspension.kind, name: suspension.name, status: 'resolved', payload: timeoutResolution(suspension) as Json, dedupeKey: `timeout:${suspension.seq}` }),
+    });
+    return result.applied && !result.duplicate;
+  } catch (err) {
+    if (!(err instanceof RunStateError || err instanceof RunNotFoundError)) throw err;
+    logger.debug({ runId: suspension.runId, seq: suspension.seq, err }, 'deadline of an ended run skipped');
+    return null;
+  }
 }
 
 /**

@@ -290,11 +290,15 @@ export class RunDriver {
       case 'stopped':
         if (end.reason === 'timed_out') return this.timeOut(lease, run, log);
         return executionStopped(run.id, end.error, this.logger);
-      case 'blocked':
+      case 'blocked': {
         // What it parks with stays here for its next execution (hot resume), read or written alike.
-        return this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf), (entry) => {
+        const result = await this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf), (entry) => {
           this.resumes.park(run.id, { known: [...execution.known(), entry], epoch: lease.epoch, digest: workflow.digest, waits: end.parked });
         });
+        // The replica's due timers (scheduling/due-timers.ts) hold the deadlines among these waits.
+        if (result.outcome === 'suspended') this.events.emit('parked', { runId: run.id, namespace: run.namespace, waits: end.parked });
+        return result;
+      }
       case 'threw':
         return this.end(lease, run, { status: 'FAILED', error: errorRecord(end.error) }, log);
       case 'returned': {

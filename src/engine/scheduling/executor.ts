@@ -137,8 +137,8 @@ export class Executor {
     return { released, unsettled };
   }
 
-  /** Asks for a claim pass; coalesces with one in progress. */
-  private wake(): void {
+  /** Asks for a claim pass; coalesces with one in progress. Also called when this replica made a run PENDING itself (a due timer). */
+  wake(): void {
     if (this.state !== 'running') return;
     if (this.filling) {
       this.wakeAgain = true;
