@@ -15,6 +15,7 @@ import { measureReplay, longRun } from './replay.js';
 import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
 import { measureStartup, startupRows } from './startup.js';
+import { measureTimers } from './timers.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
 import { DEFAULT_LIMITS } from '../src/journal/limits.js';
@@ -164,6 +165,13 @@ try {
   row(`recovery: SIGSTOP (stalled, or its machine gone: sessions stay open) to run continuing elsewhere, short lease (${describeLease(SHORT_LEASE)})`,
     `${recStop.runs} runs, ${SHORT_LEASE_KILLS} stop${SHORT_LEASE_KILLS > 1 ? 's' : ''}`, fmt(recStop.p50Ms, 0), fmt(recStop.p99Ms, 0));
   row(`recovery, SIGSTOP: of which after the lease expired (sweep wait, claim, replay, one ${CRAWL_STEP_MS} ms step)`, '', fmt(recStop.afterExpiryP50Ms, 0), fmt(recStop.afterExpiryP99Ms, 0));
+
+  const TIMER_RUNS = quick ? 100 : 1_000;
+  progress(`timers: ${TIMER_RUNS} runs sleeping 1 s at once, sweeper alone (before issue 31) and with the in-memory timers`);
+  const timersBefore = await measureTimers(await db.create('bench_timers_sweeper'), TIMER_RUNS, false);
+  const timersAfter = await measureTimers(await db.create('bench_timers_memory'), TIMER_RUNS, true);
+  row('timers: 1 s sleep lateness, sweeper alone (5 s interval)', `${TIMER_RUNS} runs at once`, fmt(timersBefore.p50Ms, 0), fmt(timersBefore.p99Ms, 0));
+  row('timers: 1 s sleep lateness, in-memory timers', `${TIMER_RUNS} runs at once`, fmt(timersAfter.p50Ms, 1), fmt(timersAfter.p99Ms, 1));
 
   progress('command line: waymark --version, waymark workflows list against a local waymark dev, waymark dev start to serving');
   rows.push(...startupRows(await measureStartup(quick ? 3 : 5)));

@@ -24,7 +24,7 @@ afterAll(async () => {
   await Promise.all(processes.map((p) => p.stop()));
   await driver?.close();
   await db?.drop();
-});
+}, 60_000);
 
 /** The resolutions of each of `runId`'s timers: `resolved` and `noop` entries, with their source. */
 async function resolutions(runId: string): Promise<{ refSeq: number; status: string; source: string; at: Date }[]> {
@@ -52,13 +52,13 @@ describe('timers fire on the replica that holds them', () => {
     const out = await driver.pool.query<{ output: unknown }>('SELECT output FROM runs WHERE id = $1', [approval]);
     expect(out.rows[0]!.output).toBe(true); // the pinned default decision (approve)
     await server.stop();
-  });
+  }, 180_000);
 
   it('a timer held by a replica that is SIGKILLed fires exactly once, through the sweeper', async () => {
     const a = await startServer(chaosEnv(db.url, { WAYMARK_SWEEP_INTERVAL_MS: '86400000' }));
     processes.push(a);
     // Long enough that A is dead well before its deadline, on a slow machine too.
-    const id = await driver.start('timer-sleep', { ms: 4_000 });
+    const id = await driver.start('timer-sleep', { ms: 8_000 });
     await driver.waitUntil(async () => (await driver.statuses([id])).SUSPENDED === 1, 60_000);
     await kill(a);
     const killedAt = await driver.dbNow();
@@ -75,5 +75,5 @@ describe('timers fire on the replica that holds them', () => {
     expect((await driver.journalViolations([id])).gaps).toBe(0);
     // The sweeper's pass is what fired it (B never held it: the run never parked on B).
     expect(sweeper.logs.some((l) => l.msg === 'sweep acted' && l.sleeps === 1)).toBe(true);
-  });
+  }, 180_000);
 });

@@ -97,7 +97,7 @@ describe.each([
       await timers.stop();
       await sweeper.stop();
     }
-  });
+  }, 60_000);
 
   it('a deadline beyond the horizon is not held (the sweeper keeps it), and stop() drops what is held', async () => {
     const store = makeStore();
