@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_DEFINITION_LIMITS } from '../journal/definition-limits.js';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
 import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
 import { RESUME_CACHE_DEFAULTS } from '../engine/runtime/resume-cache.js';
@@ -65,6 +66,18 @@ const schema = z.object({
   WAYMARK_MAX_PAYLOAD_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadBytes),
   WAYMARK_MAX_JOURNAL_ENTRIES: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.journalEntries),
   WAYMARK_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.streamsPerReplica),
+  WAYMARK_MAX_FLOW_NODES: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowNodes),
+  WAYMARK_MAX_FLOW_EDGES: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowEdges),
+  WAYMARK_MAX_FLOW_FAN_OUT: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowFanOut),
+  WAYMARK_MAX_FLOW_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_DEFINITION_LIMITS.flowBytes),
+  WAYMARK_MAX_CONDITION_CHARS: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.conditionChars),
+  WAYMARK_MAX_FLOW_CONDITION_CHARS: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowConditionChars),
+  WAYMARK_MAX_CONDITION_COST: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.conditionCost),
+  WAYMARK_MAX_TEMPLATE_CHARS: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.templateChars),
+  WAYMARK_MAX_SCHEMA_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_DEFINITION_LIMITS.schemaBytes),
+  WAYMARK_MAX_SCHEMA_DEPTH: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.schemaDepth),
+  WAYMARK_MAX_WORKER_TOOLS: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.workerTools),
+  WAYMARK_MAX_NAMESPACE_TOOLS: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.namespaceTools),
   WAYMARK_HTTP2_IDLE_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.idleTimeoutMs),
   WAYMARK_HTTP2_KEEPALIVE_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.keepaliveMs),
   WAYMARK_HTTP2_PING_TIMEOUT_MS: positiveInt('a whole number of milliseconds > 0').default(DEFAULT_SESSION_LIMITS.pingTimeoutMs),
@@ -201,6 +214,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       payloadBytes: e.WAYMARK_MAX_PAYLOAD_BYTES,
       journalEntries: e.WAYMARK_MAX_JOURNAL_ENTRIES,
       streamsPerReplica: e.WAYMARK_MAX_STREAMS,
+      definitions: {
+        flowNodes: e.WAYMARK_MAX_FLOW_NODES,
+        flowEdges: e.WAYMARK_MAX_FLOW_EDGES,
+        flowFanOut: e.WAYMARK_MAX_FLOW_FAN_OUT,
+        flowBytes: e.WAYMARK_MAX_FLOW_BYTES,
+        conditionChars: e.WAYMARK_MAX_CONDITION_CHARS,
+        flowConditionChars: e.WAYMARK_MAX_FLOW_CONDITION_CHARS,
+        conditionCost: e.WAYMARK_MAX_CONDITION_COST,
+        templateChars: e.WAYMARK_MAX_TEMPLATE_CHARS,
+        schemaBytes: e.WAYMARK_MAX_SCHEMA_BYTES,
+        schemaDepth: e.WAYMARK_MAX_SCHEMA_DEPTH,
+        workerTools: e.WAYMARK_MAX_WORKER_TOOLS,
+        namespaceTools: e.WAYMARK_MAX_NAMESPACE_TOOLS,
+      },
     },
     http2: {
       idleTimeoutMs: e.WAYMARK_HTTP2_IDLE_TIMEOUT_MS,

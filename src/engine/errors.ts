@@ -24,6 +24,18 @@ export class InvalidInputError extends WaymarkError {
   }
 }
 
+/**
+ * A request the engine refuses on what only it can check (a worker's tool declarations against the
+ * tools served, the namespace's tool count): the request's own field names, as a request
+ * validated at the server (INVALID_REQUEST, docs/api.md "Errors").
+ */
+export class InvalidDeclarationError extends WaymarkError {
+  readonly reason = 'INVALID_REQUEST';
+  constructor(readonly subject: string, readonly violations: FieldViolation[]) {
+    super(`${subject} is invalid: ${describe(violations)}; fix these fields and send it again (nothing was stored)`);
+  }
+}
+
 /** A workflow returned a value that fails its `output` schema. The run fails with it. */
 export class InvalidOutputError extends WaymarkError {
   readonly reason = 'INVALID_OUTPUT';

@@ -1,3 +1,4 @@
+import { DEFAULT_DEFINITION_LIMITS, type DefinitionLimits } from './definition-limits.js';
 import { PayloadTooLargeError } from './errors.js';
 import type { Json } from './run.js';
 
@@ -11,6 +12,8 @@ export interface Limits {
   journalEntries: number;
   /** Most concurrent event streams one replica serves. */
   streamsPerReplica: number;
+  /** What a tenant may define (flows, schemas, tool declarations): definition-limits.ts. */
+  definitions: DefinitionLimits;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -18,6 +21,7 @@ export const DEFAULT_LIMITS: Limits = {
   payloadBytes: 1024 * 1024,
   journalEntries: 100_000,
   streamsPerReplica: 1000,
+  definitions: DEFAULT_DEFINITION_LIMITS,
 };
 
 /** Throws PayloadTooLargeError naming `field` when the JSON text of `value` passes the limit. */

@@ -127,6 +127,10 @@ export function literalRefusal(hostname: string, allowPrivate: boolean): Webhook
  * checked again on every connection (guardedLookup), since its addresses can change.
  */
 export function endpointUrlProblem(value: string, allowPrivate: boolean): string | null {
+  // The URL parser drops tabs and line breaks silently, so a URL holding one would be stored as
+  // sent and mean something else than it reads (and a log line would break where it does).
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters (CR, LF, tab, ...); percent-encode them';
   let url: URL;
   try {
     url = new URL(value);

@@ -3,7 +3,7 @@ import { Code, ConnectError, createClient, type Client } from '@connectrpc/conne
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { errorFromJson } from '@connectrpc/connect/protocol-connect';
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
-import { create, fromJson, toBinary } from '@bufbuild/protobuf';
+import { create, fromJson, toBinary, type JsonValue } from '@bufbuild/protobuf';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -305,6 +305,14 @@ describe('docs/api.md "Errors"', () => {
     'INVALID_ARGUMENT INVALID_RESOLUTION': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 'not a number' }) })),
     'INVALID_ARGUMENT INVALID_FLOW': () => failure(flows.registerFlow({ flow: fromJson(FlowSchema, { name: 'table-flow', start: 'nowhere', nodes: [{ id: 'done', end: {} }] }) })),
     'INVALID_ARGUMENT INVALID_INVALIDATE_TARGET': () => failure(runs.resumeRun({ runId: parked, invalidate: [999n] })),
+    'INVALID_ARGUMENT NESTING_TOO_DEEP': () => {
+      // Arguments 30 levels deep are a valid Value, but sit 4 levels down in the flow the store keeps.
+      let deep: JsonValue = 1;
+      for (let i = 0; i < 30; i++) deep = { d: deep };
+      return failure(flows.registerFlow({
+        flow: fromJson(FlowSchema, { name: 'deep-flow', start: 'call', nodes: [{ id: 'call', tool: { tool: 'echo', arguments: deep } }, { id: 'done', end: {} }], edges: [{ from: 'call', to: 'done' }] }),
+      }));
+    },
     'INVALID_ARGUMENT NUL_CHARACTER': () => failure(runs.startRun({ workflow: 'echo-flow', input: json({ value: 'a\u0000' }) })),
     'INVALID_ARGUMENT UNPAIRED_SURROGATE': async () => {
       const res = await connectJson(api.address, RunService.method.startRun, '{"workflow":"echo-flow","input":{"value":"\\ud800"}}');

@@ -31,6 +31,14 @@ export class FlowCatalog {
    */
   async register(params: { namespace: string; flow: FlowDefinition }): Promise<{ flow: FlowRecord; created: boolean }> {
     const { namespace, flow } = params;
+    const limits = this.store.limits.definitions;
+    // The size first: nothing is walked or read for a flow over it.
+    const bytes = Buffer.byteLength(JSON.stringify(flow), 'utf8');
+    if (bytes > limits.flowBytes) {
+      throw new InvalidFlowError(typeof flow.name === 'string' ? flow.name : '?', [
+        { field: 'flow', description: `is ${bytes} bytes of JSON; a flow may have at most ${limits.flowBytes} (WAYMARK_MAX_FLOW_BYTES)` },
+      ]);
+    }
     const codeNames = await this.codeWorkflowNames();
     if (typeof flow.name === 'string' && codeNames.has(flow.name)) throw new FlowNameTakenError(flow.name);
     const flowNames = new Set((await this.store.flowList({ namespace })).map((f) => f.name));
@@ -51,7 +59,7 @@ export class FlowCatalog {
         },
       } : {}),
     };
-    const violations = validateFlow(flow, knows);
+    const violations = await validateFlow(flow, knows, limits);
     if (violations.length > 0) throw new InvalidFlowError(typeof flow.name === 'string' ? flow.name : '?', violations);
     return this.store.flowRegister({ namespace, name: flow.name, digest: flowDigest(flow), definition: flow as unknown as Json });
   }
@@ -78,7 +86,7 @@ export class FlowCatalog {
     const key = `${record.namespace}\u0000${record.digest}\u0000${record.name}\u0000${record.version}`;
     let workflow = this.built.get(key);
     if (!workflow) {
-      workflow = flowWorkflow(record, (child) => this.childWorkflow(record.namespace, child));
+      workflow = flowWorkflow(record, (child) => this.childWorkflow(record.namespace, child), this.store.limits.definitions);
       if (this.built.size >= CACHE_MAX) this.built.clear();
       this.built.set(key, workflow);
     }

@@ -1,6 +1,7 @@
 // flow/: the body of a flow run: walks the graph with `ctx`, so every node's effect is a journaled call.
 // Must not write the journal or decide replay itself: it only calls ctx (tool, agent, approve, signal, child, emit, parallel).
 import { z } from 'zod';
+import { DEFAULT_DEFINITION_LIMITS, type DefinitionLimits } from '../../journal/definition-limits.js';
 import type { Json } from '../../journal/run.js';
 import { FlowRunError } from '../errors.js';
 import type { Workflow, WorkflowContext } from '../author/workflow.js';
@@ -43,10 +44,16 @@ export class FlowInterpreter {
   private readonly state: PinnedSchema | null;
   private readonly declared: ReadonlySet<string>;
 
-  constructor(private readonly flow: FlowDefinition, private readonly resolveChild: ChildResolver) {
+  constructor(
+    private readonly flow: FlowDefinition, private readonly resolveChild: ChildResolver,
+    private readonly limits: DefinitionLimits = DEFAULT_DEFINITION_LIMITS,
+  ) {
     for (const node of flow.nodes ?? []) this.nodes.set(node.id, node);
     for (const edge of flow.edges ?? []) {
-      this.out.set(edge.from!, [...(this.out.get(edge.from!) ?? []), { to: edge.to!, condition: edge.condition || null }]);
+      const list = this.out.get(edge.from!);
+      const out = { to: edge.to!, condition: edge.condition || null };
+      if (list) list.push(out);
+      else this.out.set(edge.from!, [out]);
     }
     this.declared = declaredState(flow);
     this.state = flow.stateSchema === undefined ? null : { schema: flow.stateSchema, schemaHash: schemaHash(flow.stateSchema) };
@@ -122,7 +129,7 @@ export class FlowInterpreter {
   private condition(text: string): CompiledCondition {
     let compiled = this.conditions.get(text);
     if (!compiled) {
-      const made = compileCondition(text, this.declared);
+      const made = compileCondition(text, this.declared, this.limits);
       if (typeof made === 'string') throw new FlowRunError('FLOW_CONDITION', '?', `the condition ${JSON.stringify(text)} ${made}`);
       compiled = made;
       this.conditions.set(text, compiled);

@@ -1,8 +1,10 @@
 // flow/: validates a flow before it is stored: every problem as a field violation with its exact path.
 // Pure: what the server knows (tools, models, workflows) is passed in; nothing is read or written here.
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Json } from '../../journal/run.js';
+import { DEFAULT_DEFINITION_LIMITS, type DefinitionLimits } from '../../journal/definition-limits.js';
 import type { FieldViolation } from '../errors.js';
+import { LoopShare } from '../replay/loop-share.js';
+import { schemaCompiler } from '../replay/schema-compiler.js';
 import { retryPolicy, TOOL_RETRY_DEFAULT, type RetryOptions } from '../author/retry.js';
 import { compileCondition } from './flow-cel.js';
 import {
@@ -29,9 +31,6 @@ export interface FlowKnowledge {
 const FLOW_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const SIGNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
-const MAX_NODES = 500;
-/** Compile-only: the same options as the payload validator (replay/payload-schema.ts). */
-const ajv = new Ajv2020({ allErrors: false, strict: false, validateFormats: false });
 
 const SNAKE: Record<string, string> = {
   outputSchema: 'output_schema', payloadSchema: 'payload_schema', onTimeout: 'on_timeout', maxSteps: 'max_steps',
@@ -39,21 +38,32 @@ const SNAKE: Record<string, string> = {
   maxInterval: 'max_interval', nonRetryable: 'non_retryable',
 };
 
-export function validateFlow(flow: FlowDefinition, knows: FlowKnowledge): FieldViolation[] {
+export async function validateFlow(flow: FlowDefinition, knows: FlowKnowledge, limits: DefinitionLimits = DEFAULT_DEFINITION_LIMITS): Promise<FieldViolation[]> {
   const v: FieldViolation[] = [];
   const fail = (field: string, description: string) => v.push({ field: `flow${field ? `.${field}` : ''}`, description });
+  // The sizes first, before any walk: a flow over them is refused at the cost of counting.
+  const nodes = flow.nodes ?? [];
+  const edgeList = flow.edges ?? [];
+  if (nodes.length > limits.flowNodes) fail('nodes', `has ${nodes.length} nodes; a flow may have at most ${limits.flowNodes} (WAYMARK_MAX_FLOW_NODES)`);
+  if (edgeList.length > limits.flowEdges) fail('edges', `has ${edgeList.length} edges; a flow may have at most ${limits.flowEdges} (WAYMARK_MAX_FLOW_EDGES)`);
+  let conditionChars = 0;
+  for (const edge of edgeList) conditionChars += typeof edge.condition === 'string' ? edge.condition.length : 0;
+  if (conditionChars > limits.flowConditionChars) {
+    fail('edges', `has ${conditionChars} characters of conditions; a flow may have at most ${limits.flowConditionChars} (WAYMARK_MAX_FLOW_CONDITION_CHARS)`);
+  }
+  if (v.length > 0) return v;
+  // Compiling schemas and conditions is the costly part: the event loop is shared between them.
+  const share = new LoopShare();
 
   if (typeof flow.name !== 'string' || !FLOW_NAME.test(flow.name)) {
     fail('name', 'a flow name is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
   }
   // A broken state schema is one problem: names read from it are then not checked against it.
-  const schemaOk = checkStateSchema(flow.stateSchema, fail);
+  const schemaOk = checkStateSchema(flow.stateSchema, fail, limits);
   const declared: ReadonlySet<string> = schemaOk ? declaredState(flow) : ANY_NAME;
   if (flow.timeout !== undefined) checkDuration(flow.timeout, 'timeout', fail);
 
-  const nodes = flow.nodes ?? [];
   if (nodes.length === 0) fail('nodes', 'a flow needs at least one node (and an end node)');
-  if (nodes.length > MAX_NODES) fail('nodes', `at most ${MAX_NODES} nodes`);
   const index = new Map<string, number>();
   nodes.forEach((node, i) => {
     if (typeof node.id !== 'string' || !NODE_ID.test(node.id)) fail(`nodes[${i}].id`, 'a node id is 1-64 letters, digits, "_" or "-"');
@@ -82,9 +92,12 @@ export function validateFlow(flow: FlowDefinition, knows: FlowKnowledge): FieldV
 
   nodeRef(flow.start, 'start');
 
-  nodes.forEach((node, i) => {
+  for (const [i, node] of nodes.entries()) {
     const kind = kinds[i];
-    if (kind) checkNode(node, kind, `nodes[${i}]`, { declared, knows, fail, nodeRef });
+    if (kind) {
+      checkNode(node, kind, `nodes[${i}]`, { declared, knows, fail, nodeRef, limits });
+      await share.pause();
+    }
     if (node.retry !== undefined) {
       if (kind !== 'tool' && kind !== 'agent') fail(`nodes[${i}].retry`, 'only tool and agent nodes retry');
       else checkRetry(node, `nodes[${i}].retry`, fail);
@@ -94,31 +107,38 @@ export function validateFlow(flow: FlowDefinition, knows: FlowKnowledge): FieldV
       else checkDuration(node.timeout, `nodes[${i}].timeout`, fail);
     }
     if (node.maxVisits !== undefined && !(Number.isInteger(node.maxVisits) && node.maxVisits >= 0)) fail(`nodes[${i}].max_visits`, 'must be a whole number >= 0');
-  });
+  }
 
   // Edges: each names known nodes; conditions only out of a branch, each compiling over declared state.
   const out = new Map<string, number[]>();
-  (flow.edges ?? []).forEach((edge, k) => {
+  for (const [k, edge] of edgeList.entries()) {
     const fromOk = nodeRef(edge.from, `edges[${k}].from`);
     const toOk = nodeRef(edge.to, `edges[${k}].to`);
-    if (!fromOk) return;
+    if (!fromOk) continue;
     const fromKind = kinds[index.get(edge.from!)!];
     if (fromKind === 'end') fail(`edges[${k}].from`, `"${edge.from}" is an end node: an end has no outgoing edge`);
     if (edge.condition) {
       if (fromKind !== 'branch') fail(`edges[${k}].condition`, `only an edge leaving a branch node has a condition ("${edge.from}" is ${fromKind ?? 'not a valid node'})`);
       else {
-        const compiled = compileCondition(edge.condition, declared);
+        const compiled = compileCondition(edge.condition, declared, limits);
         if (typeof compiled === 'string') fail(`edges[${k}].condition`, `the CEL condition ${compiled}`);
+        await share.pause();
       }
     }
     // Counted even when `to` is unknown, so one bad edge is one violation (not also a missing edge).
-    out.set(edge.from!, [...(out.get(edge.from!) ?? []), k]);
+    const list = out.get(edge.from!);
+    if (list) list.push(k);
+    else out.set(edge.from!, [k]);
     void toOk;
-  });
+  }
   nodes.forEach((node, i) => {
     const kind = kinds[i];
     if (!kind || !index.has(node.id) || index.get(node.id) !== i) return;
     const edges = out.get(node.id) ?? [];
+    if (edges.length > limits.flowFanOut) {
+      fail(`nodes[${i}]`, `"${node.id}" has ${edges.length} outgoing edges; a node may have at most ${limits.flowFanOut} (WAYMARK_MAX_FLOW_FAN_OUT)`);
+      return;
+    }
     if (kind === 'branch') {
       if (edges.length === 0) fail(`nodes[${i}]`, `branch "${node.id}" has no outgoing edge`);
       const unconditional = edges.filter((k) => !flow.edges![k]!.condition);
@@ -131,12 +151,12 @@ export function validateFlow(flow: FlowDefinition, knows: FlowKnowledge): FieldV
   });
   if (v.length > 0) return v; // the graph checks below assume well-formed nodes and edges
 
-  const successors = (id: string): string[] => (out.get(id) ?? []).map((k) => flow.edges![k]!.to!);
-  checkGraph(flow, nodes, kinds as NodeKind[], index, successors, fail);
+  checkGraph(flow, nodes, kinds as NodeKind[], index, out, fail);
   return v;
 }
 
 interface NodeCheck {
+  limits: DefinitionLimits;
   declared: ReadonlySet<string>;
   knows: FlowKnowledge;
   fail: (field: string, description: string) => void;
@@ -144,11 +164,15 @@ interface NodeCheck {
 }
 
 function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck): void {
-  const { declared, knows, fail } = c;
+  const { declared, knows, fail, limits } = c;
   const here = `${at}.${kind}`;
   const templates = (value: Json | undefined, field: string) => {
-    for (const { field: f, text } of templateStrings(value, `${here}.${field}`)) checkTemplate(text, f, declared, fail);
+    for (const { field: f, text } of templateStrings(value, `${here}.${field}`)) {
+      if (text.length > limits.templateChars) fail(f, `is ${text.length} characters; a templated string may have at most ${limits.templateChars} (WAYMARK_MAX_TEMPLATE_CHARS)`);
+      else checkTemplate(text, f, declared, fail);
+    }
   };
+  const schema = (value: Json, field: string) => checkSchema(value, field, fail, limits);
   const into = (value: string | undefined) => {
     if (value && !declared.has(value)) fail(`${here}.into`, `writes state.${value}, which the state schema does not declare`);
   };
@@ -167,7 +191,7 @@ function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck):
       if (!a.prompt) fail(`${here}.prompt`, 'an agent needs a prompt');
       templates(a.prompt, 'prompt');
       templates(a.instructions, 'instructions');
-      if (a.outputSchema !== undefined) checkSchema(a.outputSchema, `${here}.output_schema`, fail);
+      if (a.outputSchema !== undefined) schema(a.outputSchema, `${here}.output_schema`);
       into(a.into);
       break;
     }
@@ -191,7 +215,7 @@ function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck):
     case 'signal': {
       const s = node.signal!;
       if (!s.name || !SIGNAL_NAME.test(s.name)) fail(`${here}.name`, 'a signal name is 1-128 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
-      if (s.payloadSchema !== undefined) checkSchema(s.payloadSchema, `${here}.payload_schema`, fail);
+      if (s.payloadSchema !== undefined) schema(s.payloadSchema, `${here}.payload_schema`);
       if (s.deadline !== undefined) checkDuration(s.deadline, `${here}.deadline`, fail);
       into(s.into);
       break;
@@ -223,7 +247,7 @@ function checkTemplate(text: string, field: string, declared: ReadonlySet<string
 }
 
 /** Whether the state schema is usable (absent is: any object, no declared names). */
-function checkStateSchema(schema: Json | undefined, fail: NodeCheck['fail']): boolean {
+function checkStateSchema(schema: Json | undefined, fail: NodeCheck['fail'], limits: DefinitionLimits): boolean {
   if (schema === undefined) return true;
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
     fail('state_schema', 'must be a JSON Schema object ({ "type": "object", "properties": { ... } })');
@@ -239,7 +263,7 @@ function checkStateSchema(schema: Json | undefined, fail: NodeCheck['fail']): bo
   if (properties !== undefined && (properties === null || typeof properties !== 'object' || Array.isArray(properties))) {
     problem('state_schema.properties', 'must be an object of property schemas');
   }
-  if (ok) checkSchema(schema, 'state_schema', problem);
+  if (ok) checkSchema(schema, 'state_schema', problem, limits);
   return ok;
 }
 
@@ -251,16 +275,14 @@ class AnyName extends Set<string> {
 }
 const ANY_NAME: ReadonlySet<string> = new AnyName();
 
-function checkSchema(schema: Json, field: string, fail: NodeCheck['fail']): void {
+function checkSchema(schema: Json, field: string, fail: NodeCheck['fail'], limits: DefinitionLimits): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
     if (typeof schema !== 'boolean') fail(field, 'must be a JSON Schema (an object or a boolean)');
     return;
   }
-  try {
-    ajv.compile(schema);
-  } catch (error) {
-    fail(field, `is not a valid JSON Schema: ${(error as Error).message}`);
-  }
+  // The compiler that validates payloads later (bounded, cached by content: schema-compiler.ts).
+  const problem = schemaCompiler.problem(schema, { bytes: limits.schemaBytes, depth: limits.schemaDepth });
+  if (problem) fail(field, problem.startsWith('is ') ? problem : `cannot be used: it ${problem}`);
 }
 
 function checkDuration(text: unknown, field: string, fail: NodeCheck['fail']): void {
@@ -298,94 +320,137 @@ export function retryOptionsOf(r: NonNullable<FlowNodeDef['retry']>): RetryOptio
 /**
  * The graph rules: an end reachable from start, every node reachable, every cycle bounded
  * (some node on it sets max_visits), every parallel branch reaching its join before any end.
+ * Every walk is iterative and linear in nodes plus edges (a parallel node costs a few walks), so
+ * no flow within the limits can make registration quadratic or deepen a recursion.
  */
 function checkGraph(
   flow: FlowDefinition, nodes: FlowNodeDef[], kinds: NodeKind[], index: Map<string, number>,
-  successors: (id: string) => string[], fail: NodeCheck['fail'],
+  out: Map<string, number[]>, fail: NodeCheck['fail'],
 ): void {
-  const reachable = new Set<string>();
-  const stack = [flow.start!];
+  const n = nodes.length;
+  // Successors by index: the edges, and for a parallel node its join (where the walk goes on).
+  const next: number[][] = nodes.map((node) => (out.get(node.id) ?? []).map((k) => index.get(flow.edges![k]!.to!)!));
+  const walkNext: number[][] = nodes.map((node, i) => {
+    const join = node.parallel?.join;
+    return join ? [...next[i]!, index.get(join)!] : next[i]!;
+  });
+  const reachable = new Uint8Array(n);
+  const startAt = index.get(flow.start!)!;
+  const stack = [startAt];
+  reachable[startAt] = 1;
   while (stack.length > 0) {
-    const id = stack.pop()!;
-    if (reachable.has(id)) continue;
-    reachable.add(id);
-    stack.push(...successors(id));
-    const join = nodes[index.get(id)!]!.parallel?.join;
-    if (join) stack.push(join);
+    for (const to of walkNext[stack.pop()!]!) {
+      if (!reachable[to]) {
+        reachable[to] = 1;
+        stack.push(to);
+      }
+    }
   }
-  if (![...reachable].some((id) => kinds[index.get(id)!] === 'end')) fail('start', `no end node is reachable from "${flow.start}"`);
+  if (!kinds.some((k, i) => k === 'end' && reachable[i])) fail('start', `no end node is reachable from "${flow.start}"`);
   nodes.forEach((node, i) => {
-    if (!reachable.has(node.id)) fail(`nodes[${i}]`, `${kinds[i]} node "${node.id}" is not reachable from start "${flow.start}"`);
+    if (!reachable[i]) fail(`nodes[${i}]`, `${kinds[i]} node "${node.id}" is not reachable from start "${flow.start}"`);
   });
 
-  for (const cycle of unboundedCycles(nodes, successors)) {
+  for (const cycle of unboundedCycles(nodes, next)) {
     const first = cycle[0]!;
-    fail(`nodes[${index.get(first)}].max_visits`, `node "${first}" is on a cycle (${[...cycle, first].join(' -> ')}) with no bound: set max_visits on one of its nodes`);
+    fail(`nodes[${first}].max_visits`, `node "${nodes[first]!.id}" is on a cycle (${[...cycle, first].map((i) => nodes[i]!.id).join(' -> ')}) with no bound: set max_visits on one of its nodes`);
   }
 
-  nodes.forEach((node, i) => {
-    const join = node.parallel?.join;
-    if (!join) return;
-    for (const start of successors(node.id)) {
-      const seen = new Set<string>();
-      const walk = [start];
-      let reachesJoin = false;
+  // A branch walks from one successor of the parallel node and stops at the join, at an end and
+  // at the parallel node itself. What each node can reach that way is found backwards from the
+  // join, from the ends and from the parallel node: three walks per parallel node, not one per branch.
+  const previous: number[][] = nodes.map(() => []);
+  walkNext.forEach((tos, from) => {
+    for (const to of tos) previous[to]!.push(from);
+  });
+  nodes.forEach((node, p) => {
+    const joinId = node.parallel?.join;
+    if (!joinId) return;
+    const join = index.get(joinId)!;
+    const stops = (i: number) => i === join || i === p || kinds[i] === 'end';
+    const reachesJoin = backwards([join], previous, stops);
+    const endOf = new Int32Array(n).fill(-1);
+    for (let e = 0; e < n; e++) {
+      if (kinds[e] !== 'end' || e === join || endOf[e]! >= 0) continue;
+      endOf[e] = e;
+      const walk = [e];
       while (walk.length > 0) {
-        const id = walk.pop()!;
-        if (id === join) {
-          reachesJoin = true;
-          continue;
+        for (const from of previous[walk.pop()!]!) {
+          if (stops(from) || endOf[from]! >= 0) continue;
+          endOf[from] = e;
+          walk.push(from);
         }
-        if (seen.has(id)) continue;
-        seen.add(id);
-        if (kinds[index.get(id)!] === 'end') {
-          fail(`nodes[${i}].parallel.join`, `the branch starting at "${start}" reaches end node "${id}" before the join "${join}"`);
-          return;
-        }
-        if (id === node.id) {
-          fail(`nodes[${i}].parallel.join`, `the branch starting at "${start}" comes back to the parallel node "${node.id}" before the join "${join}"`);
-          return;
-        }
-        walk.push(...successors(id));
-        const inner = nodes[index.get(id)!]!.parallel?.join;
-        if (inner) walk.push(inner);
       }
-      if (!reachesJoin) fail(`nodes[${i}].parallel.join`, `the branch starting at "${start}" never reaches the join "${join}"`);
+    }
+    const comesBack = backwards([p], previous, stops);
+    for (const start of next[p]!) {
+      const at = `nodes[${p}].parallel.join`;
+      const from = nodes[start]!.id;
+      if (start !== join && endOf[start]! >= 0) fail(at, `the branch starting at "${from}" reaches end node "${nodes[endOf[start]!]!.id}" before the join "${joinId}"`);
+      else if (start !== join && comesBack[start]) fail(at, `the branch starting at "${from}" comes back to the parallel node "${node.id}" before the join "${joinId}"`);
+      else if (!reachesJoin[start]) fail(at, `the branch starting at "${from}" never reaches the join "${joinId}"`);
     }
   });
 }
 
-/** The strongly connected components that are cycles with no node setting max_visits (Tarjan). */
-function unboundedCycles(nodes: FlowNodeDef[], successors: (id: string) => string[]): string[][] {
-  const byId = new Map(nodes.map((n) => [n.id, n]));
-  const order = new Map<string, number>();
-  const low = new Map<string, number>();
-  const onStack = new Set<string>();
-  const stack: string[] = [];
-  const cycles: string[][] = [];
-  let counter = 0;
-  const visit = (id: string): void => {
-    order.set(id, counter);
-    low.set(id, counter++);
-    stack.push(id);
-    onStack.add(id);
-    for (const next of successors(id)) {
-      if (!order.has(next)) {
-        visit(next);
-        low.set(id, Math.min(low.get(id)!, low.get(next)!));
-      } else if (onStack.has(next)) low.set(id, Math.min(low.get(id)!, order.get(next)!));
+/** The nodes that reach one of `targets` walking forwards without passing a `stops` node (targets included). */
+function backwards(targets: number[], previous: number[][], stops: (i: number) => boolean): Uint8Array {
+  const seen = new Uint8Array(previous.length);
+  const walk = [...targets];
+  for (const t of targets) seen[t] = 1;
+  while (walk.length > 0) {
+    for (const from of previous[walk.pop()!]!) {
+      if (seen[from] || stops(from)) continue;
+      seen[from] = 1;
+      walk.push(from);
     }
-    if (low.get(id) !== order.get(id)) return;
-    const component: string[] = [];
-    let member: string;
-    do {
-      member = stack.pop()!;
-      onStack.delete(member);
-      component.push(member);
-    } while (member !== id);
-    const isCycle = component.length > 1 || successors(id).includes(id);
-    if (isCycle && !component.some((m) => (byId.get(m)!.maxVisits ?? 0) > 0)) cycles.push(component.reverse());
-  };
-  for (const node of nodes) if (!order.has(node.id)) visit(node.id);
+  }
+  return seen;
+}
+
+/** The strongly connected components that are cycles with no node setting max_visits (Tarjan, iterative). */
+function unboundedCycles(nodes: FlowNodeDef[], next: number[][]): number[][] {
+  const n = nodes.length;
+  const order = new Int32Array(n).fill(-1);
+  const low = new Int32Array(n);
+  const onStack = new Uint8Array(n);
+  const stack: number[] = [];
+  const cycles: number[][] = [];
+  let counter = 0;
+  for (let root = 0; root < n; root++) {
+    if (order[root]! >= 0) continue;
+    const frames: { node: number; edge: number }[] = [{ node: root, edge: 0 }];
+    order[root] = low[root] = counter++;
+    stack.push(root);
+    onStack[root] = 1;
+    while (frames.length > 0) {
+      const frame = frames[frames.length - 1]!;
+      const id = frame.node;
+      const tos = next[id]!;
+      if (frame.edge < tos.length) {
+        const to = tos[frame.edge++]!;
+        if (order[to]! < 0) {
+          order[to] = low[to] = counter++;
+          stack.push(to);
+          onStack[to] = 1;
+          frames.push({ node: to, edge: 0 });
+        } else if (onStack[to]) low[id] = Math.min(low[id]!, order[to]!);
+        continue;
+      }
+      frames.pop();
+      const parent = frames[frames.length - 1];
+      if (parent) low[parent.node] = Math.min(low[parent.node]!, low[id]!);
+      if (low[id] !== order[id]) continue;
+      const component: number[] = [];
+      let member: number;
+      do {
+        member = stack.pop()!;
+        onStack[member] = 0;
+        component.push(member);
+      } while (member !== id);
+      const isCycle = component.length > 1 || tos.includes(id);
+      if (isCycle && !component.some((m) => (nodes[m]!.maxVisits ?? 0) > 0)) cycles.push(component.reverse());
+    }
+  }
   return cycles;
 }

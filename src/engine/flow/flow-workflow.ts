@@ -1,6 +1,7 @@
 // flow/: a stored flow version as a Workflow the engine executes like code (body: the interpreter).
 // Must not read the store: flow-catalog.ts finds the version, this only builds its Workflow.
 import { z } from 'zod';
+import type { DefinitionLimits } from '../../journal/definition-limits.js';
 import type { Json } from '../../journal/run.js';
 import type { FlowRecord } from '../../store/store.js';
 import { WORKFLOW_BRAND, type Workflow, type WorkflowContext } from '../author/workflow.js';
@@ -17,7 +18,7 @@ const ANY_STATE: Json = { type: 'object' };
  * (what runs pin), drift `strict` (a parked run never continues on another definition), the state
  * schema as its input schema (a run's input is its initial state; none means `{}`).
  */
-export function flowWorkflow(record: FlowRecord, resolveChild: ChildResolver): Workflow {
+export function flowWorkflow(record: FlowRecord, resolveChild: ChildResolver, limits?: DefinitionLimits): Workflow {
   const flow = record.definition as unknown as FlowDefinition;
   const stateSchema = flow.stateSchema ?? ANY_STATE;
   const pinned = { schema: stateSchema, schemaHash: schemaHash(stateSchema) };
@@ -26,7 +27,7 @@ export function flowWorkflow(record: FlowRecord, resolveChild: ChildResolver): W
       ctx.addIssue({ code: 'custom', message: v.description, path: v.field ? v.field.split(/\.|\[(\d+)\]/).filter(Boolean) : [] });
     }
   });
-  const interpreter = new FlowInterpreter(flow, resolveChild);
+  const interpreter = new FlowInterpreter(flow, resolveChild, limits);
   return Object.freeze({
     [WORKFLOW_BRAND]: true as const,
     name: record.name,

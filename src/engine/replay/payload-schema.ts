@@ -1,10 +1,11 @@
 // replay/: pins a payload schema (zod to JSON Schema, hashed) and validates payloads against the pinned copy.
 // Pure: no store or clock; a parked run is judged by its pinned schema, never by the current code's.
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { ErrorObject } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import type { Json } from '../../journal/run.js';
 import { schemaHash } from './content-key.js';
 import type { FieldViolation } from '../errors.js';
+import { schemaCompiler, SchemaRefusedError } from './schema-compiler.js';
 
 /*
  * Schemas of payloads that arrive from outside a run (signals, approval decisions). The zod schema
@@ -30,11 +31,6 @@ export const ANY_JSON_SCHEMA: PinnedSchema = (() => {
   return { schema, schemaHash: schemaHash(schema) };
 })();
 
-// Ajv with the defaults research/reliability.md §3.5 asks for: no allErrors (unbounded error
-// lists), no $data (ReDoS through `pattern`); strict off because zod emits keywords like `default`.
-const ajv = new Ajv2020({ allErrors: false, strict: false, validateFormats: false });
-const compiled = new Map<string, ValidateFunction>();
-
 /**
  * Checks `value` against a pinned schema. Also refuses what JSON Schema cannot see but a consumer
  * may trip over: `__proto__`/`constructor`/`prototype` keys and non-finite numbers. Returns the
@@ -46,10 +42,13 @@ export function validatePinned(pinned: PinnedSchema, value: Json): FieldViolatio
   if (!pinnedHashMatches(pinned)) {
     return [{ field: '', description: 'the pinned schema does not match its hash; the suspension entry was altered' }];
   }
-  let validate = compiled.get(pinned.schemaHash);
-  if (!validate) {
-    validate = ajv.compile(pinned.schema as object);
-    compiled.set(pinned.schemaHash, validate);
+  // Compiled by schema-compiler.ts (bounded cost, bounded cache, no $id shared between schemas).
+  let validate;
+  try {
+    validate = schemaCompiler.validator(pinned.schema, pinned.schemaHash);
+  } catch (error) {
+    if (!(error instanceof SchemaRefusedError)) throw error;
+    return [{ field: '', description: `the schema cannot be used: it ${error.message}` }];
   }
   if (validate(value)) return [];
   return (validate.errors ?? []).map(ajvViolation);

@@ -1,13 +1,15 @@
 // runtime/: the WorkerService use cases: a worker's registration, long poll, heartbeat and result (docs/workers.md).
 // Must not execute runs (the caller decides where a run its result made runnable continues) nor journal outside the store's fenced task methods.
 import { randomBytes } from 'node:crypto';
+import type { DefinitionLimits } from '../../journal/definition-limits.js';
+import { assertPayloadSize } from '../../journal/limits.js';
 import type { Json, RunError } from '../../journal/run.js';
 import { TaskLostError, WorkerNotFoundError } from '../../journal/worker-errors.js';
 import type { JournalStore, RemoteTask, RemoteToolDeclaration, RemoteToolInfo } from '../../store/store.js';
-import { InvalidInputError, NonRetryableError, RetriesExhaustedError, type FieldViolation } from '../errors.js';
+import { InvalidDeclarationError, NonRetryableError, RetriesExhaustedError, type FieldViolation } from '../errors.js';
 import { errorRecord } from '../replay/error-codec.js';
-import { schemaHash } from '../replay/content-key.js';
-import { validatePinned } from '../replay/payload-schema.js';
+import { schemaCompiler } from '../replay/schema-compiler.js';
+import { LoopShare } from '../replay/loop-share.js';
 import type { Registry } from '../registry.js';
 import { unsafeRemoteNoFence } from './crashpoint.js';
 import type { RemoteCalls } from './remote-calls.js';
@@ -63,29 +65,48 @@ export class WorkerTasks {
     private readonly remote: RemoteCalls,
   ) {}
 
-  /** RegisterWorker: validates the declarations (InvalidInputError, nothing written) and records them. */
+  /**
+   * RegisterWorker: validates the declarations (InvalidDeclarationError naming the request's fields,
+   * nothing written) and records them. Schemas are compiled one at a time with a turn of the event
+   * loop between (a request of many large schemas must not hold the replica), and cached by content.
+   */
   async register(params: { namespace: string; workerId: string; tools: RemoteToolDeclaration[]; ttlMs: number | null }): Promise<{ workerId: string }> {
     const violations: FieldViolation[] = [];
+    const limits = this.store.limits.definitions;
     const workerId = params.workerId === '' ? `worker-${randomBytes(6).toString('hex')}` : params.workerId;
     if (!WORKER_ID.test(workerId)) violations.push({ field: 'worker_id', description: 'must be 1 to 128 printable ASCII characters without spaces' });
     if (params.tools.length === 0) violations.push({ field: 'tools', description: 'declare at least one tool' });
+    if (params.tools.length > limits.workerTools) {
+      throw new InvalidDeclarationError('the worker registration', [
+        { field: 'tools', description: `declares ${params.tools.length} tools; a worker may declare at most ${limits.workerTools} (WAYMARK_MAX_WORKER_TOOLS)` },
+      ]);
+    }
     const seen = new Set<string>();
-    params.tools.forEach((t, i) => {
+    const share = new LoopShare();
+    for (const [i, t] of params.tools.entries()) {
       const at = `tools[${i}]`;
       if (!TOOL_NAME.test(t.name)) violations.push({ field: `${at}.name`, description: 'must be 1 to 64 of A-Z a-z 0-9 _ -' });
       else if (this.registry.hasTool(t.name)) violations.push({ field: `${at}.name`, description: `"${t.name}" is an in-process tool of this server; pick another name` });
       if (seen.has(t.name)) violations.push({ field: `${at}.name`, description: `"${t.name}" is declared twice` });
       seen.add(t.name);
       if (t.inputSchema !== null) {
-        const problem = schemaProblem(t.inputSchema);
+        const problem = schemaProblem(t.inputSchema, limits);
         if (problem) violations.push({ field: `${at}.input_schema`, description: problem });
+        await share.pause();
       }
       if (t.timeoutMs < 1) violations.push({ field: `${at}.timeout`, description: 'must be at least 1ms' });
       if (t.heartbeatTimeoutMs < 100) violations.push({ field: `${at}.heartbeat_timeout`, description: 'must be at least 100ms' });
       if (t.maxAttempts > 100) violations.push({ field: `${at}.max_attempts`, description: 'must be at most 100' });
-    });
+    }
     if (params.ttlMs !== null && params.ttlMs < 1000) violations.push({ field: 'worker_ttl', description: 'must be at least 1s' });
-    if (violations.length > 0) throw new InvalidInputError('the worker registration', violations);
+    if (violations.length === 0) {
+      const served = new Set((await this.store.remoteToolList({ namespace: params.namespace })).map((r) => r.declaration.name));
+      for (const name of seen) served.add(name);
+      if (served.size > limits.namespaceTools) {
+        violations.push({ field: 'tools', description: `would make ${served.size} remote tools in namespace "${params.namespace}"; a namespace may have at most ${limits.namespaceTools} (WAYMARK_MAX_NAMESPACE_TOOLS)` });
+      }
+    }
+    if (violations.length > 0) throw new InvalidDeclarationError('the worker registration', violations);
     await this.store.workerHeartbeat({ namespace: params.namespace, workerId, tools: params.tools, ttlMs: params.ttlMs ?? WORKER_DEFAULTS.workerTtlMs });
     this.remote.forget(params.namespace);
     return { workerId };
@@ -134,6 +155,8 @@ export class WorkerTasks {
     let payload: Json;
     if ('output' in params.outcome) {
       payload = { source: 'worker', value: params.outcome.output, attempt: params.token };
+      // Sized as it is stored, named as the request's field (the store would name its entry's payload).
+      assertPayloadSize('output', payload, this.store.limits.payloadBytes);
     } else {
       const failure = params.outcome.failure;
       const record: RunError = { name: failure.name || 'Error', message: failure.message };
@@ -198,12 +221,8 @@ function runIdOf(taskId: string): string {
 }
 
 /** Why a declared JSON Schema cannot be used to validate arguments, or null. */
-function schemaProblem(schema: Json): string | null {
+function schemaProblem(schema: Json, limits: DefinitionLimits): string | null {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return 'must be a JSON Schema object';
-  try {
-    validatePinned({ schema, schemaHash: schemaHash(schema) }, null);
-    return null;
-  } catch (error) {
-    return `is not a usable JSON Schema (draft 2020-12): ${(error as Error).message}`;
-  }
+  const problem = schemaCompiler.problem(schema, { bytes: limits.schemaBytes, depth: limits.schemaDepth });
+  return problem === null ? null : `is not a usable JSON Schema (draft 2020-12): it ${problem}`;
 }

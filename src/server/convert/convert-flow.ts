@@ -1,5 +1,5 @@
 import { create, fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampFromDate, type Value } from '@bufbuild/protobuf/wkt';
 import type { FlowDefinition } from '../../engine/flow/flow-definition.js';
 import { FlowSchema, FlowVersionSchema, type Flow, type FlowVersion } from '../../gen/waymark/v1/flow_service_pb.js';
 import type { FlowRecord } from '../../engine/flow/flow-catalog.js';
@@ -13,6 +13,25 @@ import type { FlowRecord } from '../../engine/flow/flow-catalog.js';
 /** The engine's form of a received Flow. */
 export function flowFromProto(flow: Flow): FlowDefinition {
   return toJson(FlowSchema, flow) as unknown as FlowDefinition;
+}
+
+/**
+ * Every google.protobuf.Value of a received Flow with its field path (`flow.nodes[2].tool.arguments`),
+ * so each is read as a request's JSON is (jsonFromValue: depth, `__proto__`, non-finite numbers)
+ * before toJson, which would drop a `__proto__` key without a word.
+ */
+export function flowValues(flow: Flow): { field: string; value: Value | undefined }[] {
+  const out: { field: string; value: Value | undefined }[] = [{ field: 'flow.state_schema', value: flow.stateSchema }];
+  flow.nodes.forEach((node, i) => {
+    const at = `flow.nodes[${i}]`;
+    const kind = node.kind;
+    if (kind.case === 'agent') out.push({ field: `${at}.agent.output_schema`, value: kind.value.outputSchema });
+    else if (kind.case === 'tool') out.push({ field: `${at}.tool.arguments`, value: kind.value.arguments });
+    else if (kind.case === 'signal') out.push({ field: `${at}.signal.payload_schema`, value: kind.value.payloadSchema });
+    else if (kind.case === 'child') out.push({ field: `${at}.child.input`, value: kind.value.input });
+    else if (kind.case === 'end') out.push({ field: `${at}.end.output`, value: kind.value.output });
+  });
+  return out;
 }
 
 export function flowVersionToProto(record: FlowRecord): FlowVersion {

@@ -27,6 +27,7 @@ export class InvalidRequestError extends WaymarkError {
   }
 }
 
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const NAMESPACE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const WORKFLOW = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$/;
@@ -39,6 +40,9 @@ export const MAX_LABELS = 64;
 export const MAX_LABEL_VALUE = 256;
 export const MAX_KEY_LENGTH = 256;
 export const MAX_TEXT_LENGTH = 4096;
+
+/** The largest seq, attempt or fencing token a request may name: they are 32-bit integers in the store. */
+export const MAX_INT32 = 2_147_483_647;
 
 /** Page sizes per listing: 0 asks for the default, larger values are clamped to the maximum. */
 export const PAGE_SIZES = { runs: { default: 50, max: 1000 }, journal: { default: 100, max: 1000 }, approvals: { default: 50, max: 1000 } };
@@ -189,6 +193,27 @@ export class RequestCheck {
       if (!(err instanceof ValueNotJsonError)) throw err;
       this.fail(err.field, err.description);
       return null;
+    }
+  }
+
+  /**
+   * A key a JavaScript consumer of the value would trip over (`constructor`, `prototype`; a
+   * `__proto__` is refused by json() already) anywhere in `value`: a violation naming where.
+   * Iterative: the value's depth is bounded by json(), but this walks any Json it is given.
+   */
+  forbiddenKeys(field: string, value: Json): void {
+    const stack: { value: Json; at: string }[] = [{ value, at: field }];
+    while (stack.length > 0) {
+      const { value: v, at } = stack.pop()!;
+      if (v === null || typeof v !== 'object') continue;
+      if (Array.isArray(v)) {
+        v.forEach((item, i) => stack.push({ value: item, at: `${at}[${i}]` }));
+        continue;
+      }
+      for (const key of Object.keys(v)) {
+        if (FORBIDDEN_KEYS.has(key)) this.fail(`${at}.${key}`, `the key "${key}" is not allowed (it names a JavaScript object's internals); rename it`);
+        else stack.push({ value: v[key]!, at: `${at}.${key}` });
+      }
     }
   }
 

@@ -10,7 +10,7 @@ import {
   StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../../journal/errors.js';
 import {
-  ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
+  ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
   NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
 } from '../../engine/errors.js';
 import { InvalidPageTokenError } from '../../engine/read/page-token.js';
@@ -115,7 +115,7 @@ export function status(message: string, code: Code, details: Detail[]): ConnectE
 /** The gRPC status of a domain error; undefined for an error this file does not know. */
 export function domainStatus(err: WaymarkError): ConnectError | undefined {
   const m = err.message;
-  if (err instanceof InvalidRequestError || err instanceof InvalidPageTokenError) {
+  if (err instanceof InvalidRequestError || err instanceof InvalidPageTokenError || err instanceof InvalidDeclarationError) {
     return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason)]);
   }
   if (err instanceof InvalidInputError) return status(m, Code.InvalidArgument, [badRequest(err.violations, 'input'), info(err.reason)]);

@@ -65,9 +65,11 @@ export function withErrorInfo(err: ConnectError, method?: DescMethod, onFault?: 
   if (/invalid (grpc|connect) timeout value/.test(m)) return again(m, Code.InvalidArgument, [info('INVALID_DEADLINE')]);
   if (/^unknown compression/.test(m)) return again(m, err.code, [info('UNSUPPORTED_COMPRESSION')]);
   if (err.code === Code.ResourceExhausted && /readMaxBytes/.test(m)) {
+    // FlowService reads at most WAYMARK_MAX_FLOW_BYTES (flow-service.ts): a flow is refused before it is decoded.
+    const limit = method?.parent.typeName === 'waymark.v1.FlowService' ? 'WAYMARK_MAX_FLOW_BYTES' : 'WAYMARK_MAX_REQUEST_BYTES';
     return again(m, err.code, [
-      info('REQUEST_TOO_LARGE', { limit: 'WAYMARK_MAX_REQUEST_BYTES' }),
-      { desc: QuotaFailureSchema, value: { violations: [{ subject: 'request', description: `${m} (WAYMARK_MAX_REQUEST_BYTES)` }] } },
+      info('REQUEST_TOO_LARGE', { limit }),
+      { desc: QuotaFailureSchema, value: { violations: [{ subject: 'request', description: `${m} (${limit})` }] } },
     ]);
   }
   if (err.code === Code.DeadlineExceeded) return again(m, err.code, [info('DEADLINE_EXCEEDED')]);

@@ -1,7 +1,7 @@
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { FlowService } from '../../gen/waymark/v1/flow_service_pb.js';
 import type { RouteDeps } from './route-deps.js';
-import { flowFromProto, flowVersionToProto } from '../convert/convert-flow.js';
+import { flowFromProto, flowValues, flowVersionToProto } from '../convert/convert-flow.js';
 import { withErrorMapping } from '../errors/error-mapping.js';
 import { RequestCheck } from '../convert/request-validation.js';
 import { unimplemented } from './unimplemented.js';
@@ -23,6 +23,9 @@ export function flowServiceImpl(deps: RouteDeps): ServiceImpl<typeof FlowService
       const c = check();
       const namespace = c.namespace(req.namespace);
       if (!req.flow) c.fail('flow', 'is required');
+      else {
+        for (const { field, value } of flowValues(req.flow)) c.forbiddenKeys(field, c.json(field, value));
+      }
       c.done();
       const definition = flowFromProto(req.flow!);
       c.payload('flow', definition as never);
@@ -54,7 +57,11 @@ export function flowService(deps: RouteDeps): ServiceImpl<typeof FlowService> {
   return withErrorMapping(FlowService, flowServiceImpl(deps), deps.logger);
 }
 
-/** Registers waymark.v1.FlowService; methods missing from `impl` answer UNIMPLEMENTED. */
-export function registerFlowService(router: ConnectRouter, impl: Partial<ServiceImpl<typeof FlowService>> = {}): void {
-  router.service(FlowService, { ...unimplemented(FlowService), ...impl });
+/**
+ * Registers waymark.v1.FlowService; methods missing from `impl` answer UNIMPLEMENTED. Its requests
+ * are read up to `maxRequestBytes` (WAYMARK_MAX_FLOW_BYTES): decoding a message costs about a
+ * microsecond a byte, so a flow over the limit is refused (REQUEST_TOO_LARGE) before it is decoded.
+ */
+export function registerFlowService(router: ConnectRouter, impl: Partial<ServiceImpl<typeof FlowService>> = {}, maxRequestBytes?: number): void {
+  router.service(FlowService, { ...unimplemented(FlowService), ...impl }, maxRequestBytes === undefined ? {} : { readMaxBytes: maxRequestBytes });
 }

@@ -12,7 +12,7 @@ export type { RouteDeps } from './route-deps.js';
 export function registerRoutes(router: ConnectRouter, deps: RouteDeps): void {
   registerRunService(router, runService(deps));
   registerSignalService(router, signalService(deps));
-  registerFlowService(router, flowService(deps));
+  registerFlowService(router, flowService(deps), Math.min(deps.limits.requestBytes, deps.limits.definitions.flowBytes));
   registerAdminService(router, adminService(deps));
   registerWorkerService(router, workerService(deps));
 }

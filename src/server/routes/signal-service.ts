@@ -5,7 +5,7 @@ import type { RouteDeps } from './route-deps.js';
 import { callerKey, callerKeyId } from '../auth/auth.js';
 import { approvalStatesFromProto, approvalToProto } from '../convert/convert-approval.js';
 import { withErrorMapping } from '../errors/error-mapping.js';
-import { PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
+import { MAX_INT32, PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
 import { unimplemented } from './unimplemented.js';
 
 /*
@@ -21,7 +21,7 @@ export function signalServiceImpl(deps: RouteDeps): ServiceImpl<typeof SignalSer
   const check = () => new RequestCheck(deps.defaultNamespace);
   const approvalIdOf = (c: RequestCheck, id: string): string => {
     if (id === '') c.fail('id', 'is required');
-    else if (!APPROVAL_ID.test(id)) c.fail('id', 'must be an approval id "<run_id>:<seq>" as ListApprovals or GetRun return it');
+    else if (!APPROVAL_ID.test(id) || Number(APPROVAL_ID.exec(id)![2]) > MAX_INT32) c.fail('id', 'must be an approval id "<run_id>:<seq>" as ListApprovals or GetRun return it');
     return id;
   };
 

@@ -10,7 +10,7 @@ import { WORKER_DEFAULTS, type RemoteTask, type RemoteToolDeclaration } from '..
 import type { RouteDeps } from './route-deps.js';
 import { valueFromJson } from '../convert/convert-json.js';
 import { withErrorMapping } from '../errors/error-mapping.js';
-import { RequestCheck } from '../convert/request-validation.js';
+import { MAX_INT32, RequestCheck } from '../convert/request-validation.js';
 import { unimplemented } from './unimplemented.js';
 
 /*
@@ -33,11 +33,12 @@ export function workerServiceImpl(deps: RouteDeps): ServiceImpl<typeof WorkerSer
     return c.runTimeout(field, value) ?? fallback;
   };
   const token = (c: RequestCheck, value: bigint): number => {
-    if (value <= 0n || value > BigInt(Number.MAX_SAFE_INTEGER)) c.fail('fencing_token', 'must be the fencing_token PollTask returned');
+    if (value <= 0n || value > BigInt(MAX_INT32)) c.fail('fencing_token', 'must be the fencing_token PollTask returned');
     return Number(value);
   };
   const taskId = (c: RequestCheck, value: string): string => {
-    if (!/^[0-9a-f-]{36}:\d{1,10}$/i.test(value)) c.fail('task_id', 'must be a task id as PollTask returned it');
+    const m = /^[0-9a-f-]{36}:(\d{1,10})$/i.exec(value);
+    if (!m || Number(m[1]) > MAX_INT32) c.fail('task_id', 'must be a task id as PollTask returned it');
     return value;
   };
 
