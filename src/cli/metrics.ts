@@ -19,7 +19,7 @@ export class Metrics {
   private readonly claims: Counter;
   private readonly executions: Counter<'outcome'>;
   private readonly leaseLosses: Counter;
-  private readonly recoveries: Counter<'result'>;
+  private readonly recoveries: Counter<'result' | 'kind'>;
   private readonly sweeperActions: Counter<'duty'>;
   private readonly sweepDuration: Histogram;
   private readonly sweeperLeader: Gauge;
@@ -35,7 +35,10 @@ export class Metrics {
     this.claims = new Counter({ name: 'waymark_runs_claimed_total', help: 'PENDING runs claimed by this process\'s executor', registers });
     this.executions = new Counter({ name: 'waymark_executions_total', help: 'Executions ended on this process, by outcome', labelNames: ['outcome'], registers });
     this.leaseLosses = new Counter({ name: 'waymark_lease_losses_total', help: 'Executions stopped here because another worker took the run\'s lease', registers });
-    this.recoveries = new Counter({ name: 'waymark_recoveries_total', help: 'Expired leases handled by this sweeper: made claimable (recovered) or failed as Interrupted', labelNames: ['result'], registers });
+    this.recoveries = new Counter({
+      name: 'waymark_recoveries_total', labelNames: ['result', 'kind'], registers,
+      help: 'Leases this sweeper took back, by kind (expired_lease: the lease expired; dead_session: its holder\'s lease session ended): made claimable (recovered) or failed as Interrupted',
+    });
     this.sweeperActions = new Counter({ name: 'waymark_sweeper_actions_total', help: 'Sweeper duties performed, by duty', labelNames: ['duty'], registers });
     this.sweepDuration = new Histogram({
       name: 'waymark_sweep_duration_seconds', help: 'Duration of sweeps by the leader', registers,
@@ -80,15 +83,17 @@ export class Metrics {
     sweeper.events.on('demoted', () => this.sweeperLeader.set(0));
     sweeper.events.on('stopped', () => this.sweeperLeader.set(0));
     sweeper.events.on('reclaimed', (r) => {
-      this.recoveries.inc({ result: 'recovered' }, r.recovered.length);
-      this.recoveries.inc({ result: 'failed' }, r.failed.length);
+      this.recoveries.inc({ result: 'recovered', kind: 'dead_session' }, r.recovered.length);
+      this.recoveries.inc({ result: 'failed', kind: 'dead_session' }, r.failed.length);
     });
     sweeper.events.on('sweep', (r) => {
       if (!r.leader) return;
       this.sweepDuration.observe(r.durationMs / 1000);
       this.unroutable.set(r.unroutable.length);
-      this.recoveries.inc({ result: 'recovered' }, r.recovered.length);
-      this.recoveries.inc({ result: 'failed' }, r.failed.length);
+      for (const [kind, counts] of Object.entries(r.byKind)) {
+        this.recoveries.inc({ result: 'recovered', kind }, counts.recovered.length);
+        this.recoveries.inc({ result: 'failed', kind }, counts.failed.length);
+      }
       this.timedOut.inc({ by: 'sweeper' }, r.timedOut.length);
       const duties = { run_timeout: r.timedOut.length, run_timeout_child_cancelled: r.timedOutChildrenCancelled, timeout: r.timeouts, sleep: r.sleeps, parent_woken: r.parentsWoken, child_cancelled: r.childrenCancelled, child_failed: r.childrenFailed };
       for (const [duty, n] of Object.entries(duties)) if (n > 0) this.sweeperActions.inc({ duty }, n);

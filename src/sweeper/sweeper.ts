@@ -55,6 +55,9 @@ export const INTERRUPTED_PARENT_ENDED: RunError = {
 };
 const PARENT_CANCELLED: RunError = { name: 'RunCancelledError', reason: 'cancelled', message: 'its parent run was cancelled' };
 
+/** Why a run's lease was taken back: it expired, or its holder's lease session ended. */
+export type RecoveryKind = 'expired_lease' | 'dead_session';
+
 /** What one sweep did. `leader` false: another sweeper leads and this one did nothing. */
 export interface SweepReport {
   leader: boolean;
@@ -63,6 +66,8 @@ export interface SweepReport {
   recovered: string[];
   /** Runs failed as Interrupted after maxRecoveries. */
   failed: string[];
+  /** `recovered` and `failed` by kind: a lease that expired, or a holder whose lease session ended (a killed replica). */
+  byKind: Record<RecoveryKind, { recovered: string[]; failed: string[] }>;
   /** Runs failed with RunTimedOutError: their deadline passed (duty 0, run timeouts). */
   timedOut: string[];
   /** Unfinished children of those runs, cancelled with them. */
@@ -193,7 +198,7 @@ export class Sweeper {
       });
       if (r.recovered.length + r.failed.length > 0) {
         // The same line a sweep logs when it acts (tests and operators count recoveries from it).
-        this.logger.info({ epoch: lease.epoch, recovered: r.recovered, failed: r.failed, deadSessions: true }, 'sweep acted');
+        this.logger.info({ epoch: lease.epoch, recovered: r.recovered, failed: r.failed, deadSessions: { recovered: r.recovered, failed: r.failed } }, 'sweep acted');
         this.events.emit('reclaimed', r);
       }
       return [...r.recovered, ...r.failed];
@@ -208,7 +213,7 @@ export class Sweeper {
   async sweepOnce(): Promise<SweepReport> {
     const started = performance.now();
     const report: SweepReport = {
-      leader: false, epoch: null, recovered: [], failed: [], timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
+      leader: false, epoch: null, recovered: [], failed: [], byKind: { expired_lease: { recovered: [], failed: [] }, dead_session: { recovered: [], failed: [] } }, timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
       parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], durationMs: 0, fenced: false,
     };
     const lease = this.leader.current ?? await this.leader.tryAcquire();
@@ -234,7 +239,8 @@ export class Sweeper {
       report.parentsWoken + report.childrenCancelled + report.childrenFailed;
     if (acted > 0 || report.fenced) {
       this.logger.info({
-        epoch: report.epoch, recovered: report.recovered, failed: report.failed, timedOut: report.timedOut,
+        epoch: report.epoch, recovered: report.recovered, failed: report.failed,
+        expiredLeases: report.byKind.expired_lease, deadSessions: report.byKind.dead_session, timedOut: report.timedOut,
         timedOutChildrenCancelled: report.timedOutChildrenCancelled, timeouts: report.timeouts, sleeps: report.sleeps,
         parentsWoken: report.parentsWoken, childrenCancelled: report.childrenCancelled, childrenFailed: report.childrenFailed,
         fenced: report.fenced, durationMs: Math.round(report.durationMs),
@@ -268,12 +274,16 @@ export class Sweeper {
       const r = await store.runRecoverDeadSessions({ limit, maxRecoveries: this.maxRecoveries, failError: INTERRUPTED_RECOVERY });
       report.recovered.push(...r.recovered);
       report.failed.push(...r.failed);
+      report.byKind.dead_session.recovered.push(...r.recovered);
+      report.byKind.dead_session.failed.push(...r.failed);
       return r.recovered.length + r.failed.length;
     });
     await this.batches(async () => {
       const r = await store.runRecoverExpired({ limit, maxRecoveries: this.maxRecoveries, graceMs, failError: INTERRUPTED_RECOVERY });
       report.recovered.push(...r.recovered);
       report.failed.push(...r.failed);
+      report.byKind.expired_lease.recovered.push(...r.recovered);
+      report.byKind.expired_lease.failed.push(...r.failed);
       return r.recovered.length + r.failed.length;
     });
     // 2 and 3. Due deadlines and sleeps: their timeout resolution; the run becomes claimable.

@@ -128,7 +128,8 @@ export class MemoryRemoteTasks {
       return { outcome: 'closed' };
     }
     // journalResolve does all its work before its first await: the fence, the write and `done` are one step.
-    const entry = newEntry({ kind: 'tool', name: task.tool, status: 'resolved', payload: params.payload, dedupeKey: params.dedupeKey });
+    // The result carries its effect's idempotency key, as an in-process tool's terminal entry repeats its intent's.
+    const entry = newEntry({ kind: 'tool', name: task.tool, status: 'resolved', payload: params.payload, dedupeKey: params.dedupeKey, idempotencyKey: task.idempotencyKey });
     const resolving = this.host.resolve({ runId: task.runId, suspensionSeq: task.seq, entry });
     const { holder, claimExpiresAt } = task;
     task.state = 'done';

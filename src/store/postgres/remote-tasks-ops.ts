@@ -92,7 +92,8 @@ export async function remoteTaskComplete(db: PgAccess, params: RemoteTaskComplet
     // The fence: the task row, locked, only while this worker's token is the current one.
     const held = (await client.query<tq.TaskRow>(tq.taskHeld({ runId, seq, namespace: params.namespace, workerId: params.workerId, attempt: params.attempt }))).rows[0];
     if (!held) return { outcome: 'fenced' };
-    const resolution = newEntry({ kind: 'tool', name: held.tool, status: 'resolved', payload: params.payload, dedupeKey: params.dedupeKey });
+    // The result carries its effect's idempotency key, as an in-process tool's terminal entry repeats its intent's.
+    const resolution = newEntry({ kind: 'tool', name: held.tool, status: 'resolved', payload: params.payload, dedupeKey: params.dedupeKey, idempotencyKey: held.idempotency_key });
     assertEntriesFit([resolution], db.limits, 'entry');
     const locked = (await client.query<{ status: RunStatus; next_seq: number }>(rq.runLockForResolve(runId, null))).rows[0];
     if (!locked) return { outcome: 'fenced' };
