@@ -19,6 +19,7 @@ Operator commands (a client of a running server, local or remote; docs/cli.md):
   waymark approvals list|get|complete
   waymark signals send
   waymark workflows list
+  waymark tools list                            tools runs can call, remote ones with their live workers
   waymark flows register|get|list              declarative flows from JSON or YAML (docs/flows.md)
   waymark keys create|list|revoke               API keys (an admin key; docs/security.md)
   Each takes --addr, --namespace, --token, TLS flags and --output table|json; --help on any of
@@ -46,7 +47,7 @@ const EXIT_CONFIG = 78;
 const EXIT_USAGE = 2;
 
 /** The operator commands' groups (src/cli/client/), dispatched before any server setting is read. */
-const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'flows', 'keys']);
+const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'tools', 'flows', 'keys']);
 
 const SERVER_COMMAND_NAMES = new Set(['dev', 'server', 'sweeper', 'migrate', 'bootstrap-key', 'help', 'version']);
 

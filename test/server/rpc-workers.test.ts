@@ -113,7 +113,7 @@ describe('remote tools over WorkerService', () => {
     expect(started.run!.status).toBe(RunStatus.SUSPENDED);
     const { waitingOn } = await h.runs.getRun({ runId: started.run!.id });
     expect(waitingOn).toHaveLength(1);
-    expect(waitingOn[0]).toMatchObject({ kind: 'tool', name: 'charge_back', liveWorkers: 0, detail: 'a worker of tool charge_back (none connected)' });
+    expect(waitingOn[0]).toMatchObject({ kind: 'tool', name: 'charge_back', liveWorkers: 0, detail: 'no worker serves tool charge_back: the call waits until one connects (waymark tools list)' });
     // Arguments the declared schema refuses fail before anything is journaled.
     const bad = await h.runs.startRun({ workflow: 'remote-refund', input: toValue({ order: 'o-4', amount: 'x' } as never), wait: true }).catch((e: unknown) => e);
     expect(String(bad)).toContain('amount');

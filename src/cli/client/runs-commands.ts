@@ -42,6 +42,8 @@ export function runFields(out: Output, run: Run, waitingOn: WaitingOn[], extra: 
   for (const w of waitingOn) {
     const deadline = w.deadline ? `, deadline ${formatTime(w.deadline)}` : '';
     pairs.push(['waiting on', `${w.kind} "${w.name}" (seq ${w.seq}${deadline})`]);
+    // What it waits for, when the server says: no worker serves the tool, a retry's backoff.
+    if (w.detail) pairs.push(['', w.detail]);
     if (w.approvalId) pairs.push(['', out.paint(`decide: waymark approvals complete ${w.approvalId} --decision approve|deny --by NAME`, 'dim')]);
     else if (w.kind === 'signal') pairs.push(['', out.paint(`deliver: waymark signals send ${run.id} ${w.name} --payload JSON`, 'dim')]);
   }

@@ -89,12 +89,16 @@ export class RemoteCalls {
       this.store.remoteTaskList({ runId: run.runId }),
     ]);
     return waits.map((w) => {
-      if (w.kind !== 'tool') return w;
+      // A retry's backoff is a timer (the built-in http tool's included), not a call waiting for a worker.
+      if (w.kind !== 'tool' || w.backoff) return w;
       const workers = tools.find((t) => t.declaration.name === w.name)?.workers ?? [];
       const task = tasks.find((t) => t.seq === w.seq);
+      const after = task && task.attempt > 0 ? `, after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}` : '';
       const detail = task?.state === 'claimed' && task.holder !== null
         ? `worker ${task.holder} (attempt ${task.attempt})`
-        : `a worker of tool ${w.name}${workers.length === 0 ? ' (none connected)' : ` (${workers.length} connected)`}${task && task.attempt > 0 ? `, after ${task.attempt} attempt${task.attempt === 1 ? '' : 's'}` : ''}`;
+        : workers.length === 0
+          ? `no worker serves tool ${w.name}: the call waits until one connects (waymark tools list)${after}`
+          : `a worker of tool ${w.name} (${workers.length} connected)${after}`;
       return { ...w, remote: { liveWorkers: workers.length, detail } };
     });
   }

@@ -6,6 +6,7 @@ import type { JournalWait } from '../../store/journal-params.js';
 import type { PinnedSchema } from '../replay/payload-schema.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { isRemoteCall } from '../replay/replay.js';
+import { isRetryTimer } from '../author/retry.js';
 
 /*
  * The shapes of suspensions and resolutions (docs/journal.md "Suspensions"). A suspended entry
@@ -116,6 +117,8 @@ export interface Waiting {
   schema: Json;
   /** A remote tool call (docs/workers.md): the live workers serving the tool and what the call waits for; set by GetRun. */
   remote?: { liveWorkers: number; detail: string };
+  /** A retry's backoff (the wait before an effect's next attempt, any tool, remote or not): what it waits for. */
+  backoff?: { detail: string };
 }
 
 export function waitingOf(entry: JournalEntry): Waiting {
@@ -129,5 +132,6 @@ export function waitingOf(entry: JournalEntry): Waiting {
     approvalId: entry.kind === 'approval' ? approvalId(entry.runId, entry.seq) : null,
     deadlineAt: p.deadlineAt ?? null,
     schema: p.schema ?? {},
+    ...(isRetryTimer(entry) ? { backoff: { detail: `a retry backoff before attempt ${entry.attempt ?? '?'} of ${entry.kind} ${entry.name}${p.deadlineAt ? `, due ${p.deadlineAt}` : ''}` } } : {}),
   };
 }

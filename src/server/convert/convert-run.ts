@@ -73,7 +73,7 @@ export function waitingToProto(waiting: Waiting): WaitingOn {
     approvalId: waiting.approvalId ?? '',
     deadline: waiting.deadlineAt ? timestampFromDate(new Date(waiting.deadlineAt)) : undefined,
     liveWorkers: waiting.remote?.liveWorkers ?? 0,
-    detail: waiting.remote?.detail ?? '',
+    detail: waiting.remote?.detail ?? waiting.backoff?.detail ?? '',
   });
 }
 
