@@ -108,6 +108,7 @@ const schema = z.object({
     .refine((v) => v.split(',').every((o) => o.trim() === '*' || ORIGIN.test(o.trim())), 'must be comma-separated origins like https://app.example.com (scheme, host, optional port), or *')
     .optional(),
   WAYMARK_REFLECTION_PUBLIC: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
+  WAYMARK_CONSOLE: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
 });
 
 export type Env = z.infer<typeof schema>;
@@ -134,6 +135,8 @@ export interface Config {
   /** The sweeper reports a run PENDING this long that no live replica can execute. */
   unroutableAfterMs: number;
   workflowsPath: string | undefined;
+  /** Serve the web console under /console/ on WAYMARK_ADDR (docs/console.md). */
+  console: boolean;
   dataDir: string;
   namespace: string;
   logLevel: Env['WAYMARK_LOG_LEVEL'];
@@ -205,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     replicaTtlMs: e.WAYMARK_REPLICA_TTL_MS,
     unroutableAfterMs: e.WAYMARK_UNROUTABLE_AFTER_MS,
     workflowsPath: e.WAYMARK_WORKFLOWS,
+    console: e.WAYMARK_CONSOLE === 'on',
     dataDir: e.WAYMARK_DATA_DIR,
     namespace: e.WAYMARK_NAMESPACE,
     logLevel: e.WAYMARK_LOG_LEVEL,

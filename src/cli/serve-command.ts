@@ -11,6 +11,8 @@ import { startGrpcServer } from '../server/transport/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/routes/health-service.js';
 import { registerReflectionService } from '../server/routes/reflection-service.js';
 import { registerWebhookService, webhookService } from '../server/routes/webhook-service.js';
+import { loadConsoleAssets } from '../server/transport/console-assets.js';
+import { consoleBuildDir } from './console-build.js';
 import { WebhookApi } from '../webhooks/webhook-api.js';
 import { StreamGate } from '../server/transport/stream-limit.js';
 import type { Config } from './config.js';
@@ -123,6 +125,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       tls: config.tls,
       auth,
       corsOrigins: config.auth.corsOrigins,
+      console: config.console ? loadConsoleAssets(consoleBuildDir()) : undefined,
       routes: (router) => {
         registerRoutes(router, api);
         registerWebhookService(router, webhookService({
@@ -150,6 +153,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, holder: services.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: services.engine.resumes.maxEntries, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
+    if (config.console) logger.info({ url: `${server.url}/console/` }, `web console on ${server.url}/console/`);
     await services.start();
 
     const signal = await stopSignal;

@@ -11,6 +11,7 @@ import { startGrpcServer, type GrpcServer } from '../../src/server/transport/grp
 import type { ClientLimits } from '../../src/server/transport/client-limits.js';
 import type { TlsFiles } from '../../src/server/transport/tls.js';
 import { StreamGate } from '../../src/server/transport/stream-limit.js';
+import type { ConsoleAssets } from '../../src/server/transport/console-assets.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { HealthStatus, registerHealthService } from '../../src/server/routes/health-service.js';
 import { registerReflectionService } from '../../src/server/routes/reflection-service.js';
@@ -54,6 +55,8 @@ export async function startApiServer(options: {
   auth?: { streamTokenSecret?: string; keyCacheMs?: number; reflectionPublic?: boolean; corsOrigins?: string[] };
   /** Serve TLS (and mTLS with `clientCaFile`) instead of h2c; `server.url` is then https. */
   tls?: TlsFiles;
+  /** The web console's files under /console/ (console-assets.ts). */
+  console?: ConsoleAssets;
 } = {}): Promise<ApiServer> {
   const db = await createMigratedDatabase(options.prefix ?? 'waymark_api');
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -83,6 +86,7 @@ export async function startApiServer(options: {
     auth: auth ? {
       keys: api.keys, streamTokens, reflectionPublic: auth.reflectionPublic ?? false, defaultNamespace: 'default', runVisible: (p) => api.runVisible(p),
     } : 'off',
+    ...(options.console ? { console: options.console } : {}),
     ...(auth?.corsOrigins ? { corsOrigins: auth.corsOrigins } : {}),
     ...(options.tls ? { tls: options.tls } : {}),
   });

@@ -8,6 +8,8 @@ import { clientCertificateKey, clientCertificateOf } from '../auth/client-certif
 import { clientKey, clientLimitsInterceptor, DEFAULT_CLIENT_LIMITS, type ClientLimits } from './client-limits.js';
 import { ClientBuffers } from './client-buffers.js';
 import { createHttp2Handler } from './http2-handler.js';
+import { acceptHttp1, type Http1Side } from './http1-bridge.js';
+import type { ConsoleAssets } from './console-assets.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
@@ -39,6 +41,8 @@ export interface GrpcServerOptions {
   auth: AuthOptions | 'off';
   /** Origins whose browser scripts may call the API (gRPC-Web, Connect), answered with CORS headers; none by default. */
   corsOrigins?: readonly string[];
+  /** The web console served under /console/ (console-assets.ts, docs/console.md); none when absent. */
+  console?: ConsoleAssets | undefined;
 }
 
 export interface GrpcServer {
@@ -70,9 +74,10 @@ export function isLoopbackHost(host: string): boolean {
 /**
  * Serves gRPC, gRPC-Web and Connect on one port: h2c (HTTP/2 without TLS), or TLS with ALPN `h2`
  * when `tls` is given (certificate reloaded on change; client certificates verified against a CA
- * for mTLS and put on each request's context as `clientCertificateKey`). HTTP/1.1 clients are not
- * served either way: the response writer works on HTTP/2 streams (http2-handler.ts), so a TLS
- * client must offer `h2` in ALPN (browsers, grpc-js, grpc-go, Python grpcio and Node's http2 do).
+ * for mTLS and put on each request's context as `clientCertificateKey`). A TLS client must offer
+ * `h2` in ALPN (browsers, grpc-js, grpc-go, Python grpcio and Node's http2 do); the plaintext port
+ * also answers HTTP/1.1 (browsers: the console and Connect calls, http1-bridge.ts), and the web
+ * console's files when `console` is given (console-assets.ts).
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   const { logger } = options;
@@ -110,6 +115,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       ...(options.auth === 'off' ? [] : [authInterceptor(options.auth)]), ...(options.interceptors ?? []),
     ],
     ...(options.corsOrigins?.length ? { corsOrigins: options.corsOrigins } : {}),
+    console: options.console,
     // The client the limits count is the peer address: they run before authentication, so a flood
     // of made-up keys is limited too.
     contextValues: (req) => createContextValues()
@@ -118,6 +124,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       .set(clientCertificateKey, clientCertificateOf(req.socket)),
   });
   let stopWatching = (): void => undefined;
+  let http1: Http1Side | undefined;
   let server: http2.Http2Server | http2.Http2SecureServer;
   if (options.tls) {
     const tls = options.tls;
@@ -134,6 +141,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     server = secure;
   } else {
     server = http2.createServer({}, handler);
+    // Browsers speak HTTP/1.1 to an http:// address: the console and Connect calls (http1-bridge.ts).
+    http1 = acceptHttp1(server, handler.http1);
   }
 
   const sessionLimits: SessionLimits = { ...DEFAULT_SESSION_LIMITS, ...options.sessionLimits };
@@ -180,6 +189,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // GOAWAY: clients open no new streams here and reconnect elsewhere; open streams carry on.
       for (const session of sessions) session.close();
+      http1?.drain();
       if (!(await settlesWithin(closed, graceMs))) {
         stopping.abort(serverShutdownError());
         if (!(await settlesWithin(closed, ABORT_FLUSH_MS))) {

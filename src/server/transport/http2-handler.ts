@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import http2 from 'node:http2';
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
@@ -9,6 +10,8 @@ import { corsPolicy } from '../auth/cors.js';
 import { ensureErrorInfo, grpcCodeName, unroutedResponse } from '../errors/framework-errors.js';
 import { faultRecordKey, logFault } from '../errors/server-faults.js';
 import { clampTimeoutHeaders } from './request-timeout.js';
+import type { ConsoleAssets } from './console-assets.js';
+import { createHttp1Listener, type Http1RequestListener } from './http1-bridge.js';
 
 /*
  * The HTTP/2 server's request listener: Connect's router (gRPC, gRPC-Web and Connect), with the
@@ -30,15 +33,20 @@ import { clampTimeoutHeaders } from './request-timeout.js';
 
 export interface Http2HandlerOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
-  contextValues: (req: http2.Http2ServerRequest) => ContextValues;
+  contextValues: (req: http2.Http2ServerRequest | http.IncomingMessage) => ContextValues;
   logger: Logger;
   /** Unread response bytes per client (the client is the request's `clientKey`). */
   buffers: ClientBuffers;
   /** Browser origins answered with CORS headers (cors.ts); none when absent. */
   corsOrigins?: readonly string[];
+  /** The web console's files, answered before the router (console-assets.ts); none when absent. */
+  console?: ConsoleAssets | undefined;
 }
 
-export type Http2RequestListener = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
+export type Http2RequestListener = ((req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) & {
+  /** The same routes for HTTP/1.1 requests (browsers on the plaintext port, http1-bridge.ts). */
+  http1: Http1RequestListener;
+};
 
 export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestListener {
   const { logger } = options;
@@ -47,7 +55,8 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
   const paths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const cors = options.corsOrigins ? corsPolicy(options.corsOrigins) : null;
 
-  return (req, res) => {
+  const listener = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void => {
+    if (options.console?.handle(req, res)) return;
     if (cors) {
       if (cors.preflight(req, res)) return;
       cors.decorate(req, res);
@@ -82,6 +91,8 @@ export function createHttp2Handler(options: Http2HandlerOptions): Http2RequestLi
         logger.error({ err, rpc: handler.requestPath }, 'writing the response failed');
       });
   };
+  const http1 = createHttp1Listener({ paths, contextValues: options.contextValues, console: options.console, logger });
+  return Object.assign(listener, { http1 });
 }
 
 /** A client's share of the buffered-bytes limit, as one response's writes see it. */
