@@ -109,8 +109,14 @@ export class RunData {
         afterSeq: last, followSuspended: true, signal: this.stop.signal,
         onReconnect: (info) => {
           this.state = 'reconnecting';
-          this.reconnects += 1;
-          this.events.push({ seq: info.afterSeq, at: Date.now(), what: `connection lost (${info.error.message}); reconnecting after seq ${info.afterSeq}`, note: true });
+          // One line per outage: the attempts of one outage update it.
+          const line = { seq: info.afterSeq, at: Date.now(), what: `connection lost (${info.error.message}); reconnecting after seq ${info.afterSeq}, attempt ${info.attempt}`, note: true };
+          const last = this.events.at(-1);
+          if (info.attempt > 1 && last?.note) this.events[this.events.length - 1] = { ...line, at: last.at };
+          else {
+            this.reconnects += 1;
+            this.events.push(line);
+          }
           rerender();
         },
       });
