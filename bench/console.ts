@@ -53,11 +53,12 @@ export async function measureConsole(url: string, entries: number, loads: number
       await cdp.send('Performance.enable');
       await tab.goto(page, { waitUntil: 'commit' });
       // performance.now() is milliseconds since this navigation started.
-      first.push(await (await tab.waitForFunction(`document.querySelectorAll('.tl-row').length >= ${FIRST_SCREEN_ROWS} && performance.now()`, undefined, { polling: 'raf', timeout: 60_000 })).jsonValue() as number);
+      // Functions, not strings: a string predicate is eval'd in the page, which its CSP refuses.
+      first.push(await (await tab.waitForFunction((n) => (globalThis as any).document.querySelectorAll('.tl-row').length >= n && performance.now(), FIRST_SCREEN_ROWS, { polling: 'raf', timeout: 60_000 })).jsonValue() as number);
       const metrics = (await cdp.send('Performance.getMetrics')).metrics;
       busy.push((metrics.find((m) => m.name === 'TaskDuration')?.value ?? 0) * 1000);
-      all.push(await (await tab.waitForFunction(`[...document.querySelectorAll('.facts-grid dt')].find((d) => d.textContent === 'Entries')?.nextElementSibling?.textContent === '${entries}' && performance.now()`,
-        undefined, { polling: 100, timeout: 120_000 })).jsonValue() as number);
+      all.push(await (await tab.waitForFunction((n) => [...(globalThis as any).document.querySelectorAll('.facts-grid dt')].find((d: any) => d.textContent === 'Entries')?.nextElementSibling?.textContent === String(n) && performance.now(),
+        entries, { polling: 100, timeout: 120_000 })).jsonValue() as number);
       domRows = await tab.evaluate(`document.querySelectorAll('.tl-row').length`) as number;
       if (process.env.BENCH_CONSOLE_DEBUG) {
         const timings = `[...performance.getEntriesByType('mark'), ...performance.getEntriesByType('resource').slice(0, 6)].map((e) => [e.name.split('/').pop(), Math.round(e.startTime), Math.round(e.duration)])`;
