@@ -8,8 +8,8 @@ import { loadConsoleAssets } from '../../src/server/transport/console-assets.js'
 import { startApiServer, type ApiServer } from '../support/api-server.js';
 
 /*
- * The web console's files on the API's port (src/server/console-assets.ts) and HTTP/1.1 beside
- * h2c on it (src/server/http1-bridge.ts): what a browser gets over HTTP/1.1 (it never speaks h2c),
+ * The web console's files on the API's port (src/server/transport/console-assets.ts) and HTTP/1.1 beside
+ * h2c on it (src/server/transport/http1-bridge.ts): what a browser gets over HTTP/1.1 (it never speaks h2c),
  * what an HTTP/2 client gets, the caching and security headers, the SPA fallback, and Connect
  * calls over HTTP/1.1 going through the same authentication as over HTTP/2.
  */
