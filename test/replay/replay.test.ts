@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/errors.js';
 import {
-  callShape, childScope, invalidationEntries, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
+  callShape, childScope, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
 } from '../../src/engine/replay/replay.js';
+import { invalidationEntries } from '../../src/engine/replay/invalidation.js';
 import { ENTRY_KINDS, type EntryKind, type JournalEntry } from '../../src/journal/journal-entry.js';
 import { identityOf, JournalBuilder, RUN } from './journal-builder.js';
 

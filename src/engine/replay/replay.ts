@@ -1,8 +1,8 @@
 // replay/: the pure replay core: JournalIndex, the scoped ReplayCursor, and replayDecide (every verdict a value).
-// Must not import runtime/, scheduling/ or engine.ts, nor touch a store, the clock or any I/O.
-import { newEntry, type EntryKind, type JournalEntry, type NewJournalEntry } from '../../journal/journal-entry.js';
+// Must not import runtime/, scheduling/ or the use cases, nor touch a store, the clock or any I/O.
+import type { EntryKind, JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
-import { InvalidateTargetError, JournalCorruptError } from '../errors.js';
+import { JournalCorruptError } from '../errors.js';
 
 /*
  * Replay, as pure functions over journal entries: no store, no clock, no I/O (STYLE habit 6).
@@ -353,45 +353,6 @@ function decideMatched(record: EffectRecord, options: DecideOptions): ReplayDeci
     default:
       throw new JournalCorruptError(options.index.runId, outcome.seq, `an effect cannot end with status ${outcome.status}`);
   }
-}
-
-/**
- * The entries that record `invalidate: [seq…]`: one `cancelled` entry per targeted effect, pointing
- * at the head of its latest attempt, so replay reruns it (docs/journal.md "Invalidation"). A seq may
- * name any entry of the effect (its head, terminal or a resolution). Throws InvalidateTargetError
- * for a seq that is no effect's or names a superseded attempt; effects already unpinned are skipped.
- */
-export function invalidationEntries(index: JournalIndex, entries: readonly JournalEntry[], seqs: readonly number[]): NewJournalEntry[] {
-  const out: NewJournalEntry[] = [];
-  const done = new Set<number>();
-  for (const seq of seqs) {
-    const entry = Number.isInteger(seq) ? entries[seq] : undefined;
-    if (!entry) throw new InvalidateTargetError(index.runId, seq, 'the journal has no entry at that seq');
-    if (entry.kind === 'status') throw new InvalidateTargetError(index.runId, seq, 'it is a status change, not an effect');
-    const headSeq = isEffectHead(entry) ? entry.seq : entry.refSeq;
-    const attempt = headSeq === null ? undefined : index.attemptsBySeq.get(headSeq);
-    if (!attempt) throw new InvalidateTargetError(index.runId, seq, 'it belongs to no effect');
-    const { head } = attempt;
-    const record = index.record({ scope: head.scope, contentKey: head.contentKey, occurrence: head.occurrence })!;
-    const latest = latestAttempt(record);
-    if (latest !== attempt) {
-      throw new InvalidateTargetError(index.runId, seq, `a later attempt of this effect starts at seq ${latest.head.seq}; invalidate that one`);
-    }
-    if (done.has(head.seq) || attempt.terminal?.status === 'cancelled') continue;
-    done.add(head.seq);
-    out.push(newEntry({
-      kind: head.kind,
-      name: head.name,
-      status: 'cancelled',
-      scope: head.scope,
-      contentKey: head.contentKey,
-      occurrence: head.occurrence,
-      idempotencyKey: head.idempotencyKey,
-      refSeq: head.seq,
-      payload: { reason: 'invalidated', seq },
-    }));
-  }
-  return out;
 }
 
 /** Latest attempts of suspensions with no valid resolution and not invalidated: what the run waits on. */
