@@ -1,7 +1,8 @@
 // Item 6 of the benchmark, as a separate client process: `node --import tsx bench/events-client.ts
-// <replica A> <replica B> <rounds>`. A run parks on replica A; a follower streams its events from
-// replica B; each round sends a signal on A (the run wakes and emits on A) and times the emitted
-// entry's arrival at B: from the send, and from the entry's create_time (database clock; one machine).
+// <replica A> <replica B> <rounds> [signal|approval]`. A run parks on replica A; a follower streams its
+// events from replica B; each round sends a signal on A, or decides the run's pending approval on A
+// (the run wakes and emits on A), and times the emitted entry's arrival at B: from the call, and from
+// the entry's create_time (database clock; one machine). The approval's id is read before the timer starts.
 import { fromJson } from '@bufbuild/protobuf';
 import { timestampMs, ValueSchema } from '@bufbuild/protobuf/wkt';
 import { createClient } from '@connectrpc/connect';
@@ -11,14 +12,15 @@ import { RunService } from '../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../src/gen/waymark/v1/signal_service_pb.js';
 import { percentile } from './stats.js';
 
-const [addrA, addrB, roundsArg] = process.argv.slice(2);
+const [addrA, addrB, roundsArg, modeArg] = process.argv.slice(2);
+const mode = modeArg === 'approval' ? 'approval' : 'signal';
 const rounds = Number(roundsArg);
 const WARMUP = 5;
 const runsA = createClient(RunService, createGrpcTransport({ baseUrl: `http://${addrA}` }));
 const signalsA = createClient(SignalService, createGrpcTransport({ baseUrl: `http://${addrA}` }));
 const runsB = createClient(RunService, createGrpcTransport({ baseUrl: `http://${addrB}` }));
 
-const started = await runsA.startRun({ namespace: 'bench', workflow: 'bench-ticks', input: fromJson(ValueSchema, { rounds: rounds + WARMUP }), wait: true });
+const started = await runsA.startRun({ namespace: 'bench', workflow: mode === 'approval' ? 'bench-approvals' : 'bench-ticks', input: fromJson(ValueSchema, { rounds: rounds + WARMUP }), wait: true });
 if (started.run?.status !== RunStatus.SUSPENDED) throw new Error(`the run did not park: ${RunStatus[started.run?.status ?? 0]}`);
 const runId = started.run.id;
 
@@ -37,12 +39,29 @@ const following = (async () => {
   if (!abort.signal.aborted) throw err;
 });
 
+/** The id of the approval round `i` waits on, once the run parked on it (the previous round's emit came first). */
+async function pendingApproval(i: number): Promise<string> {
+  for (let polls = 0; ; polls++) {
+    const { waitingOn } = await runsA.getRun({ namespace: 'bench', runId });
+    const id = waitingOn.find((w) => w.approvalId !== '')?.approvalId;
+    if (id && !decided.has(id)) {
+      decided.add(id);
+      return id;
+    }
+    if (polls > 5_000) throw new Error(`round ${i}: the run never parked on a new approval`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+const decided = new Set<string>();
+
 const fromSend: number[] = [];
 const fromCommit: number[] = [];
 for (let i = 0; i < rounds + WARMUP; i++) {
+  const approvalId = mode === 'approval' ? await pendingApproval(i) : '';
   const seen = new Promise<void>((resolve) => (waiter.notify = resolve));
   const t0 = performance.now();
-  await signalsA.sendSignal({ namespace: 'bench', runId, name: 'tick', payload: fromJson(ValueSchema, { i }), signalId: `tick-${i}` });
+  if (mode === 'approval') await signalsA.decideApproval({ namespace: 'bench', id: approvalId, approve: true, by: 'bench', requestId: `round-${i}` });
+  else await signalsA.sendSignal({ namespace: 'bench', runId, name: 'tick', payload: fromJson(ValueSchema, { i }), signalId: `tick-${i}` });
   if (arrivals.length <= i) await seen;
   const a = arrivals[i]!;
   if (i >= WARMUP) {

@@ -112,9 +112,9 @@ export async function measureGrpc(server: GrpcServer, runs: number, concurrency:
   };
 }
 
-/** Event latency across replicas (bench/events-client.ts): a signal on A to the emitted entry at a follower on B. */
-export async function measureEvents(a: GrpcServer, b: GrpcServer, rounds: number) {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/events-client.ts'), a.address, b.address, String(rounds)], { cwd: root });
+/** Event latency across replicas (bench/events-client.ts): a signal (or an approval decision) on A to the emitted entry at a follower on B. */
+export async function measureEvents(a: GrpcServer, b: GrpcServer, rounds: number, mode: 'signal' | 'approval' = 'signal') {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(root, 'bench/events-client.ts'), a.address, b.address, String(rounds), mode], { cwd: root });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as { sendP50Ms: number; sendP99Ms: number; commitP50Ms: number; commitP99Ms: number };
 }
 

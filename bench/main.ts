@@ -87,7 +87,7 @@ try {
 
   progress(`waymark gRPC: a server process and a client process, ${RUNS} runs, sequential and concurrency 16`);
   const server = await startServer(wmUrl);
-  let gSeq, g16, c16, events, rSeq, r16;
+  let gSeq, g16, c16, events, decisions, rSeq, r16;
   try {
     gSeq = await repeat(REPS, () => measureGrpc(server, RUNS, 1, STEPS));
     g16 = await repeat(REPS, () => measureGrpc(server, RUNS, 16, STEPS, pgCpu));
@@ -99,6 +99,8 @@ try {
     const other = await startServer(wmUrl);
     try {
       events = await measureEvents(server, other, EVENT_ROUNDS);
+      progress(`event latency after a decision: an approval decided on replica A to the emitted entry at a follower on replica B, ${EVENT_ROUNDS} rounds`);
+      decisions = await measureEvents(server, other, EVENT_ROUNDS, 'approval');
     } finally {
       await other.stop();
     }
@@ -114,6 +116,7 @@ try {
   }
   row('events across replicas: signal sent on A to entry seen on B', '', fmt(events.sendP50Ms, 3), fmt(events.sendP99Ms, 3));
   row('events across replicas: entry create_time to receipt on B', '', fmt(events.commitP50Ms, 3), fmt(events.commitP99Ms, 3));
+  row('events across replicas: approval decided on A to entry seen on B', '', fmt(decisions.sendP50Ms, 3), fmt(decisions.sendP99Ms, 3));
 
   progress(`Restate 1.7: server binary, endpoint process (10 ctx.run steps), client process through the ingress, ${RUNS} invocations, sequential and concurrency 16`);
   const restate = await launchRestate();

@@ -20,6 +20,15 @@ export const ticks = defineWorkflow({ name: 'bench-ticks', input: z.object({ rou
   return { rounds };
 });
 
+/** Event latency after a decision: each approval decided is answered by an emitted `tock`, timed at a follower on another replica. */
+export const approvals = defineWorkflow({ name: 'bench-approvals', input: z.object({ rounds: z.number() }) }, async (ctx, { rounds }) => {
+  for (let i = 0; i < rounds; i++) {
+    await ctx.approve({ title: 'next round' });
+    await ctx.emit({ type: 'tock', i });
+  }
+  return { rounds };
+});
+
 /**
  * Recovery (bench/recovery.ts): a run that never ends on its own, one slow step (a ~20 ms tool
  * call) after another, each step's result naming the replica that executed it

@@ -182,7 +182,8 @@ export class ReplicaEngine {
 
   /** DecideApproval: the decision (a run it made runnable executes here) and the approval as it now stands. */
   async approvalDecide(params: ApprovalDecideParams & { approvalId: string }): Promise<ResolveResult & { approval: ApprovalView }> {
-    const result = await this.engine.approvalDecide(params);
+    // The lease comes with the decision, as with a signal (no PENDING hop, no other replica racing for the claim).
+    const result = await this.engine.approvalDecide(params, { take: this.inline.accepting });
     this.inline.resolved(result, params.namespace);
     return { ...result, approval: await approvalGet(this.engine.store, { namespace: params.namespace, approvalId: params.approvalId }) };
   }

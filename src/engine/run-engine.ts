@@ -188,8 +188,13 @@ export class RunEngine {
     return result;
   }
 
-  async approvalDecide(params: resolutions.ApprovalDecideParams): Promise<resolutions.ResolveResult> {
-    const result = await resolutions.approvalDecide(this.store, params);
+  /**
+   * DecideApproval (runtime/resolutions.ts). `take`: the run's lease comes with a decision that makes
+   * it runnable, as with signalSend (the caller then executes it with the driver, or releases it).
+   */
+  async approvalDecide(params: resolutions.ApprovalDecideParams, options: { take?: boolean } = {}): Promise<resolutions.ResolveResult> {
+    const leaseFor = options.take ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs } } : {};
+    const result = await resolutions.approvalDecide(this.store, params, leaseFor);
     this.resumes.note(result.entry);
     return result;
   }

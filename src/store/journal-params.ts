@@ -1,6 +1,7 @@
 import type { JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Lease } from '../journal/run.js';
 import type { SweeperLease } from './sweeper-params.js';
+import type { RunLeaseAcquireRunningResult } from './run-params.js';
 
 /*
  * Parameters and results of the JournalStore's journal, wake-up and budget-lock methods (JournalOps,
@@ -71,6 +72,13 @@ export interface JournalResolveParams {
   entry: NewJournalEntry;
   /** The sweeper's fence (see RunStatusForceParams). */
   leader?: SweeperLease;
+  /**
+   * When this resolution is applied and the run is PENDING after it (it was SUSPENDED), take the
+   * run's lease for `holder` in the same atomic step and journal its RUNNING entry after the
+   * resolution, as SignalDeliverParams.leaseFor does: the caller executes the run, and no other
+   * replica's executor races it for the claim. Absent: the run becomes PENDING as before.
+   */
+  leaseFor?: { holder: string; ttlMs: number };
 }
 
 export interface JournalResolveResult {
@@ -82,6 +90,8 @@ export interface JournalResolveResult {
   duplicate: boolean;
   /** The suspension's winning resolution, whoever wrote it. */
   winner: JournalEntry;
+  /** With `leaseFor` and an applied resolution: the lease taken (null: the run was RUNNING, so it was flagged instead). */
+  taken?: RunLeaseAcquireRunningResult | null;
 }
 
 export interface WakeupSubscribeParams {

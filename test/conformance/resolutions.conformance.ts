@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { RunNotFoundError, RunStateError } from '../../src/journal/errors.js';
+import { LeaseLostError, RunNotFoundError, RunStateError } from '../../src/journal/errors.js';
 import { resolution, startRun, step, suspension, TTL } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
@@ -26,6 +26,39 @@ export function resolutionsSection({ h }: SuiteContext): void {
     expect(later.entry).toMatchObject({ seq: 4, status: 'noop', refSeq: 1, payload: { approved: false } });
     expect(later.winner).toEqual(first.entry);
     expect((await store.journalList({ runId: run.id, afterSeq: 2 })).map((e) => e.status)).toEqual(['resolved', 'noop']);
+  });
+
+  it('with leaseFor, an applied resolution takes the lease of the run it wakes in the same step: RUNNING under the holder, its RUNNING entry after it', async () => {
+    const { store, run, lease } = await parked();
+    const leaseFor = { holder: 'replica-a', ttlMs: TTL };
+    const r = await store.journalResolve({ runId: run.id, namespace: 'default', suspensionSeq: 1, entry: resolution({ approved: true }, 'approval:r1'), leaseFor });
+    expect(r).toMatchObject({ applied: true, duplicate: false, entry: { seq: 3, status: 'resolved', refSeq: 1 } });
+    expect(r.taken?.lease).toMatchObject({ runId: run.id, holder: 'replica-a', epoch: lease.epoch + 1 });
+    expect(r.taken?.run).toMatchObject({ status: 'RUNNING', leaseHolder: 'replica-a', nextSeq: 5 });
+    expect(r.taken?.entry).toMatchObject({ seq: 4, kind: 'status', name: 'RUNNING' });
+    expect((await store.journalList({ runId: run.id, afterSeq: 2 })).map((e) => `${e.seq} ${e.kind} ${e.status}`)).toEqual(['3 approval resolved', '4 status info']);
+    // Nobody else claims it, the old holder is fenced, the taker writes.
+    expect(await store.runClaim({ holder: 'replica-b', ttlMs: TTL, limit: 10 })).toEqual([]);
+    await expect(store.journalAppend({ lease, entries: [step('stale')] })).rejects.toBeInstanceOf(LeaseLostError);
+    await store.journalAppend({ lease: r.taken!.lease, entries: [step('b')] });
+    // A repeat of the same decision writes and takes nothing; a later one is a noop and takes nothing.
+    const repeat = await store.journalResolve({ runId: run.id, suspensionSeq: 1, entry: resolution({ approved: true }, 'approval:r1'), leaseFor });
+    expect(repeat).toMatchObject({ applied: true, duplicate: true });
+    expect(repeat.taken ?? null).toBeNull();
+    const later = await store.journalResolve({ runId: run.id, suspensionSeq: 1, entry: resolution({ approved: false }, 'approval:r2'), leaseFor });
+    expect(later).toMatchObject({ applied: false, duplicate: false });
+    expect(later.taken ?? null).toBeNull();
+    expect((await store.runGet({ runId: run.id, namespace: 'default' })).leaseHolder).toBe('replica-a');
+  });
+
+  it('with leaseFor, a resolution that reaches a RUNNING run takes nothing: the run is flagged, and parking makes it PENDING', async () => {
+    const { store } = h();
+    const { run, lease } = await startRun(store);
+    await store.journalAppend({ lease, entries: [step('a'), suspension('approve refund')] });
+    const r = await store.journalResolve({ runId: run.id, suspensionSeq: 1, entry: resolution({ approved: true }), leaseFor: { holder: 'replica-a', ttlMs: TTL } });
+    expect(r).toMatchObject({ applied: true, taken: null });
+    expect((await store.runGet({ runId: run.id, namespace: 'default' })).leaseHolder).toBe(lease.holder);
+    expect((await store.runStatusSet({ lease, status: 'SUSPENDED' })).run.status).toBe('PENDING');
   });
 
   it('a repeated dedupeKey returns the first entry and writes nothing', async () => {

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { RunNotFoundError, RunStateError } from '../../journal/errors.js';
 import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Json, type Run } from '../../journal/run.js';
-import type { JournalStore, JournalWait } from '../../store/store.js';
+import type { JournalStore, JournalWait, RunLeaseAcquireRunningResult } from '../../store/store.js';
 import { assertJsonStorable } from '../../store/write-checks.js';
 import { toJson } from '../replay/content-key.js';
 import { ApprovalNotFoundError, InvalidResolutionError } from '../errors.js';
@@ -34,6 +34,8 @@ export interface ResolveResult {
   entry: JournalEntry;
   /** The resolution that closed the wait. */
   winner: JournalEntry;
+  /** With `leaseFor`: the run's lease, taken with the resolution (the caller must execute the run or release it). */
+  taken?: RunLeaseAcquireRunningResult | null;
 }
 
 export interface ApprovalDecideParams {
@@ -53,7 +55,14 @@ export interface ApprovalDecideParams {
   payload?: Record<string, Json>;
 }
 
-export async function approvalDecide(store: JournalStore, params: ApprovalDecideParams): Promise<ResolveResult> {
+/**
+ * DecideApproval: validates the decision against the approval's pinned schema and journals it. With
+ * `leaseFor`, a decision that makes the run runnable takes its lease in the same transaction
+ * (JournalResolveParams.leaseFor), as a signal does: the caller executes the run at once.
+ */
+export async function approvalDecide(
+  store: JournalStore, params: ApprovalDecideParams, options: { leaseFor?: { holder: string; ttlMs: number } } = {},
+): Promise<ResolveResult> {
   const address = params.approvalId !== undefined ? parseApprovalId(params.approvalId) : params.runId !== undefined && params.seq !== undefined ? { runId: params.runId, seq: params.seq } : null;
   const shownId = params.approvalId ?? `${params.runId}:${params.seq}`;
   if (!address) throw new ApprovalNotFoundError(shownId);
@@ -83,7 +92,7 @@ export async function approvalDecide(store: JournalStore, params: ApprovalDecide
   const violations = validatePinned(pinnedOf(target), value);
   if (violations.length > 0) throw new InvalidResolutionError(address.runId, address.seq, violations);
   try {
-    return await resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`);
+    return await resolve(store, address.runId, params.namespace, target, resolution, `approval:${params.requestId}`, options.leaseFor);
   } catch (err) {
     // A run that ended after its approval was decided takes no resolution; the caller still learns who won.
     const winner = referrers.find((r) => r.status === 'resolved');
@@ -157,12 +166,14 @@ export async function childResolveParent(store: JournalStore, child: Run, logger
 
 async function resolve(
   store: JournalStore, runId: string, namespace: string, target: JournalEntry, payload: ResolutionPayload, dedupeKey: string,
+  leaseFor?: { holder: string; ttlMs: number },
 ): Promise<ResolveResult> {
   const result = await store.journalResolve({
     runId,
     namespace,
     suspensionSeq: target.seq,
     entry: newEntry({ kind: target.kind, name: target.name, status: 'resolved', payload: payload as Json, dedupeKey }),
+    ...(leaseFor ? { leaseFor } : {}),
   });
   return { ...result, runId, runnable: result.applied && !result.duplicate, reason: result.applied ? null : 'already_resolved' };
 }

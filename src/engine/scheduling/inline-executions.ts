@@ -23,7 +23,7 @@ export interface Resolution {
   runId: string;
   /** The call closed a wait (or resumed the run), so the run can continue: execute it now. */
   runnable: boolean;
-  /** The run's lease, taken with the call that made it runnable (a signal delivered with `leaseFor`). */
+  /** The run's lease, taken with the call that made it runnable (a signal or an approval decision with `leaseFor`). */
   taken?: RunLeaseAcquireRunningResult | null;
 }
 
@@ -63,7 +63,7 @@ export class InlineExecutions {
   /**
    * The one place the decision "a resolution landed, execute the run here" is made: executes
    * `runId` here in the background when the resolution made it runnable. A resolution that came
-   * with the run's lease (`taken`: a signal delivered with `leaseFor`) executes under that lease,
+   * with the run's lease (`taken`: a signal or a decision written with `leaseFor`) executes under that lease,
    * or hands it back (PENDING) when this class is stopping already.
    */
   resolved(resolution: Resolution, namespace: string): void {

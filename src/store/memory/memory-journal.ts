@@ -3,7 +3,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus } from '../../journal/run.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
-  JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams,
+  JournalResolveResult, JournalSpendParams, RunLeaseAcquireRunningResult, JournalSpendResult, JournalWait, JournalWaitsParams,
 } from '../store.js';
 import { duplicateDedupeKey, notASuspension } from '../store-errors.js';
 import { assertEntriesFit, suspensionDeadline } from '../write-checks.js';
@@ -113,7 +113,13 @@ export class MemoryJournal {
         rec.resumeRequested = true;
       }
     }
-    this.t.wakeups.notify(run.id, becamePending);
+    // The take (leaseFor) in the same synchronous step as the resolution: nothing else reaches the run between them.
+    let taken: RunLeaseAcquireRunningResult | null = null;
+    if (applied && params.leaseFor) {
+      const lease = this.t.acquire({ runId: run.id, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'] });
+      if (lease) taken = { lease: lease.lease, ...this.t.changeStatus(lease.rec, 'RUNNING', {}) };
+    }
+    this.t.wakeups.notify(run.id, becamePending && taken === null);
     const winner = applied ? entry! : rec.entries[winnerSeq!]!;
-    return { entry: clone(entry!), applied, duplicate: false, winner: clone(winner) };
+    return { entry: clone(entry!), applied, duplicate: false, winner: clone(winner), ...(params.leaseFor && applied ? { taken } : {}) };
   }}

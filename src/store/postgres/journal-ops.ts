@@ -138,6 +138,12 @@ export async function journalResolve(db: PgAccess, params: JournalResolveParams)
     const applied = facts.winner === null;
     const [row] = (await client.query<jq.JournalRow>(jq.journalResolveInsert({ runId, suspensionSeq, applied, entry: params.entry }))).rows;
     const entry = jq.toEntry(row!);
-    return { entry, applied, duplicate: false, winner: applied ? entry : jq.toEntry(facts.winner!) };
+    const winner = applied ? entry : jq.toEntry(facts.winner!);
+    if (!applied || !params.leaseFor) return { entry, applied, duplicate: false, winner };
+    // The take, in the same transaction (as signalDeliver's): a SUSPENDED run went PENDING just above (RUNNING stays flagged).
+    const [taken] = (await client.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runLeaseAcquireRunning({
+      runId, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'], namespace: null,
+    }))).rows;
+    return { entry, applied, duplicate: false, winner, taken: taken ? rq.takenOf(taken) : null };
   }, { runId });
 }
