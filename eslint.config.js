@@ -83,6 +83,14 @@ export default tseslint.config(
             zone('index.ts', ['gen', 'server', 'cli', 'store/postgres'], 'the package root exports the workflow API only.'),
             zone('cli/client', ['gen', 'server', 'engine', 'store', 'sweeper', 'agent', 'journal', 'index.ts'], 'the operator commands (cli/client/) reach the server only through the TypeScript client package: import @waymark-dev/client, as a remote user does.'),
             ...engineRooms(),
+            zone('engine', ['index.ts'], 'the engine does not import the package root (it pulls in MemoryStore and agent/); engine/user-module.ts loads it for require(\'waymark\'), on one line that says so.'),
+            // The front door (docs/architecture.md "The front door"): the layers above the engine import it through src/engine/index.ts only.
+            {
+              target: ['server', 'sweeper', 'webhooks', 'agent', 'cli'].map(src),
+              from: src('engine'),
+              except: ['./index.ts'],
+              message: 'import the engine through its front door, src/engine/index.ts (add the name there if it is missing), not a file behind it.',
+            },
             // Every store kind, present or future (a folder under store/), is reached only through store/open-store.ts
             // (the package root may still export MemoryStore, for users testing their workflows).
             {

@@ -11,6 +11,7 @@ export { defineTool, isTool } from './engine/author/tool.js';
 export type { Tool, ToolCallInfo, ToolDefinition, ToolPolicy } from './engine/author/tool.js';
 export type { Duration } from './engine/author/duration.js';
 export { Registry } from './engine/registry.js';
+// eslint-disable-next-line import-x/no-cycle -- user-module.ts imports this file lazily, for require('waymark') (its one exception)
 export { loadUserModule, type LoadedModule } from './engine/user-module.js';
 export { httpTool, echoTool } from './engine/author/builtin-tools.js';
 export { RunEngine } from './engine/run-engine.js';

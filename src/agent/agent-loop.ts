@@ -1,11 +1,11 @@
 import { generateText, jsonSchema, tool as aiTool, type JSONSchema7, type ModelMessage, type ToolSet } from 'ai';
 import type { Json } from '../journal/run.js';
-import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/author/agent-contract.js';
-import { canonicalJson, sha256Hex, toJson } from '../engine/replay/content-key.js';
-import { durationMs } from '../engine/author/duration.js';
-import { InvalidInputError } from '../engine/errors.js';
-import { roundUsd } from '../engine/read/spend.js';
-import type { Tool } from '../engine/author/tool.js';
+import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/index.js';
+import { canonicalJson, sha256Hex, toJson } from '../engine/index.js';
+import { durationMs } from '../engine/index.js';
+import { InvalidInputError } from '../engine/index.js';
+import { roundUsd } from '../engine/index.js';
+import type { Tool } from '../engine/index.js';
 import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';
 import { budgetChain, budgetVerdict } from './budget.js';
 import { classifyModelFailure } from './model-retry.js';

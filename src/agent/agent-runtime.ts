@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { AgentRuntime } from '../engine/author/agent-contract.js';
-import type { AgentProvenanceReader } from '../engine/read/run-provenance.js';
+import type { AgentRuntime } from '../engine/index.js';
+import type { AgentProvenanceReader } from '../engine/index.js';
 import { runAgentLoop } from './agent-loop.js';
 import type { LanguageModelV3 } from './language-model.js';
 import { ModelCatalog } from './model-catalog.js';

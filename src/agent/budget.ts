@@ -1,6 +1,6 @@
 import type { Run } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
-import { MAX_SPEND_DEPTH, runSpend } from '../engine/read/spend.js';
+import { MAX_SPEND_DEPTH, runSpend } from '../engine/index.js';
 
 /*
  * Budgets (docs/agents.md "Budgets" and "Budget admission"): before each model call, every budget

@@ -1,6 +1,6 @@
 import { APICallError, RetryError } from 'ai';
-import type { FailureClass } from '../engine/author/retry.js';
-import { retryAfterHeaderMs } from '../engine/author/retry.js';
+import type { FailureClass } from '../engine/index.js';
+import { retryAfterHeaderMs } from '../engine/index.js';
 
 /*
  * Which model-call failures the engine's durable retry repeats (docs/workflows.md "Retries and

@@ -10,7 +10,7 @@
  * could not be fetched here. Vendors change prices: check them, and override what differs.
  */
 
-import { roundUsd } from '../engine/read/spend.js';
+import { roundUsd } from '../engine/index.js';
 
 /** USD per million tokens. */
 export interface ModelPrice {

@@ -1,9 +1,7 @@
 import type { Json } from '../journal/run.js';
 import type { JournalStore } from '../store/store.js';
-import { effectContentKey, type EffectView, type RunEffects } from '../engine/read/effects.js';
-import {
-  runProvenance as readRunProvenance, type AgentProvenance, type ProvenanceModelCall, type ProvenanceToolResult, type RunProvenance,
-} from '../engine/read/run-provenance.js';
+import { effectContentKey, type EffectView, type RunEffects } from '../engine/index.js';
+import { runProvenance as readRunProvenance, type AgentProvenance, type ProvenanceModelCall, type ProvenanceToolResult, type RunProvenance } from '../engine/index.js';
 import type { ModelCallRecord } from './agent-loop.js';
 
 /*

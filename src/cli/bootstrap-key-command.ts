@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ApiKeys, SCOPES } from '../engine/access/api-keys.js';
+import { ApiKeys, SCOPES } from '../engine/index.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './database.js';
 

@@ -1,19 +1,19 @@
 import { z } from 'zod';
 import { DEFAULT_DEFINITION_LIMITS } from '../journal/definition-limits.js';
 import { DEFAULT_LIMITS, type Limits } from '../journal/limits.js';
-import { EXECUTOR_DEFAULTS } from '../engine/scheduling/executor.js';
-import { RESUME_CACHE_DEFAULTS } from '../engine/runtime/resume-cache.js';
-import { DUE_TIMERS_DEFAULTS } from '../engine/scheduling/due-timers.js';
-import { REPLICA_DEFAULTS } from '../engine/scheduling/replica-presence.js';
+import { EXECUTOR_DEFAULTS } from '../engine/index.js';
+import { RESUME_CACHE_DEFAULTS } from '../engine/index.js';
+import { DUE_TIMERS_DEFAULTS } from '../engine/index.js';
+import { REPLICA_DEFAULTS } from '../engine/index.js';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../server/transport/http2-sessions.js';
 import { storeKindFor, storeUrlExamples } from '../store/open-store.js';
 import { STORE_DEFAULTS } from '../store/store-kind.js';
 import { DEFAULT_CLIENT_LIMITS, type ClientLimits } from '../server/transport/client-limits.js';
 import { DISPATCHER_DEFAULTS, type DispatcherConfig } from '../webhooks/dispatcher.js';
-import { parseSealingKeys, type SealingKey } from '../engine/access/payload-sealer.js';
+import { parseSealingKeys, type SealingKey } from '../engine/index.js';
 import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../server/transport/tls.js';
-import { API_KEY_DEFAULTS } from '../engine/access/api-keys.js';
-import { MIN_SECRET_LENGTH } from '../engine/access/stream-tokens.js';
+import { API_KEY_DEFAULTS } from '../engine/index.js';
+import { MIN_SECRET_LENGTH } from '../engine/index.js';
 import { isLoopbackHost } from '../server/transport/grpc-server.js';
 
 /**

@@ -2,9 +2,9 @@ import { readdir } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Registry } from '../engine/registry.js';
-import { isTool } from '../engine/author/tool.js';
-import { isWorkflow } from '../engine/author/workflow.js';
+import type { Registry } from '../engine/index.js';
+import { isTool } from '../engine/index.js';
+import { isWorkflow } from '../engine/index.js';
 
 /** The examples shipped in the package (`examples/*.ts`), which `waymark dev` registers. */
 export const EXAMPLES_DIR = fileURLToPath(new URL('../../examples/', import.meta.url));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { SCOPES, type ApiKeys } from '../engine/access/api-keys.js';
+import { SCOPES, type ApiKeys } from '../engine/index.js';
 import { LOCAL_KEY_FILE } from './client/local-token.js';
 
 /*

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from 'pino';
-import type { RunEngine } from '../engine/run-engine.js';
-import type { Executor } from '../engine/scheduling/executor.js';
+import type { RunEngine } from '../engine/index.js';
+import type { Executor } from '../engine/index.js';
 import { RUN_STATUSES } from '../journal/run.js';
 import type { StoreCallObserver } from '../store/instrumented-store.js';
 import type { JournalStore } from '../store/store.js';

@@ -1,13 +1,14 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
-import { RunEngine } from '../engine/run-engine.js';
-import { Executor } from '../engine/scheduling/executor.js';
-import { DueTimers } from '../engine/scheduling/due-timers.js';
-import { ReplicaPresence } from '../engine/scheduling/replica-presence.js';
-import { Registry } from '../engine/registry.js';
-import { PayloadSealer } from '../engine/access/payload-sealer.js';
-import { loadUserModule } from '../engine/user-module.js';
+import { RunEngine } from '../engine/index.js';
+import { Executor } from '../engine/index.js';
+import { DueTimers } from '../engine/index.js';
+import { ReplicaPresence } from '../engine/index.js';
+import { Registry } from '../engine/index.js';
+import { PayloadSealer } from '../engine/index.js';
+// The package root's loader: the user's module imports that root too (engine/user-module.ts).
+import { loadUserModule } from '../index.js';
 import { instrumentedStore } from '../store/instrumented-store.js';
 import type { JournalStore } from '../store/store.js';
 import type { Sweeper } from '../sweeper/sweeper.js';

@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
-import { DefinitionError } from '../engine/errors.js';
-import { ReplicaEngine } from '../engine/replica-engine.js';
-import type { Registry } from '../engine/registry.js';
-import { StreamTokens } from '../engine/access/stream-tokens.js';
+import { DefinitionError } from '../engine/index.js';
+import { ReplicaEngine } from '../engine/index.js';
+import type { Registry } from '../engine/index.js';
+import { StreamTokens } from '../engine/index.js';
 import { registerRoutes } from '../server/routes/register-routes.js';
 import { publicOnlyAuth, type AuthOptions } from '../server/auth/auth.js';
 import { startGrpcServer } from '../server/transport/grpc-server.js';

@@ -55,9 +55,13 @@ async function registerHooksNow(): Promise<void> {
   // `require('waymark')` gets this server's own ES module (already loaded) through a CommonJS
   // shim; `require('zod')` gets the user's zod, else the server's (its CommonJS build: another
   // instance, which zod 4 schemas work across).
-  // The very module a user's `import 'waymark'` falls back to: resolved from this file, as the
-  // hooks do (the package root, which re-exports this file: imported lazily, after both loaded).
-  flags[WAYMARK_FOR_REQUIRE] = await import(import.meta.resolve('waymark'));
+  // The very module a user's `import 'waymark'` falls back to: the package root, which the hooks
+  // resolve from this file ('waymark' names this package: src/index.ts, or dist/src/index.js when
+  // built, the same file as '../index.js' in either layout). Imported by its path, lazily (it
+  // re-exports this file), so the import rules see this file's one import of the package root
+  // (and, through it, of MemoryStore and agent/): the zone forbids it to the engine, this line is the one exception.
+  // eslint-disable-next-line import-x/no-restricted-paths, import-x/no-cycle -- the package root for require('waymark'), lazily (above)
+  flags[WAYMARK_FOR_REQUIRE] = await import('../index.js');
   const cjs = Module as unknown as { _resolveFilename: CjsResolve };
   const resolveFilename = cjs._resolveFilename;
   const fromServer = createRequire(import.meta.url);

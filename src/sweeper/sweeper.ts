@@ -2,8 +2,7 @@ import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import { SweeperLeaseLostError } from '../journal/errors.js';
 import type { RunError } from '../journal/run.js';
-import { childResolveParent, suspensionsResolveDue } from '../engine/runtime/resolutions.js';
-import { PARENT_TIMED_OUT, runTimeOut, type RunEnder } from '../engine/runtime/run-ending.js';
+import { PARENT_TIMED_OUT, RecoveryOperations } from '../engine/index.js';
 import type { JournalStore, SweeperLease, UnroutableRun } from '../store/store.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
@@ -255,11 +254,11 @@ export class Sweeper {
     // 0. Run timeouts: runs past their deadline (the run row, database clock) fail with
     // RunTimedOutError and their unfinished children are cancelled. First, so a run both expired and
     // past its deadline is failed rather than recovered. The forced status fences any holder.
-    const ender: RunEnder = { store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger, closeWaits: false };
+    const engine = new RecoveryOperations({ store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger });
     await this.batches(async () => {
       const due = await store.runListTimedOut({ limit });
       for (const run of due) {
-        const { timedOut, cancelled } = await runTimeOut(ender, run);
+        const { timedOut, cancelled } = await engine.runTimeOut(run);
         if (timedOut) {
           report.timedOut.push(run.id);
           this.logger.info({ runId: run.id, namespace: run.namespace, workflow: run.workflowName, deadline: run.deadlineAt }, 'run timed out: failed with RunTimedOutError');
@@ -288,7 +287,7 @@ export class Sweeper {
     });
     // 2 and 3. Due deadlines and sleeps: their timeout resolution; the run becomes claimable.
     await this.batches(async () => {
-      const { resolved } = await suspensionsResolveDue(store, { limit, logger: this.logger });
+      const { resolved } = await engine.suspensionsResolveDue({ limit });
       for (const r of resolved) {
         if (!r.applied) continue;
         if (r.kind === 'sleep') report.sleeps++;
@@ -300,7 +299,7 @@ export class Sweeper {
     await this.batches(async () => {
       const children = await store.runListEndedChildren({ limit, graceMs });
       for (const child of children) {
-        const result = await childResolveParent(store, child, this.logger);
+        const result = await engine.childResolveParent(child);
         if (result?.applied) report.parentsWoken++;
       }
       return children.length;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { InvalidPageTokenError } from '../engine/read/page-token.js';
+import { InvalidPageTokenError } from '../engine/index.js';
 import type {
   JournalStore, WebhookDelivery, WebhookDeliveryState, WebhookEndpoint, WebhookEventType,
 } from '../store/store.js';

@@ -49,7 +49,7 @@ describe('architecture rules', () => {
   it('the engine does not import agent/ (ctx.agent reaches it through the AgentRuntime seam)', async () => {
     const code = "import { createAgentRuntime } from '../agent/agent-runtime.js';\nexport const p = createAgentRuntime;\n";
     expect(await ruleIds('src/engine/probe.ts', code)).toContain('import-x/no-restricted-paths');
-    const upward = "import { perform } from '../engine/runtime/effect-runner.js';\nexport const p = perform;\n";
+    const upward = "import { effectContentKey } from '../engine/index.js';\nexport const p = effectContentKey;\n";
     expect(await ruleIds('src/agent/probe.ts', upward)).not.toContain('import-x/no-restricted-paths');
   });
 
@@ -58,7 +58,7 @@ describe('architecture rules', () => {
       "import { runProvenance } from '../agent/provenance.js';\nexport const p = runProvenance;\n",
       "import { roundUsd } from '../agent/prices.js';\nexport const p = roundUsd;\n",
     ]) expect(await ruleIds('src/server/probe.ts', code)).toContain('import-x/no-restricted-paths');
-    const through = "import { ReplicaEngine } from '../engine/replica-engine.js';\nexport const p = ReplicaEngine;\n";
+    const through = "import { ReplicaEngine } from '../engine/index.js';\nexport const p = ReplicaEngine;\n";
     expect(await ruleIds('src/server/probe.ts', through)).not.toContain('import-x/no-restricted-paths');
   });
 
@@ -94,7 +94,7 @@ describe('architecture rules', () => {
   it('agent/ reads journals through the engine\'s read side, not the replay core', async () => {
     const core = "import { JournalIndex } from '../engine/replay/replay.js';\nexport const p = JournalIndex;\n";
     expect(await ruleIds('src/agent/probe.ts', core)).toContain('import-x/no-restricted-paths');
-    const view = "import { runEffects } from '../engine/read/effects.js';\nexport const p = runEffects;\n";
+    const view = "import { effectContentKey } from '../engine/index.js';\nexport const p = effectContentKey;\n";
     expect(await ruleIds('src/agent/probe.ts', view)).not.toContain('import-x/no-restricted-paths');
   });
 
@@ -166,6 +166,30 @@ describe('architecture rules', () => {
     expect(ids).not.toContain('import-x/no-cycle');
     const noCycle = "import type { Lease } from '../../journal/run.js';\nexport type P = Lease;\n";
     expect(await ruleIds('src/engine/runtime/call.ts', noCycle)).not.toContain('waymark/no-import-cycle');
+  });
+
+  it('one front door: server/, sweeper/, webhooks/, agent/ and cli/ import the engine through src/engine/index.ts only', async () => {
+    const behind: [string, string][] = [
+      ['src/server/probe.ts', "import { RunEngine } from '../engine/run-engine.js';\nexport const p = RunEngine;\n"],
+      ['src/server/probe.ts', "import type { ApprovalView } from '../engine/read/approvals.js';\nexport type P = ApprovalView;\n"],
+      ['src/sweeper/probe.ts', "import { suspensionsResolveDue } from '../engine/runtime/resolutions.js';\nexport const p = suspensionsResolveDue;\n"],
+      ['src/sweeper/probe.ts', "import { runTimeOut } from '../engine/runtime/run-ending.js';\nexport const p = runTimeOut;\n"],
+      ['src/webhooks/probe.ts', "import { InvalidPageTokenError } from '../engine/read/page-token.js';\nexport const p = InvalidPageTokenError;\n"],
+      ['src/agent/probe.ts', "import { runSpend } from '../engine/read/spend.js';\nexport const p = runSpend;\n"],
+      ['src/cli/probe.ts', "import { Executor } from '../engine/scheduling/executor.js';\nexport const p = Executor;\n"],
+    ];
+    for (const [file, code] of behind) expect(await ruleIds(file, code), `${file}: ${code}`).toContain('import-x/no-restricted-paths');
+    for (const file of ['src/server/probe.ts', 'src/sweeper/probe.ts', 'src/webhooks/probe.ts', 'src/agent/probe.ts', 'src/cli/probe.ts']) {
+      const door = "import { RecoveryOperations, RunEngine } from '../engine/index.js';\nexport const p = [RecoveryOperations, RunEngine];\n";
+      expect(await ruleIds(file, door), file).toEqual([]);
+    }
+  });
+
+  it('the engine does not import the package root (MemoryStore, agent/): only user-module.ts does, on a line that says so', async () => {
+    const code = "export const load = () => import('../../index.js');\n";
+    expect(await ruleIds('src/engine/runtime/probe.ts', code)).toContain('import-x/no-restricted-paths');
+    const staticRoot = "import { MemoryStore } from '../index.js';\nexport const p = MemoryStore;\n";
+    expect(await ruleIds('src/engine/probe.ts', staticRoot)).toContain('import-x/no-restricted-paths');
   });
 
   it('pg is imported only in store/postgres/ and the embedded-PostgreSQL starter', async () => {

@@ -1,4 +1,4 @@
-import type { Scope } from '../../engine/access/api-keys.js';
+import type { Scope } from '../../engine/index.js';
 
 /*
  * What each RPC needs (docs/security.md "Scopes"): the one table the auth interceptor

@@ -1,7 +1,7 @@
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
-import type { ApiKey, KeyVerification } from '../../engine/access/api-keys.js';
-import { isStreamToken, type StreamTokens } from '../../engine/access/stream-tokens.js';
-import { ApprovalNotFoundError } from '../../engine/errors.js';
+import type { ApiKey, KeyVerification } from '../../engine/index.js';
+import { isStreamToken, type StreamTokens } from '../../engine/index.js';
+import { ApprovalNotFoundError } from '../../engine/index.js';
 import { ErrorInfoSchema, ResourceInfoSchema } from '../../gen/google/rpc/error_details_pb.js';
 import { RunNotFoundError } from '../../journal/errors.js';
 import { ACCESS_RULES } from './access-rules.js';

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { APPROVAL_STATES, type ApprovalState as DomainState, type ApprovalView } from '../../engine/read/approvals.js';
+import { APPROVAL_STATES, type ApprovalState as DomainState, type ApprovalView } from '../../engine/index.js';
 import { ApprovalDecision, ApprovalSchema, ApprovalState, type Approval } from '../../gen/waymark/v1/run_pb.js';
 import { optionalValue, valueFromJson } from './convert-json.js';
 

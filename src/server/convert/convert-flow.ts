@@ -1,8 +1,8 @@
 import { create, fromJson, toJson, type JsonValue } from '@bufbuild/protobuf';
 import { timestampFromDate, type Value } from '@bufbuild/protobuf/wkt';
-import type { FlowDefinition } from '../../engine/flow/flow-definition.js';
+import type { FlowDefinition } from '../../engine/index.js';
 import { FlowSchema, FlowVersionSchema, type Flow, type FlowVersion } from '../../gen/waymark/v1/flow_service_pb.js';
-import type { FlowRecord } from '../../engine/flow/flow-catalog.js';
+import type { FlowRecord } from '../../engine/index.js';
 
 /*
  * Flows between the wire and the engine: the engine works on the Flow message's canonical JSON form

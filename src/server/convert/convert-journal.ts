@@ -3,7 +3,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   EntryStatus, JournalEntrySchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
 } from '../../gen/waymark/v1/run_pb.js';
-import { statusOf } from '../../engine/read/run-events.js';
+import { statusOf } from '../../engine/index.js';
 import type { JournalEntry as DomainEntry } from '../../journal/journal-entry.js';
 import { optionalValue, valueFromJson } from './convert-json.js';
 import { runErrorToProto, runStatusToProto } from './convert-run.js';

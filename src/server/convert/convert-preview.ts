@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import type { ReplayPreview } from '../../engine/runtime/resume-preview.js';
+import type { ReplayPreview } from '../../engine/index.js';
 import { ResumeOutcome, ResumePreviewItemSchema, ResumePreviewSchema, type ResumePreview } from '../../gen/waymark/v1/run_pb.js';
 
 /* ResumeRun's dry-run preview: domain -> proto. */

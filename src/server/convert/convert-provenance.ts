@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import type { AgentProvenance as DomainAgent, ProvenanceModelCall as DomainModelCall, ProvenanceToolResult as DomainToolResult, RunProvenance as DomainRunProvenance } from '../../engine/read/run-provenance.js';
+import type { AgentProvenance as DomainAgent, ProvenanceModelCall as DomainModelCall, ProvenanceToolResult as DomainToolResult, RunProvenance as DomainRunProvenance } from '../../engine/index.js';
 import { UsageSchema } from '../../gen/waymark/v1/run_pb.js';
 import {
   AgentProvenanceSchema, ProvenanceModelCallSchema, ProvenanceModelCallStatus, ProvenanceToolResultSchema, ProvenanceToolResultStatus,

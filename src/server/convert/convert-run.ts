@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { Waiting } from '../../engine/runtime/suspension.js';
-import type { Workflow as DomainWorkflow } from '../../engine/author/workflow.js';
+import type { Waiting } from '../../engine/index.js';
+import type { Workflow as DomainWorkflow } from '../../engine/index.js';
 import {
   DriftPolicy, RunErrorSchema, RunSchema, RunStatus, WaitingOnSchema, WorkflowSchema, type Run, type RunError, type WaitingOn,
   type Workflow,

@@ -3,7 +3,7 @@ import type { Duration, Value } from '@bufbuild/protobuf/wkt';
 import { UnstorableValueError, unstorableReason, WaymarkError, type UnstorableProblem } from '../../journal/errors.js';
 import { MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS, runTimeoutProblem } from '../../journal/limits.js';
 import type { Json } from '../../journal/run.js';
-import type { FieldViolation } from '../../engine/errors.js';
+import type { FieldViolation } from '../../engine/index.js';
 import { isRunId } from '../../store/run-id.js';
 import { assertJsonStorable, textProblem } from '../../store/write-checks.js';
 import { jsonFromValue, ValueNotJsonError } from './convert-json.js';

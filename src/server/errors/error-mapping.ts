@@ -9,11 +9,8 @@ import {
   ApiKeyNotFoundError, ClientCertificateTakenError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../../journal/errors.js';
-import {
-  ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError,
-  NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation,
-} from '../../engine/errors.js';
-import { InvalidPageTokenError } from '../../engine/read/page-token.js';
+import { ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError, NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation } from '../../engine/index.js';
+import { InvalidPageTokenError } from '../../engine/index.js';
 import { InvalidRequestError } from '../convert/request-validation.js';
 import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';
 import { StreamLimitError } from './stream-limit-error.js';

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
-import { isScope, SCOPES, type ApiKey, type Scope } from '../../engine/access/api-keys.js';
+import { isScope, SCOPES, type ApiKey, type Scope } from '../../engine/index.js';
 import { AdminService, ApiKeySchema, type ApiKey as ApiKeyProto } from '../../gen/waymark/v1/admin_service_pb.js';
 import type { RouteDeps } from './route-deps.js';
 import { callerKey, callerKeyId } from '../auth/auth.js';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { ReplicaEngine } from '../../engine/replica-engine.js';
+import type { ReplicaEngine } from '../../engine/index.js';
 import type { Limits } from '../../journal/limits.js';
-import type { StreamTokens } from '../../engine/access/stream-tokens.js';
+import type { StreamTokens } from '../../engine/index.js';
 import type { StreamGate } from '../transport/stream-limit.js';
 
 /** What the routes of the Waymark API delegate to (register-routes.ts); the composition root builds it. */

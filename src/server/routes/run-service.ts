@@ -9,7 +9,7 @@ import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } fro
 import { withErrorMapping } from '../errors/error-mapping.js';
 import { PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
 import { streamRunEvents } from './run-events-stream.js';
-import { STREAM_TOKEN_DEFAULTS } from '../../engine/access/stream-tokens.js';
+import { STREAM_TOKEN_DEFAULTS } from '../../engine/index.js';
 import { RunNotFoundError, StreamTokensDisabledError } from '../../journal/errors.js';
 import { abortable } from '../transport/shutdown-signal.js';
 import { unimplemented } from './unimplemented.js';

@@ -6,7 +6,7 @@ import {
   ToolDeclarationSchema, ToolPolicy, WorkerService, type RemoteTask as ProtoTask, type ToolDeclaration,
 } from '../../gen/waymark/v1/worker_service_pb.js';
 import type { Json } from '../../journal/run.js';
-import { WORKER_DEFAULTS, type RemoteTask, type RemoteToolDeclaration } from '../../engine/runtime/worker-tasks.js';
+import { WORKER_DEFAULTS, type RemoteTask, type RemoteToolDeclaration } from '../../engine/index.js';
 import type { RouteDeps } from './route-deps.js';
 import { valueFromJson } from '../convert/convert-json.js';
 import { withErrorMapping } from '../errors/error-mapping.js';

@@ -1,0 +1,48 @@
+// engine/: the front door: everything server/, sweeper/, webhooks/, agent/ and cli/ may import from the engine.
+// Must not hold code of its own, only re-exports; lint forbids those folders any other engine file (eslint.config.js).
+/*
+ * The engine's one door (docs/architecture.md "The front door"). What lies behind it (the rooms of
+ * src/engine/) may move without touching its callers; adding a name here is a decision about the
+ * engine's surface, made in review. The package root (src/index.ts) is another door, for workflow
+ * authors, and exports less.
+ */
+export { RecoveryOperations } from './recovery-operations.js';
+export { PARENT_TIMED_OUT } from './runtime/run-ending.js';
+export { API_KEY_DEFAULTS, ApiKeys, SCOPES, isScope } from './access/api-keys.js';
+export type { ApiKey, KeyVerification, Scope } from './access/api-keys.js';
+export { PayloadSealer, parseSealingKeys } from './access/payload-sealer.js';
+export type { SealingKey } from './access/payload-sealer.js';
+export { MIN_SECRET_LENGTH, STREAM_TOKEN_DEFAULTS, StreamTokens, isStreamToken } from './access/stream-tokens.js';
+export type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ModelCallOutcome } from './author/agent-contract.js';
+export { durationMs } from './author/duration.js';
+export { retryAfterHeaderMs } from './author/retry.js';
+export type { FailureClass } from './author/retry.js';
+export { isTool } from './author/tool.js';
+export type { Tool } from './author/tool.js';
+export { isWorkflow } from './author/workflow.js';
+export type { Workflow } from './author/workflow.js';
+export { ApprovalNotFoundError, DefinitionError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidInputError, InvalidResolutionError, InvalidateTargetError, JournalCorruptError, NonDeterminismError, NotJsonError, ToolNotFoundError } from './errors.js';
+export type { FieldViolation } from './errors.js';
+export type { FlowRecord } from './flow/flow-catalog.js';
+export type { FlowDefinition } from './flow/flow-definition.js';
+export { APPROVAL_STATES } from './read/approvals.js';
+export type { ApprovalState, ApprovalView } from './read/approvals.js';
+export { effectContentKey } from './read/effects.js';
+export type { EffectView, RunEffects } from './read/effects.js';
+export { InvalidPageTokenError } from './read/page-token.js';
+export { statusOf } from './read/run-events.js';
+export { runProvenance } from './read/run-provenance.js';
+export type { AgentProvenance, AgentProvenanceReader, ProvenanceModelCall, ProvenanceToolResult, RunProvenance } from './read/run-provenance.js';
+export { MAX_SPEND_DEPTH, roundUsd, runSpend } from './read/spend.js';
+export { Registry } from './registry.js';
+export { canonicalJson, sha256Hex, toJson } from './replay/content-key.js';
+export { ReplicaEngine } from './replica-engine.js';
+export { RunEngine } from './run-engine.js';
+export { RESUME_CACHE_DEFAULTS } from './runtime/resume-cache.js';
+export type { ReplayPreview } from './runtime/resume-preview.js';
+export type { Waiting } from './runtime/suspension.js';
+export { WORKER_DEFAULTS } from './runtime/worker-tasks.js';
+export type { RemoteTask, RemoteToolDeclaration } from './runtime/worker-tasks.js';
+export { DUE_TIMERS_DEFAULTS, DueTimers } from './scheduling/due-timers.js';
+export { EXECUTOR_DEFAULTS, Executor } from './scheduling/executor.js';
+export { REPLICA_DEFAULTS, ReplicaPresence } from './scheduling/replica-presence.js';
