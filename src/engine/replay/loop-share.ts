@@ -1,5 +1,5 @@
 // replay/: lets a long piece of synchronous work (compiling a tenant's schemas or conditions) give the event loop back now and then.
-// No I/O and no timers: a turn of setImmediate, so streams, health checks and other requests run between the pieces.
+// Must not do I/O or hold the loop: its only timer is one turn of setImmediate, so streams, health checks and other requests run between the pieces.
 
 /** How long a piece of work may hold the event loop before it lets others run. */
 export const LOOP_SHARE_MS = 20;

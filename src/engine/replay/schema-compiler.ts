@@ -1,5 +1,5 @@
 // replay/: compiles the JSON Schemas tenants send (flow state and node schemas, worker tool schemas, pinned payload schemas) at a bounded cost.
-// Pure but for a bounded in-memory cache: no store or clock; a schema is refused before anything is compiled when it could cost more than its size.
+// Must not touch a store, the clock or any I/O: pure but for a bounded in-memory cache; a schema is refused before anything is compiled when it could cost more than its size.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { RE2JS } from 're2js';
 import type { Json } from '../../journal/run.js';

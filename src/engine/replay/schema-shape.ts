@@ -1,5 +1,5 @@
 // replay/: the static rules a tenant's JSON Schema passes before it is compiled: depth, keys, references, patterns.
-// Pure; one iterative walk, linear in the schema's size, so no schema can deepen a recursion of ours.
+// Pure: must not compile or run a schema, touch a store or do I/O; one iterative walk, linear in the schema's size, so no schema can deepen a recursion of ours.
 import { RE2JS } from 're2js';
 import type { Json } from '../../journal/run.js';
 
