@@ -29,7 +29,7 @@ import { openConnection } from './environment.js';
 const ALREADY_RESOLVED = 'already_resolved';
 const DUPLICATE = 'duplicate';
 
-export { DEFAULT_ADDRESS } from './environment.js';
+export { DEFAULT_ADDRESS } from './options.js';
 
 /**
  * A client for one Waymark server (or a load-balanced address of several). Methods throw the

@@ -1,7 +1,7 @@
 import type { Transport } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { readFileSync } from 'node:fs';
-import type { TlsOptions, TokenSource } from './options.js';
+import { DEFAULT_ADDRESS, type TlsOptions, type TokenSource } from './options.js';
 import { createDefaultTransport } from './transport.js';
 
 /*
@@ -22,9 +22,6 @@ export const ENVIRONMENT = {
   keyFile: 'WAYMARK_CLIENT_KEY_FILE',
   serverName: 'WAYMARK_SERVER_NAME',
 } as const;
-
-/** Where `waymark dev` listens; the address when neither the options nor WAYMARK_ADDRESS give one. */
-export const DEFAULT_ADDRESS = '127.0.0.1:50051';
 
 export interface ConnectionOptions {
   address?: string | undefined;

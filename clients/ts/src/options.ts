@@ -12,6 +12,13 @@ import type { RetryPolicy } from './retry.js';
  */
 
 /** TLS settings; `true` uses Node's default trust store. */
+/**
+ * Where `waymark dev` listens; the address when neither the options nor WAYMARK_ADDRESS give one.
+ * Here, not in environment.ts, so the client's public types never load Node's (a project compiled
+ * with `"types": []` must still type-check them: clients/ts/test/package.test.ts).
+ */
+export const DEFAULT_ADDRESS = '127.0.0.1:50051';
+
 export interface TlsOptions {
   /** PEM of the CA (or CAs) to trust instead of Node's defaults, e.g. a cluster's own CA. */
   ca?: string | Uint8Array | undefined;
