@@ -10,6 +10,7 @@ import { ToolPolicy, WorkerService } from '../../src/gen/waymark/v1/worker_servi
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink } from '../support/restartable-server.js';
 import { until } from '../support/until.js';
+import { buildGoWorkerExample, goAvailable } from './go-worker-example.js';
 
 /*
  * Issue 21's must-show: the refund scenario with `charge_back` served by a worker in another
@@ -25,7 +26,6 @@ import { until } from '../support/until.js';
 
 const root = path.resolve('.');
 const python = path.join(root, '.venv', 'bin', 'python');
-const goAvailable = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
 const pythonAvailable = existsSync(python) && spawnSync(python, ['-c', 'import waymark'], { stdio: 'ignore' }).status === 0;
 const REMOTE_WORKFLOWS = path.resolve('test/clients/remote-workflows.ts');
 
@@ -41,11 +41,7 @@ beforeAll(async () => {
   await server.start();
   client = createWaymarkClient({ address: server.address });
   scratch = mkdtempSync(path.join(tmpdir(), 'waymark-remote-refund-'));
-  if (goAvailable) {
-    goBinary = path.join(scratch, 'worker-example');
-    const built = spawnSync('go', ['build', '-o', goBinary, './examples/worker'], { cwd: path.join(root, 'clients', 'go'), encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(`go build of the worker example failed:\n${built.stderr}`);
-  }
+  goBinary = buildGoWorkerExample(scratch);
 }, 300_000);
 
 afterAll(async () => {

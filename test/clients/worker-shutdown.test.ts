@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWaymarkClient } from '../../clients/ts/src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
+import { buildGoWorkerExample } from './go-worker-example.js';
 
 /*
  * Issue 29 item 15: a worker whose server died exits within its documented shutdown grace (10 s,
@@ -22,7 +23,6 @@ import { WaymarkProcess } from '../support/waymark-process.js';
 
 const root = path.resolve('.');
 const python = path.join(root, '.venv', 'bin', 'python');
-const goAvailable = spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
 const pythonAvailable = existsSync(python) && spawnSync(python, ['-c', 'import waymark'], { stdio: 'ignore' }).status === 0;
 const REMOTE_WORKFLOWS = path.resolve('test/clients/remote-workflows.ts');
 /** docs/workers.md: the default shutdown grace of every worker SDK. */
@@ -37,11 +37,7 @@ let goBinary: string | undefined;
 beforeAll(async () => {
   db = await createTestDatabase('waymark_worker_shutdown');
   scratch = mkdtempSync(path.join(tmpdir(), 'waymark-worker-shutdown-'));
-  if (goAvailable) {
-    goBinary = path.join(scratch, 'worker-example');
-    const built = spawnSync('go', ['build', '-o', goBinary, './examples/worker'], { cwd: path.join(root, 'clients', 'go'), encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(`go build of the worker example failed:\n${built.stderr}`);
-  }
+  goBinary = buildGoWorkerExample(scratch);
 }, 300_000);
 
 afterAll(async () => {
