@@ -25,20 +25,7 @@ func TestLiveAuth(t *testing.T) {
 	defer func() { _ = client.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	started, err := client.StartRun(ctx, "refund", map[string]any{"order": "go-auth", "amount": 3}, StartOptions{Wait: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(started.GetWaitingOn()) != 1 {
-		t.Fatalf("the refund run waits on %v, not one approval", started.GetWaitingOn())
-	}
-	decided, err := client.Approve(ctx, started.GetWaitingOn()[0].GetApprovalId(), Decision{By: "go-client"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := decided.GetApproval().GetDecidedByKeyId(), os.Getenv("WAYMARK_TEST_KEY_ID"); got != want {
-		t.Fatalf("decided_by_key_id = %q, want the key's id %q", got, want)
-	}
+	approveRefundWithKey(ctx, t, client, "go-auth", "go-client")
 
 	anonymous, err := Dial(address, WithRetry(RetryPolicy{}))
 	if err != nil {
@@ -49,5 +36,25 @@ func TestLiveAuth(t *testing.T) {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.GRPCStatus().Code() != codes.Unauthenticated {
 		t.Fatalf("without a key: got %v, want UNAUTHENTICATED", err)
+	}
+}
+
+// approveRefundWithKey starts the refund example as order, approves it as by, and checks that the
+// decision records the id of the key the client sends (WAYMARK_TEST_KEY_ID).
+func approveRefundWithKey(ctx context.Context, t *testing.T, client *Client, order, by string) {
+	t.Helper()
+	started, err := client.StartRun(ctx, "refund", map[string]any{"order": order, "amount": 3}, StartOptions{Wait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(started.GetWaitingOn()) != 1 {
+		t.Fatalf("the refund run waits on %v, not one approval", started.GetWaitingOn())
+	}
+	decided, err := client.Approve(ctx, started.GetWaitingOn()[0].GetApprovalId(), Decision{By: by})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := decided.GetApproval().GetDecidedByKeyId(), os.Getenv("WAYMARK_TEST_KEY_ID"); got != want {
+		t.Fatalf("decided_by_key_id = %q, want the key's id %q", got, want)
 	}
 }

@@ -91,20 +91,7 @@ func TestLiveEnvironmentAuth(t *testing.T) {
 	defer func() { _ = client.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	started, err := client.StartRun(ctx, "refund", map[string]any{"order": "go-env", "amount": 3}, StartOptions{Wait: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(started.GetWaitingOn()) != 1 {
-		t.Fatalf("the refund run waits on %v, not one approval", started.GetWaitingOn())
-	}
-	decided, err := client.Approve(ctx, started.GetWaitingOn()[0].GetApprovalId(), Decision{By: "go-env"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := decided.GetApproval().GetDecidedByKeyId(), os.Getenv("WAYMARK_TEST_KEY_ID"); got != want {
-		t.Fatalf("decided_by_key_id = %q, want the key's id %q", got, want)
-	}
+	approveRefundWithKey(ctx, t, client, "go-env", "go-env")
 
 	wrong, err := Dial("", WithToken("wm_not-a-key"), WithRetry(RetryPolicy{}))
 	if err != nil {
