@@ -2,6 +2,7 @@ import type { Limits } from '../journal/limits.js';
 import type { ApiKeyOps } from './api-key-params.js';
 import type { FlowOps } from './flow-params.js';
 import type { JournalOps } from './journal-params.js';
+import type { McpServerOps } from './mcp-server-params.js';
 import type { RemoteTaskOps } from './remote-task-params.js';
 import type { ReplicaOps } from './replica-params.js';
 import type { RunOps } from './run-params.js';
@@ -13,6 +14,7 @@ export type * from './api-key-params.js';
 export type * from './flow-params.js';
 export type * from './remote-task-params.js';
 export type * from './journal-params.js';
+export type * from './mcp-server-params.js';
 export type * from './replica-params.js';
 export type * from './run-params.js';
 export type * from './suspension-params.js';
@@ -36,7 +38,7 @@ export type * from './webhook-params.js';
  * (`<area>-params.ts`), as the Postgres store implements them in `postgres/<area>-ops.ts`.
  */
 export interface JournalStore
-  extends RunOps, JournalOps, SweeperOps, SignalOps, ReplicaOps, WebhookOps, ApiKeyOps, FlowOps, RemoteTaskOps {
+  extends RunOps, JournalOps, SweeperOps, SignalOps, ReplicaOps, WebhookOps, ApiKeyOps, FlowOps, RemoteTaskOps, McpServerOps {
   /**
    * The limits this store enforces on every write (DESIGN "Limits"). The engine checks the entries
    * it builds from a request against them before anything is accepted, so a refusal names the

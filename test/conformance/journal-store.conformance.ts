@@ -7,6 +7,7 @@ import { flowsSection } from './flows.conformance.js';
 import { remoteTasksSection } from './remote-tasks.conformance.js';
 import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
+import { mcpServersSection } from './mcp-servers.conformance.js';
 import { leasesSection } from './leases.conformance.js';
 import { leaseSessionsSection } from './lease-sessions.conformance.js';
 import { limitsSection } from './limits.conformance.js';
@@ -67,6 +68,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('budget locks', () => budgetLockSection(ctx));
     describe('routing', () => routingSection(ctx));
     describe('flows', () => flowsSection(ctx));
+    describe('mcp servers', () => mcpServersSection(ctx));
     describe('remote tools and tasks', () => remoteTasksSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));

@@ -14,11 +14,12 @@ import type {
   SuspensionListParams, SuspensionListResult, SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams, UnroutableRun,
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams, WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint,
   WebhookEndpointCreateParams, WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WorkerHeartbeatParams,
-  BudgetLock, BudgetLockParams, JournalStore, WakeupSubscribeParams, WakeupUnsubscribe,
+  BudgetLock, BudgetLockParams, JournalStore, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { MemoryApiKeys } from './memory-api-keys.js';
 import { MemoryFlows } from './memory-flows.js';
 import { MemoryJournal } from './memory-journal.js';
+import { MemoryMcpServers } from './memory-mcp-servers.js';
 import { MemoryRemoteTasks } from './memory-remote-tasks.js';
 import { MemoryReplicas } from './memory-replicas.js';
 import { MemoryRunTable } from './memory-run-table.js';
@@ -44,6 +45,7 @@ export class MemoryStore implements JournalStore {
   readonly limits: Limits;
   private readonly table: MemoryRunTable;
   private readonly flows: MemoryFlows;
+  private readonly mcpServers: MemoryMcpServers;
   private readonly replicas: MemoryReplicas;
   private readonly runs: MemoryRuns;
   private readonly journal: MemoryJournal;
@@ -59,6 +61,7 @@ export class MemoryStore implements JournalStore {
     const table = new MemoryRunTable(this.limits, options.clock ?? (() => new Date()));
     this.table = table;
     this.flows = new MemoryFlows(() => table.now());
+    this.mcpServers = new MemoryMcpServers(() => table.now());
     this.replicas = new MemoryReplicas(table, this.flows);
     this.runs = new MemoryRuns(table, this.replicas, this.flows);
     this.journal = new MemoryJournal(table);
@@ -283,6 +286,22 @@ export class MemoryStore implements JournalStore {
 
   async flowList(params: FlowListParams): Promise<FlowRecord[]> {
     return this.flows.flowList(params);
+  }
+
+  async mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> {
+    return this.mcpServers.mcpServerPut(params);
+  }
+
+  async mcpServerGet(params: McpServerKeyParams): Promise<McpServerRecord | null> {
+    return this.mcpServers.mcpServerGet(params);
+  }
+
+  async mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> {
+    return this.mcpServers.mcpServerList(params);
+  }
+
+  async mcpServerRemove(params: McpServerKeyParams): Promise<boolean> {
+    return this.mcpServers.mcpServerRemove(params);
   }
 
   workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {

@@ -14,7 +14,7 @@ import type {
   SuspensionListResult, SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams, UnroutableRun, WebhookClaim,
   WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams, WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
   WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WorkerHeartbeatParams,
-  BudgetLock, BudgetLockParams, JournalStore, LeaseSessionParams, WakeupSubscribeParams, WakeupUnsubscribe,
+  BudgetLock, BudgetLockParams, JournalStore, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, LeaseSessionParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { STORE_DEFAULTS } from '../store-kind.js';
 import { AppendBatcher } from './append-batcher.js';
@@ -27,6 +27,7 @@ import { WakeupListener } from './wakeup-listener.js';
 import * as apiKeys from './api-keys-ops.js';
 import * as flows from './flows-ops.js';
 import * as journal from './journal-ops.js';
+import * as mcpServers from './mcp-servers-ops.js';
 import * as remote from './remote-tasks-ops.js';
 import * as replicas from './replicas-ops.js';
 import * as runs from './runs-ops.js';
@@ -290,6 +291,22 @@ export class PostgresStore implements JournalStore {
 
   flowList(params: FlowListParams): Promise<FlowRecord[]> {
     return flows.flowList(this.db, params);
+  }
+
+  mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> {
+    return mcpServers.mcpServerPut(this.db, params);
+  }
+
+  mcpServerGet(params: McpServerKeyParams): Promise<McpServerRecord | null> {
+    return mcpServers.mcpServerGet(this.db, params);
+  }
+
+  mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> {
+    return mcpServers.mcpServerList(this.db, params);
+  }
+
+  mcpServerRemove(params: McpServerKeyParams): Promise<boolean> {
+    return mcpServers.mcpServerRemove(this.db, params);
   }
 
   workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {
