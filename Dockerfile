@@ -5,13 +5,15 @@
 # - Node 22 LTS on Debian slim, pinned by full version tag (pin the digest too when you mirror it).
 # - The server, the sweeper and the CLI run as compiled JavaScript (dist/, built in the `build`
 #   stage by scripts/build.js), with no TypeScript compiler loaded: the image holds that build, the
+#   web console's build (console/dist, Vite, in the same stage; served under /console/), the
 #   production dependencies, and nothing else. tsx (a runtime dependency) loads only a user's
 #   TypeScript `--workflows` module, when one is given.
 # - Runs as uid 10001 and writes nothing: the tsx transform cache is off, so a read-only root
 #   filesystem works even without a writable /tmp (Kubernetes still mounts an emptyDir there).
 # - `waymark dev` (embedded PostgreSQL) is for laptops: its binaries are left out of the image,
 #   and the image always runs with DATABASE_URL set.
-# test/k8s/manifests.test.ts lints this file (hadolint and the project's own checks).
+# test/k8s/dockerfile.test.ts lints this file (hadolint and the project's own checks);
+# test/k8s/image-layout.test.ts lays out the image's files as its stages would and serves /console/ from them.
 ARG NODE_IMAGE=node:22.23.4-trixie-slim
 
 FROM ${NODE_IMAGE} AS deps
@@ -35,7 +37,9 @@ COPY scripts/build.js ./scripts/
 COPY src ./src
 COPY examples ./examples
 COPY clients/ts/src ./clients/ts/src
-RUN node scripts/build.js
+COPY console ./console
+# The server finds the console at console/dist beside its package.json (src/cli/console-build.ts).
+RUN node scripts/build.js && npm run build:console
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
@@ -54,6 +58,7 @@ COPY bin ./bin
 COPY --from=build /app/dist/src ./dist/src
 COPY clients/ts/package.json ./clients/ts/
 COPY --from=build /app/clients/ts/dist ./clients/ts/dist
+COPY --from=build /app/console/dist ./console/dist
 RUN ln -s /app/bin/waymark.js /usr/local/bin/waymark
 USER 10001:10001
 EXPOSE 50051 9464

@@ -101,6 +101,11 @@ export function checkDockerfile(text: string, dockerignore: string, options: { n
     const ep = entrypoint(final);
     if (!ep) violations.push('ENTRYPOINT must be in exec form (JSON array), so SIGTERM reaches waymark');
     else if (ep.length !== 1 || ep[0] !== 'waymark') violations.push(`ENTRYPOINT must be ["waymark"] (the package bin), got ${JSON.stringify(ep)}`);
+    // The web console (docs/console.md) is served from console/dist beside package.json: a build stage
+    // must make it and the final stage copy it, or /console/ answers 503 in the image.
+    const copiesConsole = final.instructions.some((i) => i.keyword === 'COPY' && /--from=\S+/.test(i.args) && /\/console\/dist\/?\s+\.\/console\/dist\/?$/.test(i.args));
+    const buildsConsole = stages.some((s) => s !== final && s.instructions.some((i) => i.keyword === 'RUN' && /\bnpm run build:console\b/.test(i.args)));
+    if (!copiesConsole || !buildsConsole) violations.push('the web console must be built in a build stage (npm run build:console) and its console/dist copied into the final stage at ./console/dist');
     const env = stageEnv(final);
     if (env.TSX_DISABLE_CACHE !== '1') violations.push('TSX_DISABLE_CACHE=1 must be set: the tsx transform cache would write to a read-only root filesystem');
   }

@@ -53,6 +53,7 @@ describe('Dockerfile', () => {
       'ENTRYPOINT must be in exec form',
       'TSX_DISABLE_CACHE=1 must be set',
       'line 7: COPY .waymark is excluded by .dockerignore',
+      'the web console must be built in a build stage',
     ]) {
       expect(violations.some((v) => v.startsWith(expected)), `expected "${expected}" in:\n${violations.join('\n')}`).toBe(true);
     }
