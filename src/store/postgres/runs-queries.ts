@@ -223,7 +223,7 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
         SELECT id FROM runs
         WHERE status = 'RUNNING' AND lease_expires_at < now() AND created_at <= now() - $3::integer ${MS}
         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
-      )${recoverTail(`r.lease_expires_at < now()`, '$4')}
+      )${recoverTail(`r.lease_expires_at < now()`, '$4', OUTAGE_EXPIRY)}
       SELECT id, status FROM swept ORDER BY id`,
     values: [p.limit, p.maxRecoveries, p.graceMs, JSON.stringify(p.failError)],
   };
@@ -244,7 +244,7 @@ export function runRecoverDeadSessions(p: { limit: number; maxRecoveries: number
       ), candidates AS (
         SELECT r.id FROM runs r JOIN dead d ON r.lease_holder = d.holder
         WHERE r.status = 'RUNNING' ORDER BY r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED
-      )${recoverTail(`r.lease_holder IN (SELECT holder FROM dead)`, '$3')}, forgotten AS (
+      )${recoverTail(`r.lease_holder IN (SELECT holder FROM dead)`, '$3', 'false')}, forgotten AS (
         DELETE FROM lease_sessions s USING dead d
         WHERE s.holder = d.holder AND s.lock_key = d.lock_key AND (SELECT count(*) FROM candidates) < $1
       ), stale AS (
@@ -255,14 +255,26 @@ export function runRecoverDeadSessions(p: { limit: number; maxRecoveries: number
   };
 }
 
-/** What both recoveries do to their candidates ($2 maxRecoveries, `fail` the error): `swept` and its writes. */
-function recoverTail(stillClaimable: string, fail: string): string {
+/**
+ * A lease that expired before the database had been up for a grace period ($3, the lease TTL in
+ * production) could not have been renewed: its holder was cut off by a database restart, not
+ * stuck on the run. Recovering it does not count towards maxRecoveries (docs/recovery.md
+ * "Database outages"), so restarts of PostgreSQL never fail a run as Interrupted.
+ */
+const OUTAGE_EXPIRY = `r.lease_expires_at < pg_postmaster_start_time() + $3::integer ${MS}`;
+
+/**
+ * What both recoveries do to their candidates ($2 maxRecoveries, `fail` the error, `excused` true
+ * for a recovery that does not count): `swept` and its writes.
+ */
+function recoverTail(stillClaimable: string, fail: string, excused: string): string {
+  const fails = `(r.recovery_count >= $2 AND NOT (${excused}))`;
   return `, swept AS (
         UPDATE runs r SET
-          status = CASE WHEN r.recovery_count >= $2 THEN 'FAILED' ELSE 'PENDING' END,
-          error = CASE WHEN r.recovery_count >= $2 THEN ${fail}::jsonb END, output = NULL,
-          recovery_count = r.recovery_count + CASE WHEN r.recovery_count >= $2 THEN 0 ELSE 1 END,
-          next_seq = r.next_seq + CASE WHEN r.recovery_count >= $2 THEN 1 ELSE 0 END,
+          status = CASE WHEN ${fails} THEN 'FAILED' ELSE 'PENDING' END,
+          error = CASE WHEN ${fails} THEN ${fail}::jsonb END, output = NULL,
+          recovery_count = r.recovery_count + CASE WHEN ${fails} OR (${excused}) THEN 0 ELSE 1 END,
+          next_seq = r.next_seq + CASE WHEN ${fails} THEN 1 ELSE 0 END,
           lease_epoch = r.lease_epoch + 1, lease_holder = NULL, lease_expires_at = NULL,
           resume_requested = false, updated_at = now()
         FROM candidates c WHERE r.id = c.id AND r.status = 'RUNNING' AND ${stillClaimable}

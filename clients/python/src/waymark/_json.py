@@ -28,7 +28,19 @@ def to_value(obj: Any) -> struct_pb2.Value | None:
 
 
 def from_value(value: struct_pb2.Value | None) -> Any:
-    """A Value as plain Python (numbers come back as float, as JSON has one number type)."""
+    """A Value as plain Python (numbers come back as float, as JSON has one number type).
+
+    An object's keys come back sorted, at every depth: a Struct is a protobuf map, whose order
+    is not kept on the wire, so without sorting the same output could print differently from one
+    process to the next (as Go prints a map, sorted)."""
     if value is None or value.WhichOneof("kind") is None:
         return None
-    return json_format.MessageToDict(value)
+    return _sorted(json_format.MessageToDict(value))
+
+
+def _sorted(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {key: _sorted(obj[key]) for key in sorted(obj)}
+    if isinstance(obj, list):
+        return [_sorted(item) for item in obj]
+    return obj
