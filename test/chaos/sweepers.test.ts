@@ -34,12 +34,16 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** `count` RUNNING runs whose lease expired a minute ago, owned by a dead worker, created long ago. */
+/**
+ * `count` RUNNING runs whose lease expired a moment ago, owned by a dead worker, created long ago.
+ * Expired with the database up (not before it started), so the recovery counts (docs/recovery.md
+ * "Database outages").
+ */
 async function seedExpired(count: number, tag: string): Promise<string[]> {
   const { rows } = await driver.pool.query<{ id: string }>(`INSERT INTO runs (id, namespace, workflow_name, workflow_version,
       workflow_digest, status, input, lease_holder, lease_expires_at, lease_epoch, created_at)
     SELECT gen_random_uuid(), 'default', 'chaos-pair', '1', 'd', 'RUNNING', jsonb_build_object('tag', $2::text), 'gone',
-      now() - interval '1 minute', 1, now() - interval '1 hour'
+      clock_timestamp() - interval '1 millisecond', 1, now() - interval '1 hour'
     FROM generate_series(1, $1) RETURNING id`, [count, tag]);
   return rows.map((r) => r.id);
 }
