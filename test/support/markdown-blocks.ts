@@ -22,6 +22,8 @@ export interface CodeBlock {
   info: string;
   /** Words from the info string after the language and from a `<!-- doctest: … -->` comment. */
   meta: Record<string, string | true>;
+  /** The `<!-- doctest: … -->` comment's text as written (`skip (needs kubectl)`), if it has one. */
+  comment?: string;
   /** The block's text, its fence indentation removed, ending with a newline unless empty. */
   code: string;
   /** 1-based line number of the opening fence, for messages that point at the README. */
@@ -43,12 +45,12 @@ export function parseMeta(words: string): Record<string, string | true> {
 export function codeBlocks(markdown: string): CodeBlock[] {
   const lines = markdown.split(/\r?\n/);
   const blocks: CodeBlock[] = [];
-  let comment: Record<string, string | true> | undefined;
+  let comment: { text: string; meta: Record<string, string | true> } | undefined;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     const commented = COMMENT.exec(line);
     if (commented) {
-      comment = parseMeta(commented[1]!);
+      comment = { text: commented[1]!, meta: parseMeta(commented[1]!) };
       continue;
     }
     // A fence inside a list item: the item's indentation (any spaces) comes off every line.
@@ -73,7 +75,8 @@ export function codeBlocks(markdown: string): CodeBlock[] {
     blocks.push({
       lang,
       info,
-      meta: { ...parseMeta(rest.join(' ')), ...comment },
+      meta: { ...parseMeta(rest.join(' ')), ...comment?.meta },
+      comment: comment?.text,
       code: body.length ? `${body.join('\n')}\n` : '',
       line: i + 1,
     });
