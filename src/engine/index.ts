@@ -31,6 +31,8 @@ export { effectContentKey } from './read/effects.js';
 export type { EffectView, RunEffects } from './read/effects.js';
 export { InvalidPageTokenError } from './read/page-token.js';
 export { statusOf } from './read/run-events.js';
+export { needsOutsideInput } from './read/run-wait.js';
+export type { WaitFor } from './read/run-wait.js';
 export { runProvenance } from './read/run-provenance.js';
 export type { AgentProvenance, AgentProvenanceReader, ProvenanceModelCall, ProvenanceToolResult, RunProvenance } from './read/run-provenance.js';
 export { MAX_SPEND_DEPTH, roundUsd, runSpend } from './read/spend.js';

@@ -11,6 +11,7 @@ import { approvalPage } from './read/approval-page.js';
 import { journalPage } from './read/journal-page.js';
 import { agentsOf, runProvenance, type RunProvenance } from './read/run-provenance.js';
 import { runEvents, runSettled } from './read/run-events.js';
+import { runWait, waitReached, type WaitFor } from './read/run-wait.js';
 import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
 import type { ReplayPreview } from './runtime/resume-preview.js';
 import { InlineExecutions } from './scheduling/inline-executions.js';
@@ -65,18 +66,57 @@ export class ReplicaEngine {
   /**
    * StartRun: creates the run (a repeated idempotency key returns the first one) and, with `wait`,
    * executes it here until it ends or parks; a repeated key with `wait` waits for the first call's
-   * run wherever it executes. `signal`: the caller went away (only the waiting stops).
+   * run wherever it executes. With `waitFor` it waits until the run reaches that point, following
+   * it through the parks it goes through (read/run-wait.ts), and answers the run as it stands a
+   * little before `deadlineMs` (the call's deadline) when that comes first.
+   * `signal`: the caller went away (only the waiting stops).
    */
   async runStart(
-    params: Omit<RunStartParams, 'execute' | 'parentRunId' | 'parentSeq'> & { wait: boolean }, signal: AbortSignal,
-  ): Promise<{ run: Run; created: boolean; waitingOn: Waiting[] }> {
-    const { wait, ...start } = params;
+    params: Omit<RunStartParams, 'execute' | 'parentRunId' | 'parentSeq' | 'onCreated'> & { wait: boolean; waitFor?: WaitFor; deadlineMs?: number },
+    signal: AbortSignal,
+  ): Promise<{ run: Run; created: boolean; waitingOn: Waiting[]; waitComplete: boolean }> {
+    const { wait, waitFor, deadlineMs, ...start } = params;
+    if (waitFor !== undefined) return this.#runStartWaiting(start, waitFor, deadlineMs, signal);
     const store = this.engine.store;
     const result = await this.inline.track(() => this.engine.runStart({ ...start, execute: wait }));
     // An execution stopped by a lost lease or a store failure reports no run: read where it stands.
     let run = result.execution ? (result.execution.run ?? await store.runGet({ runId: result.run.id, namespace: params.namespace })) : result.run;
     if (!result.created && wait) run = await runSettled({ store, run, signal, ...this.#poll() });
-    return { run, created: result.created, waitingOn: await this.#waits(run) };
+    return { run, created: result.created, waitingOn: await this.#waits(run), waitComplete: wait && waitReached('first_park', run, []) };
+  }
+
+  /**
+   * StartRun with `waitFor`: the first round executes here as with `wait`, then the wait follows
+   * the run wherever it continues; at `deadlineMs` less a margin (a tenth, at most a second) the
+   * answer is the run as it stands, which goes on (docs/api.md "Waiting for a run").
+   */
+  async #runStartWaiting(
+    start: Omit<RunStartParams, 'execute' | 'parentRunId' | 'parentSeq' | 'onCreated'>, waitFor: WaitFor, deadlineMs: number | undefined, signal: AbortSignal,
+  ): Promise<{ run: Run; created: boolean; waitingOn: Waiting[]; waitComplete: boolean }> {
+    const store = this.engine.store;
+    const stop = deadlineMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(Math.max(0, deadlineMs - Math.min(1000, deadlineMs / 10)))]);
+    let exists: (run: Run, created: boolean) => void = () => undefined;
+    const creation = new Promise<{ run: Run; created: boolean }>((resolve) => (exists = (run, created) => resolve({ run, created })));
+    const started = this.inline.track(() => this.engine.runStart({ ...start, execute: true, onCreated: exists }));
+    const stopped = new Promise<null>((resolve) => {
+      if (stop.aborted) resolve(null);
+      else stop.addEventListener('abort', () => resolve(null), { once: true });
+    });
+    let run: Run;
+    let isNew: boolean;
+    const first = await Promise.race([started, stopped]);
+    if (first === null) {
+      // The deadline came during the first round (or before the run existed): the run as it
+      // stands, which executes on here. A refused start still fails the call.
+      ({ run, created: isNew } = await Promise.race([creation, started]));
+      run = await store.runGet({ runId: run.id, namespace: run.namespace });
+    } else {
+      isNew = first.created;
+      // An execution stopped by a lost lease or a store failure reports no run: read where it stands.
+      run = first.execution ? (first.execution.run ?? await store.runGet({ runId: first.run.id, namespace: start.namespace })) : first.run;
+    }
+    const answer = await runWait({ store, remote: this.engine.remote, run, waitFor, signal: stop, ...this.#poll() });
+    return { run: answer.run, created: isNew, waitingOn: answer.waitingOn, waitComplete: answer.reached };
   }
 
   /** GetRun: the run, the spend its budget counts, and what it waits on. */

@@ -45,6 +45,8 @@ export interface RunStartParams {
   timeoutMs?: number | null;
   /** Execute it here until it ends or parks (StartRun with wait). Default false: PENDING for an executor. */
   execute?: boolean;
+  /** Told the run once it exists, before it executes (StartRun's wait answers it at the call's deadline). */
+  onCreated?: (run: Run, created: boolean) => void;
 }
 
 /** Statuses a resume may take a run from (a RUNNING one only once its lease expired). */
@@ -118,6 +120,7 @@ export class RunEngine {
       timeoutMs: params.timeoutMs ?? workflow.timeoutMs ?? null,
       ...(execute ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, recordRunning: true } } : {}),
     });
+    params.onCreated?.(run, created);
     if (!lease) return { run, created, execution: null, waitingOn: await this.runWaits({ runId: run.id, namespace: run.namespace }) };
     // Created with its RUNNING entry (recordRunning): the journal is that one entry, nothing to read.
     const execution = await this.driver.executeLeased({ lease, created: run });

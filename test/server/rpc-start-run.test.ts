@@ -4,6 +4,7 @@ import { Code } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { QuotaFailureSchema, ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
+import { WaitFor } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { apiHarness, detail, failure, json, plain, shapeOf, snapshot } from './api-harness.js';
 import { sideEffects } from './fixtures/api-workflows.js';
 
@@ -26,6 +27,18 @@ describe('StartRun', () => {
     expect(res.waitingOn[0]).toMatchObject({ kind: 'approval', name: 'Refund $12.5 for order o-1?' });
     expect(res.waitingOn[0]!.approvalId).toBe(`${res.run!.id}:${res.waitingOn[0]!.seq}`);
     expect(res.waitingOn[0]!.deadline).toBeDefined();
+  });
+
+  it('wait_for over the wire: OUTSIDE_INPUT answers at the approval (wait_complete), no wait does not wait, an unknown value is refused', async () => {
+    const t = apiHarness();
+    const res = await t.runs.startRun({ workflow: 'refund', input: json({ order: 'o-2', amount: 3 }), waitFor: WaitFor.OUTSIDE_INPUT });
+    expect(res.run?.status).toBe(RunStatus.SUSPENDED);
+    expect(res.waitComplete).toBe(true);
+    expect(res.waitingOn.map((w) => w.kind)).toEqual(['approval']);
+    expect((await t.runs.startRun({ workflow: 'echo-flow', input: json({}), wait: true })).waitComplete).toBe(true);
+    expect((await t.runs.startRun({ workflow: 'echo-flow', input: json({}) })).waitComplete).toBe(false);
+    const err = await failure(t.runs.startRun({ workflow: 'echo-flow', input: json({}), waitFor: 9 as WaitFor }));
+    expect(shapeOf(err)).toEqual({ code: Code.InvalidArgument, reason: 'INVALID_REQUEST', fields: ['wait_for'] });
   });
 
   it('without wait answers as soon as the run exists, PENDING for an executor', async () => {

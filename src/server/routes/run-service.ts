@@ -1,6 +1,6 @@
 import { durationMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { DriftRecovery, RunService } from '../../gen/waymark/v1/run_service_pb.js';
+import { DriftRecovery, RunService, WaitFor } from '../../gen/waymark/v1/run_service_pb.js';
 import type { RouteDeps } from './route-deps.js';
 import { entryToProto } from '../convert/convert-journal.js';
 import { previewToProto } from '../convert/convert-preview.js';
@@ -9,7 +9,7 @@ import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } fro
 import { withErrorMapping } from '../errors/error-mapping.js';
 import { PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
 import { streamRunEvents } from './run-events-stream.js';
-import { STREAM_TOKEN_DEFAULTS } from '../../engine/index.js';
+import { STREAM_TOKEN_DEFAULTS, type WaitFor as EngineWaitFor } from '../../engine/index.js';
 import { RunNotFoundError, StreamTokensDisabledError } from '../../journal/errors.js';
 import { abortable } from '../transport/shutdown-signal.js';
 import { unimplemented } from './unimplemented.js';
@@ -19,6 +19,11 @@ import { unimplemented } from './unimplemented.js';
  * makes one call to the engine (engine/replica-engine.ts); error-mapping.ts turns what it throws into
  * statuses.
  */
+
+/** StartRun's wait_for, as the engine names it (UNSPECIFIED: `wait` decides). */
+const WAIT_FOR: Partial<Record<WaitFor, EngineWaitFor>> = {
+  [WaitFor.FIRST_PARK]: 'first_park', [WaitFor.OUTSIDE_INPUT]: 'outside_input', [WaitFor.END]: 'end',
+};
 
 export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> {
   const { api } = deps;
@@ -34,13 +39,16 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       if (req.budgetUsd !== undefined && !(Number.isFinite(req.budgetUsd) && req.budgetUsd >= 0)) c.fail('budget_usd', 'must be a finite number >= 0');
       const timeoutMs = c.runTimeout('timeout', req.timeout);
       const input = c.json('input', req.input);
+      const waitFor = WAIT_FOR[req.waitFor];
+      if (req.waitFor !== WaitFor.UNSPECIFIED && waitFor === undefined) c.fail('wait_for', `unknown value ${req.waitFor}; expected FIRST_PARK, OUTSIDE_INPUT or END`);
       c.done();
       c.payload('input', input);
-      const { run, created, waitingOn } = await abortable(api.runStart({
+      const deadlineMs = ctx.timeoutMs();
+      const { run, created, waitingOn, waitComplete } = await abortable(api.runStart({
         namespace, workflowName, input, labels, idempotencyKey: idempotencyKey || null, budgetUsd: req.budgetUsd ?? null,
-        dryRun: req.dryRun, wait: req.wait, timeoutMs,
+        dryRun: req.dryRun, wait: req.wait, timeoutMs, ...(waitFor ? { waitFor } : {}), ...(deadlineMs !== undefined ? { deadlineMs } : {}),
       }, ctx.signal), ctx.signal);
-      return { run: runToProto(run), created, waitingOn: waitingOn.map(waitingToProto) };
+      return { run: runToProto(run), created, waitingOn: waitingOn.map(waitingToProto), waitComplete };
     },
 
     async getRun(req) {

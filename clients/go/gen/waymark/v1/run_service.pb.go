@@ -24,6 +24,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// What StartRun waits for before it answers.
+type WaitFor int32
+
+const (
+	// Not set: `wait` decides (true: FIRST_PARK, false: no wait).
+	WaitFor_WAIT_FOR_UNSPECIFIED WaitFor = 0
+	// The first time the run ends or parks, on any wait (a timer or a retry backoff included).
+	WaitFor_WAIT_FOR_FIRST_PARK WaitFor = 1
+	// The run ended, or it is SUSPENDED on something only the outside can give: an approval or a
+	// signal. Timers, retry backoffs, remote tool calls and child runs are waited through.
+	WaitFor_WAIT_FOR_OUTSIDE_INPUT WaitFor = 2
+	// The run ended: SUCCEEDED, FAILED or CANCELLED.
+	WaitFor_WAIT_FOR_END WaitFor = 3
+)
+
+// Enum value maps for WaitFor.
+var (
+	WaitFor_name = map[int32]string{
+		0: "WAIT_FOR_UNSPECIFIED",
+		1: "WAIT_FOR_FIRST_PARK",
+		2: "WAIT_FOR_OUTSIDE_INPUT",
+		3: "WAIT_FOR_END",
+	}
+	WaitFor_value = map[string]int32{
+		"WAIT_FOR_UNSPECIFIED":   0,
+		"WAIT_FOR_FIRST_PARK":    1,
+		"WAIT_FOR_OUTSIDE_INPUT": 2,
+		"WAIT_FOR_END":           3,
+	}
+)
+
+func (x WaitFor) Enum() *WaitFor {
+	p := new(WaitFor)
+	*p = x
+	return p
+}
+
+func (x WaitFor) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WaitFor) Descriptor() protoreflect.EnumDescriptor {
+	return file_waymark_v1_run_service_proto_enumTypes[0].Descriptor()
+}
+
+func (WaitFor) Type() protoreflect.EnumType {
+	return &file_waymark_v1_run_service_proto_enumTypes[0]
+}
+
+func (x WaitFor) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WaitFor.Descriptor instead.
+func (WaitFor) EnumDescriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{0}
+}
+
 // A recovery for a run whose pinned workflow definition is no longer the registered one.
 type DriftRecovery int32
 
@@ -61,11 +119,11 @@ func (x DriftRecovery) String() string {
 }
 
 func (DriftRecovery) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_service_proto_enumTypes[0].Descriptor()
+	return file_waymark_v1_run_service_proto_enumTypes[1].Descriptor()
 }
 
 func (DriftRecovery) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_service_proto_enumTypes[0]
+	return &file_waymark_v1_run_service_proto_enumTypes[1]
 }
 
 func (x DriftRecovery) Number() protoreflect.EnumNumber {
@@ -74,7 +132,7 @@ func (x DriftRecovery) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DriftRecovery.Descriptor instead.
 func (DriftRecovery) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{0}
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{1}
 }
 
 // Where a model call of an agent stands.
@@ -118,11 +176,11 @@ func (x ProvenanceModelCallStatus) String() string {
 }
 
 func (ProvenanceModelCallStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_service_proto_enumTypes[1].Descriptor()
+	return file_waymark_v1_run_service_proto_enumTypes[2].Descriptor()
 }
 
 func (ProvenanceModelCallStatus) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_service_proto_enumTypes[1]
+	return &file_waymark_v1_run_service_proto_enumTypes[2]
 }
 
 func (x ProvenanceModelCallStatus) Number() protoreflect.EnumNumber {
@@ -131,7 +189,7 @@ func (x ProvenanceModelCallStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ProvenanceModelCallStatus.Descriptor instead.
 func (ProvenanceModelCallStatus) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{1}
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{2}
 }
 
 // Where a tool call an agent's model asked for stands.
@@ -191,11 +249,11 @@ func (x ProvenanceToolResultStatus) String() string {
 }
 
 func (ProvenanceToolResultStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_service_proto_enumTypes[2].Descriptor()
+	return file_waymark_v1_run_service_proto_enumTypes[3].Descriptor()
 }
 
 func (ProvenanceToolResultStatus) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_service_proto_enumTypes[2]
+	return &file_waymark_v1_run_service_proto_enumTypes[3]
 }
 
 func (x ProvenanceToolResultStatus) Number() protoreflect.EnumNumber {
@@ -204,7 +262,7 @@ func (x ProvenanceToolResultStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ProvenanceToolResultStatus.Descriptor instead.
 func (ProvenanceToolResultStatus) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{3}
 }
 
 // The request of StartRun.
@@ -219,8 +277,10 @@ type StartRunRequest struct {
 	// Makes the start idempotent within the namespace: a repeat returns the first run.
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// Execute the run on the replica that received the call, with no queue hop, and answer once
-	// it ends or parks (or the call's deadline passes). Without it the call answers at once and
-	// the first executor to wake claims the run.
+	// it ends or parks for the first time, on any wait, a timer or a retry backoff included (or the
+	// call's deadline passes: DEADLINE_EXCEEDED). Without it (and without wait_for) the call answers
+	// at once and the first executor to wake claims the run. Kept as it was; wait_for, when set,
+	// takes precedence.
 	Wait bool `protobuf:"varint,5,opt,name=wait,proto3" json:"wait,omitempty"`
 	// Spending cap in US dollars for model calls; unset means no cap.
 	BudgetUsd *float64 `protobuf:"fixed64,6,opt,name=budget_usd,json=budgetUsd,proto3,oneof" json:"budget_usd,omitempty"`
@@ -234,7 +294,12 @@ type StartRunRequest struct {
 	// timeout for this run; unset means the definition's, if any. From 1 ms to 3650 days; zero,
 	// negative or longer durations are INVALID_ARGUMENT and nothing is written. Ignored, like every
 	// other field, when the idempotency key returns an existing run.
-	Timeout       *durationpb.Duration `protobuf:"bytes,9,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,9,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// What the call waits for (docs/runs.md "Waiting for a run"). Set, it implies wait: the run
+	// executes on the replica that received the call and the answer comes when the run reaches
+	// that point, wherever it executes by then. Before the call's deadline the server answers with
+	// the run as it stands (wait_complete false); the run goes on. Unspecified: wait decides.
+	WaitFor       WaitFor `protobuf:"varint,10,opt,name=wait_for,json=waitFor,proto3,enum=waymark.v1.WaitFor" json:"wait_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -332,6 +397,13 @@ func (x *StartRunRequest) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *StartRunRequest) GetWaitFor() WaitFor {
+	if x != nil {
+		return x.WaitFor
+	}
+	return WaitFor_WAIT_FOR_UNSPECIFIED
+}
+
 // The response of StartRun.
 type StartRunResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -340,7 +412,11 @@ type StartRunResponse struct {
 	// False when the idempotency key returned an existing run.
 	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
 	// What the run waits for, when it answered SUSPENDED.
-	WaitingOn     []*WaitingOn `protobuf:"bytes,3,rep,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	WaitingOn []*WaitingOn `protobuf:"bytes,3,rep,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	// True when the call waited and the run reached what it waited for (wait_for, or wait).
+	// False when the call did not wait, or its deadline came first: the run goes on, and a repeat
+	// with the same idempotency_key waits for it again.
+	WaitComplete  bool `protobuf:"varint,4,opt,name=wait_complete,json=waitComplete,proto3" json:"wait_complete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -394,6 +470,13 @@ func (x *StartRunResponse) GetWaitingOn() []*WaitingOn {
 		return x.WaitingOn
 	}
 	return nil
+}
+
+func (x *StartRunResponse) GetWaitComplete() bool {
+	if x != nil {
+		return x.WaitComplete
+	}
+	return false
 }
 
 // The request of GetRun.
@@ -2049,7 +2132,7 @@ var File_waymark_v1_run_service_proto protoreflect.FileDescriptor
 const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1cwaymark/v1/run_service.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14waymark/v1/run.proto\"\xb3\x03\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14waymark/v1/run.proto\"\xe3\x03\n" +
 	"\x0fStartRunRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12,\n" +
@@ -2060,16 +2143,19 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"budget_usd\x18\x06 \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12\x17\n" +
 	"\adry_run\x18\a \x01(\bR\x06dryRun\x12?\n" +
 	"\x06labels\x18\b \x03(\v2'.waymark.v1.StartRunRequest.LabelsEntryR\x06labels\x123\n" +
-	"\atimeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a9\n" +
+	"\atimeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12.\n" +
+	"\bwait_for\x18\n" +
+	" \x01(\x0e2\x13.waymark.v1.WaitForR\awaitFor\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
-	"\v_budget_usd\"\x85\x01\n" +
+	"\v_budget_usd\"\xaa\x01\n" +
 	"\x10StartRunResponse\x12!\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.waymark.v1.RunR\x03run\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\x124\n" +
 	"\n" +
-	"waiting_on\x18\x03 \x03(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\"D\n" +
+	"waiting_on\x18\x03 \x03(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\x12#\n" +
+	"\rwait_complete\x18\x04 \x01(\bR\fwaitComplete\"D\n" +
 	"\rGetRunRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\"i\n" +
@@ -2209,7 +2295,12 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x19CreateStreamTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12;\n" +
 	"\vexpire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"expireTime*g\n" +
+	"expireTime*j\n" +
+	"\aWaitFor\x12\x18\n" +
+	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13WAIT_FOR_FIRST_PARK\x10\x01\x12\x1a\n" +
+	"\x16WAIT_FOR_OUTSIDE_INPUT\x10\x02\x12\x10\n" +
+	"\fWAIT_FOR_END\x10\x03*g\n" +
 	"\rDriftRecovery\x12\x1e\n" +
 	"\x1aDRIFT_RECOVERY_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16DRIFT_RECOVERY_RESTART\x10\x01\x12\x1a\n" +
@@ -2257,111 +2348,113 @@ func file_waymark_v1_run_service_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_run_service_proto_rawDescData
 }
 
-var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_waymark_v1_run_service_proto_goTypes = []any{
-	(DriftRecovery)(0),                // 0: waymark.v1.DriftRecovery
-	(ProvenanceModelCallStatus)(0),    // 1: waymark.v1.ProvenanceModelCallStatus
-	(ProvenanceToolResultStatus)(0),   // 2: waymark.v1.ProvenanceToolResultStatus
-	(*StartRunRequest)(nil),           // 3: waymark.v1.StartRunRequest
-	(*StartRunResponse)(nil),          // 4: waymark.v1.StartRunResponse
-	(*GetRunRequest)(nil),             // 5: waymark.v1.GetRunRequest
-	(*GetRunResponse)(nil),            // 6: waymark.v1.GetRunResponse
-	(*ListRunsRequest)(nil),           // 7: waymark.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),          // 8: waymark.v1.ListRunsResponse
-	(*GetJournalRequest)(nil),         // 9: waymark.v1.GetJournalRequest
-	(*GetJournalResponse)(nil),        // 10: waymark.v1.GetJournalResponse
-	(*StreamRunEventsRequest)(nil),    // 11: waymark.v1.StreamRunEventsRequest
-	(*StreamRunEventsResponse)(nil),   // 12: waymark.v1.StreamRunEventsResponse
-	(*ResumeRunRequest)(nil),          // 13: waymark.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),         // 14: waymark.v1.ResumeRunResponse
-	(*CancelRunRequest)(nil),          // 15: waymark.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),         // 16: waymark.v1.CancelRunResponse
-	(*ListWorkflowsRequest)(nil),      // 17: waymark.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),     // 18: waymark.v1.ListWorkflowsResponse
-	(*GetRunProvenanceRequest)(nil),   // 19: waymark.v1.GetRunProvenanceRequest
-	(*GetRunProvenanceResponse)(nil),  // 20: waymark.v1.GetRunProvenanceResponse
-	(*RunProvenance)(nil),             // 21: waymark.v1.RunProvenance
-	(*RunSpend)(nil),                  // 22: waymark.v1.RunSpend
-	(*AgentProvenance)(nil),           // 23: waymark.v1.AgentProvenance
-	(*ProvenanceModelCall)(nil),       // 24: waymark.v1.ProvenanceModelCall
-	(*ProvenanceToolResult)(nil),      // 25: waymark.v1.ProvenanceToolResult
-	(*CreateStreamTokenRequest)(nil),  // 26: waymark.v1.CreateStreamTokenRequest
-	(*CreateStreamTokenResponse)(nil), // 27: waymark.v1.CreateStreamTokenResponse
-	nil,                               // 28: waymark.v1.StartRunRequest.LabelsEntry
-	nil,                               // 29: waymark.v1.ListRunsRequest.LabelsEntry
-	(*structpb.Value)(nil),            // 30: google.protobuf.Value
-	(*durationpb.Duration)(nil),       // 31: google.protobuf.Duration
-	(*Run)(nil),                       // 32: waymark.v1.Run
-	(*WaitingOn)(nil),                 // 33: waymark.v1.WaitingOn
-	(RunStatus)(0),                    // 34: waymark.v1.RunStatus
-	(*JournalEntry)(nil),              // 35: waymark.v1.JournalEntry
-	(*RunEvent)(nil),                  // 36: waymark.v1.RunEvent
-	(*ResumePreview)(nil),             // 37: waymark.v1.ResumePreview
-	(*Workflow)(nil),                  // 38: waymark.v1.Workflow
-	(*Usage)(nil),                     // 39: waymark.v1.Usage
-	(*RunError)(nil),                  // 40: waymark.v1.RunError
-	(*timestamppb.Timestamp)(nil),     // 41: google.protobuf.Timestamp
+	(WaitFor)(0),                      // 0: waymark.v1.WaitFor
+	(DriftRecovery)(0),                // 1: waymark.v1.DriftRecovery
+	(ProvenanceModelCallStatus)(0),    // 2: waymark.v1.ProvenanceModelCallStatus
+	(ProvenanceToolResultStatus)(0),   // 3: waymark.v1.ProvenanceToolResultStatus
+	(*StartRunRequest)(nil),           // 4: waymark.v1.StartRunRequest
+	(*StartRunResponse)(nil),          // 5: waymark.v1.StartRunResponse
+	(*GetRunRequest)(nil),             // 6: waymark.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 7: waymark.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 8: waymark.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 9: waymark.v1.ListRunsResponse
+	(*GetJournalRequest)(nil),         // 10: waymark.v1.GetJournalRequest
+	(*GetJournalResponse)(nil),        // 11: waymark.v1.GetJournalResponse
+	(*StreamRunEventsRequest)(nil),    // 12: waymark.v1.StreamRunEventsRequest
+	(*StreamRunEventsResponse)(nil),   // 13: waymark.v1.StreamRunEventsResponse
+	(*ResumeRunRequest)(nil),          // 14: waymark.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),         // 15: waymark.v1.ResumeRunResponse
+	(*CancelRunRequest)(nil),          // 16: waymark.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 17: waymark.v1.CancelRunResponse
+	(*ListWorkflowsRequest)(nil),      // 18: waymark.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),     // 19: waymark.v1.ListWorkflowsResponse
+	(*GetRunProvenanceRequest)(nil),   // 20: waymark.v1.GetRunProvenanceRequest
+	(*GetRunProvenanceResponse)(nil),  // 21: waymark.v1.GetRunProvenanceResponse
+	(*RunProvenance)(nil),             // 22: waymark.v1.RunProvenance
+	(*RunSpend)(nil),                  // 23: waymark.v1.RunSpend
+	(*AgentProvenance)(nil),           // 24: waymark.v1.AgentProvenance
+	(*ProvenanceModelCall)(nil),       // 25: waymark.v1.ProvenanceModelCall
+	(*ProvenanceToolResult)(nil),      // 26: waymark.v1.ProvenanceToolResult
+	(*CreateStreamTokenRequest)(nil),  // 27: waymark.v1.CreateStreamTokenRequest
+	(*CreateStreamTokenResponse)(nil), // 28: waymark.v1.CreateStreamTokenResponse
+	nil,                               // 29: waymark.v1.StartRunRequest.LabelsEntry
+	nil,                               // 30: waymark.v1.ListRunsRequest.LabelsEntry
+	(*structpb.Value)(nil),            // 31: google.protobuf.Value
+	(*durationpb.Duration)(nil),       // 32: google.protobuf.Duration
+	(*Run)(nil),                       // 33: waymark.v1.Run
+	(*WaitingOn)(nil),                 // 34: waymark.v1.WaitingOn
+	(RunStatus)(0),                    // 35: waymark.v1.RunStatus
+	(*JournalEntry)(nil),              // 36: waymark.v1.JournalEntry
+	(*RunEvent)(nil),                  // 37: waymark.v1.RunEvent
+	(*ResumePreview)(nil),             // 38: waymark.v1.ResumePreview
+	(*Workflow)(nil),                  // 39: waymark.v1.Workflow
+	(*Usage)(nil),                     // 40: waymark.v1.Usage
+	(*RunError)(nil),                  // 41: waymark.v1.RunError
+	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
 }
 var file_waymark_v1_run_service_proto_depIdxs = []int32{
-	30, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
-	28, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
-	31, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
-	32, // 3: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
-	33, // 4: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	32, // 5: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
-	33, // 6: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	34, // 7: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
-	29, // 8: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
-	32, // 9: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
-	35, // 10: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
-	36, // 11: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
-	0,  // 12: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
-	32, // 13: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
-	37, // 14: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
-	32, // 15: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
-	32, // 16: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
-	38, // 17: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	21, // 18: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
-	34, // 19: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
-	22, // 20: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
-	23, // 21: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
-	21, // 22: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
-	24, // 23: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
-	25, // 24: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
-	1,  // 25: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
-	39, // 26: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
-	30, // 27: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
-	2,  // 28: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
-	30, // 29: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
-	40, // 30: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
-	31, // 31: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
-	41, // 32: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
-	3,  // 33: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
-	5,  // 34: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
-	7,  // 35: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
-	9,  // 36: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
-	11, // 37: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
-	13, // 38: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
-	15, // 39: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
-	17, // 40: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	19, // 41: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
-	26, // 42: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
-	4,  // 43: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
-	6,  // 44: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
-	8,  // 45: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
-	10, // 46: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
-	12, // 47: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
-	14, // 48: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
-	16, // 49: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
-	18, // 50: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	20, // 51: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
-	27, // 52: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
-	43, // [43:53] is the sub-list for method output_type
-	33, // [33:43] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	31, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
+	29, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
+	32, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
+	0,  // 3: waymark.v1.StartRunRequest.wait_for:type_name -> waymark.v1.WaitFor
+	33, // 4: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
+	34, // 5: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	33, // 6: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
+	34, // 7: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	35, // 8: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	30, // 9: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
+	33, // 10: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
+	36, // 11: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
+	37, // 12: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
+	1,  // 13: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
+	33, // 14: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
+	38, // 15: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
+	33, // 16: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
+	33, // 17: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
+	39, // 18: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	22, // 19: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
+	35, // 20: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
+	23, // 21: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
+	24, // 22: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
+	22, // 23: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
+	25, // 24: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
+	26, // 25: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
+	2,  // 26: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
+	40, // 27: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
+	31, // 28: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
+	3,  // 29: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
+	31, // 30: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
+	41, // 31: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
+	32, // 32: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
+	42, // 33: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
+	4,  // 34: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
+	6,  // 35: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
+	8,  // 36: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
+	10, // 37: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
+	12, // 38: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
+	14, // 39: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
+	16, // 40: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
+	18, // 41: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	20, // 42: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
+	27, // 43: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
+	5,  // 44: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
+	7,  // 45: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
+	9,  // 46: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
+	11, // 47: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
+	13, // 48: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
+	15, // 49: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
+	17, // 50: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
+	19, // 51: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	21, // 52: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
+	28, // 53: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_service_proto_init() }
@@ -2382,7 +2475,7 @@ func file_waymark_v1_run_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_service_proto_rawDesc), len(file_waymark_v1_run_service_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,

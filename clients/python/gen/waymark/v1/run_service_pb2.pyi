@@ -23,6 +23,38 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _WaitFor:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _WaitForEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_WaitFor.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    WAIT_FOR_UNSPECIFIED: _WaitFor.ValueType  # 0
+    """Not set: `wait` decides (true: FIRST_PARK, false: no wait)."""
+    WAIT_FOR_FIRST_PARK: _WaitFor.ValueType  # 1
+    """The first time the run ends or parks, on any wait (a timer or a retry backoff included)."""
+    WAIT_FOR_OUTSIDE_INPUT: _WaitFor.ValueType  # 2
+    """The run ended, or it is SUSPENDED on something only the outside can give: an approval or a
+    signal. Timers, retry backoffs, remote tool calls and child runs are waited through.
+    """
+    WAIT_FOR_END: _WaitFor.ValueType  # 3
+    """The run ended: SUCCEEDED, FAILED or CANCELLED."""
+
+class WaitFor(_WaitFor, metaclass=_WaitForEnumTypeWrapper):
+    """What StartRun waits for before it answers."""
+
+WAIT_FOR_UNSPECIFIED: WaitFor.ValueType  # 0
+"""Not set: `wait` decides (true: FIRST_PARK, false: no wait)."""
+WAIT_FOR_FIRST_PARK: WaitFor.ValueType  # 1
+"""The first time the run ends or parks, on any wait (a timer or a retry backoff included)."""
+WAIT_FOR_OUTSIDE_INPUT: WaitFor.ValueType  # 2
+"""The run ended, or it is SUSPENDED on something only the outside can give: an approval or a
+signal. Timers, retry backoffs, remote tool calls and child runs are waited through.
+"""
+WAIT_FOR_END: WaitFor.ValueType  # 3
+"""The run ended: SUCCEEDED, FAILED or CANCELLED."""
+Global___WaitFor: _TypeAlias = WaitFor  # noqa: Y015
+
 class _DriftRecovery:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -154,6 +186,7 @@ class StartRunRequest(_message.Message):
     DRY_RUN_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     TIMEOUT_FIELD_NUMBER: _builtins.int
+    WAIT_FOR_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace to start the run in; empty means "default"."""
     workflow: _builtins.str
@@ -162,14 +195,22 @@ class StartRunRequest(_message.Message):
     """Makes the start idempotent within the namespace: a repeat returns the first run."""
     wait: _builtins.bool
     """Execute the run on the replica that received the call, with no queue hop, and answer once
-    it ends or parks (or the call's deadline passes). Without it the call answers at once and
-    the first executor to wake claims the run.
+    it ends or parks for the first time, on any wait, a timer or a retry backoff included (or the
+    call's deadline passes: DEADLINE_EXCEEDED). Without it (and without wait_for) the call answers
+    at once and the first executor to wake claims the run. Kept as it was; wait_for, when set,
+    takes precedence.
     """
     budget_usd: _builtins.float
     """Spending cap in US dollars for model calls; unset means no cap."""
     dry_run: _builtins.bool
     """Start the run as a dry run: tools declared mutating are not executed. The run is marked
     dry_run so it is never mistaken for a real one.
+    """
+    wait_for: Global___WaitFor.ValueType
+    """What the call waits for (docs/runs.md "Waiting for a run"). Set, it implies wait: the run
+    executes on the replica that received the call and the answer comes when the run reaches
+    that point, wherever it executes by then. Before the call's deadline the server answers with
+    the run as it stands (wait_complete false); the run goes on. Unspecified: wait decides.
     """
     @_builtins.property
     def input(self) -> _struct_pb2.Value:
@@ -200,10 +241,11 @@ class StartRunRequest(_message.Message):
         dry_run: _builtins.bool = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         timeout: _duration_pb2.Duration | None = ...,
+        wait_for: Global___WaitFor.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "input", b"input", "timeout", b"timeout"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "dry_run", b"dry_run", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "timeout", b"timeout", "wait", b"wait", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "dry_run", b"dry_run", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "timeout", b"timeout", "wait", b"wait", "wait_for", b"wait_for", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
     _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
@@ -220,8 +262,14 @@ class StartRunResponse(_message.Message):
     RUN_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
     WAITING_ON_FIELD_NUMBER: _builtins.int
+    WAIT_COMPLETE_FIELD_NUMBER: _builtins.int
     created: _builtins.bool
     """False when the idempotency key returned an existing run."""
+    wait_complete: _builtins.bool
+    """True when the call waited and the run reached what it waited for (wait_for, or wait).
+    False when the call did not wait, or its deadline came first: the run goes on, and a repeat
+    with the same idempotency_key waits for it again.
+    """
     @_builtins.property
     def run(self) -> _run_pb2.Run:
         """The run, as it stands when the call answers."""
@@ -236,10 +284,11 @@ class StartRunResponse(_message.Message):
         run: _run_pb2.Run | None = ...,
         created: _builtins.bool = ...,
         waiting_on: _abc.Iterable[_run_pb2.WaitingOn] | None = ...,
+        wait_complete: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["run", b"run"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "run", b"run", "waiting_on", b"waiting_on"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "run", b"run", "wait_complete", b"wait_complete", "waiting_on", b"waiting_on"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
