@@ -95,7 +95,7 @@ export type StartRunRequest = Message<"waymark.v1.StartRunRequest"> & {
   timeout?: Duration | undefined;
 
   /**
-   * What the call waits for (docs/runs.md "Waiting for a run"). Set, it implies wait: the run
+   * What the call waits for (docs/api.md "Waiting for a run"). Set, it implies wait: the run
    * executes on the replica that received the call and the answer comes when the run reaches
    * that point, wherever it executes by then. Before the call's deadline the server answers with
    * the run as it stands (wait_complete false); the run goes on. Unspecified: wait decides.

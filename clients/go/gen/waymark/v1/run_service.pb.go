@@ -295,7 +295,7 @@ type StartRunRequest struct {
 	// negative or longer durations are INVALID_ARGUMENT and nothing is written. Ignored, like every
 	// other field, when the idempotency key returns an existing run.
 	Timeout *durationpb.Duration `protobuf:"bytes,9,opt,name=timeout,proto3" json:"timeout,omitempty"`
-	// What the call waits for (docs/runs.md "Waiting for a run"). Set, it implies wait: the run
+	// What the call waits for (docs/api.md "Waiting for a run"). Set, it implies wait: the run
 	// executes on the replica that received the call and the answer comes when the run reaches
 	// that point, wherever it executes by then. Before the call's deadline the server answers with
 	// the run as it stands (wait_complete false); the run goes on. Unspecified: wait decides.
