@@ -4,14 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { codeBlocks } from '../support/markdown-blocks.js';
 
 /*
- * No example of the pages test/docs/doc-examples.test.ts follows goes untested by accident: every
- * fenced shell, console or TypeScript block (and every block with no language) is marked to run,
+ * No example of the pages test/docs/doc-examples.test.ts and test/clients/readme-examples.test.ts
+ * follow goes untested by accident: every fenced shell, console, TypeScript, Go or Python block
+ * (and every block with no language) is marked to run,
  * to be saved as a file the next commands use, or skipped with its reason in the comment
  * (`<!-- doctest: skip (needs kubectl) -->`). A new block without a marker fails here.
  */
 
-const PAGES = ['README.md', 'docs/cli.md', 'docs/flows.md'];
-const EXAMPLE_LANGS = new Set(['', 'sh', 'bash', 'shell', 'console', 'ts', 'typescript', 'js', 'javascript']);
+const PAGES = ['README.md', 'docs/cli.md', 'docs/flows.md', 'clients/ts/README.md', 'clients/python/README.md', 'clients/go/README.md'];
+const EXAMPLE_LANGS = new Set(['', 'sh', 'bash', 'shell', 'console', 'ts', 'typescript', 'js', 'javascript', 'go', 'python']);
 
 /** What is wrong with a page's markers, one line per block. */
 export function unmarkedExamples(where: string, markdown: string): string[] {
@@ -26,8 +27,8 @@ export function unmarkedExamples(where: string, markdown: string): string[] {
   return problems;
 }
 
-describe('the examples of README.md and docs/ are all marked', () => {
-  it.each(PAGES)('%s: every shell, console and TypeScript block runs, is a file, or is skipped with a reason', async (page) => {
+describe('the examples of README.md, docs/ and the client READMEs are all marked', () => {
+  it.each(PAGES)('%s: every shell, console, TypeScript, Go and Python block runs, is a file, or is skipped with a reason', async (page) => {
     const markdown = await readFile(path.resolve(page), 'utf8');
     expect(unmarkedExamples(page, markdown)).toEqual([]);
     expect(codeBlocks(markdown).some((b) => b.meta.run)).toBe(true);
