@@ -33,10 +33,12 @@ class ScriptedRuns(run_service_pb2_grpc.RunServiceServicer):
     script: list[Step]
     after_seqs: list[int | None] = field(default_factory=list)
     sent: threading.Event = field(default_factory=threading.Event)
+    ended: threading.Event = field(default_factory=threading.Event)  # a stream ended or was cancelled
 
     def StreamRunEvents(
         self, request: run_service_pb2.StreamRunEventsRequest, context: grpc.ServicerContext
     ) -> Iterator[run_service_pb2.StreamRunEventsResponse]:
+        context.add_callback(self.ended.set)
         self.after_seqs.append(request.after_seq if request.HasField("after_seq") else None)
         step = self.script[len(self.after_seqs) - 1]
         for i, seq in enumerate(step.seqs):
@@ -124,6 +126,34 @@ def test_other_errors_end_the_stream_typed() -> None:
         list(client.events("run-x"))
     server.server.stop(None)
     assert info.value.code == grpc.StatusCode.NOT_FOUND
+    assert len(runs.after_seqs) == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_closing_the_events_cancels_the_stream(asynchronous: bool) -> None:
+    """A caller that stops following (closes the generator) ends the server's stream at once,
+    while the client stays open: the stream hangs for 30 s unless the call is cancelled."""
+    runs = ScriptedRuns([Step([0, 1], hang=True)])
+    server = Server(runs)
+
+    def sync() -> None:
+        with waymark.Client(server.address, backoff=FAST) as client:
+            events = client.events("run-1", follow_suspended=True)
+            assert next(events).seq == 0
+            events.close()
+            assert runs.ended.wait(10), "the stream was not cancelled"
+
+    async def asynchronously() -> None:
+        async with waymark.AsyncClient(server.address, backoff=FAST) as client:
+            events = client.events("run-1", follow_suspended=True)
+            assert (await events.__anext__()).seq == 0
+            await events.aclose()
+            assert await asyncio.to_thread(runs.ended.wait, 10), "the stream was not cancelled"
+
+    try:
+        asyncio.run(asynchronously()) if asynchronous else sync()
+    finally:
+        server.server.stop(None)
     assert len(runs.after_seqs) == 1
 
 

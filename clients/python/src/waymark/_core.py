@@ -1,8 +1,7 @@
-"""What the blocking and the asyncio clients share: the channel opened from their arguments and
-the environment, the generated stubs, the settings every call reads, and the readiness check's
-callable. Each client adds the calls in its own I/O style (client.py, aio.py); what a call sends
-and how its answer is read are _requests and _responses, its retries _retry, a followed stream
-_follow."""
+"""What the blocking and the asyncio clients share: the constructor, the channel opened from its
+arguments and the environment, the settings every call reads, and the readiness check's
+callable. Each client adds its stubs and binds the operations (_runs, _signals, _flows, _unary)
+to its shell (_shells), which does their I/O in its style."""
 
 from __future__ import annotations
 
@@ -16,32 +15,33 @@ from waymark._retry import Backoff, RetryPolicy
 
 
 class ClientCore:
-    """The state of a client; ``channels`` is ``grpc`` or ``grpc.aio`` (both open channels the same
-    way)."""
+    """The state of a client, and its constructor: each client names the module its channel comes
+    from (``_channels``: ``grpc`` or ``grpc.aio``, which open channels the same way) and adds its
+    stubs, its shell (``_shells.py``) and what ``connect_timeout`` means to it in ``_attach``."""
 
-    def _open(
+    _channels: Any
+
+    def __init__(
         self,
-        channels: Any,
-        address: str | None,
+        address: str | None = None,
         *,
-        tls: bool | grpc.ChannelCredentials | None,
-        server_name: str | None,
-        token: str | None,
-        namespace: str | None,
-        timeout: float | None,
-        backoff: Backoff,
-        retry: RetryPolicy,
-        wait_for_ready: bool,
-        options: Iterable[tuple[str, Any]],
-    ) -> Any:
-        """Reads the settings and opens the channel, which it returns for the client to keep with
-        its own type (``grpc.Channel`` or ``grpc.aio.Channel``: the stubs' types follow it)."""
+        tls: bool | grpc.ChannelCredentials | None = None,
+        server_name: str | None = None,
+        token: str | None = None,
+        namespace: str | None = None,
+        timeout: float | None = 30.0,
+        backoff: Backoff = Backoff(),
+        retry: RetryPolicy = RetryPolicy(),
+        connect_timeout: float | None = None,
+        wait_for_ready: bool = False,
+        options: Iterable[tuple[str, Any]] = (),
+    ) -> None:
         conn = _environment.resolve(address, tls=tls, server_name=server_name, token=token, namespace=namespace)
         channel_options = [*_environment.CHANNEL_OPTIONS, *conn.server_name_options, *options]
-        channel = (
-            channels.secure_channel(conn.address, conn.credentials, options=channel_options)
+        self._channel = (
+            self._channels.secure_channel(conn.address, conn.credentials, options=channel_options)
             if conn.credentials is not None
-            else channels.insecure_channel(conn.address, options=channel_options)
+            else self._channels.insecure_channel(conn.address, options=channel_options)
         )
         self.namespace = conn.namespace
         self.timeout = timeout
@@ -50,12 +50,14 @@ class ClientCore:
         self.wait_for_ready = wait_for_ready
         self._address = conn.address
         self._metadata = conn.metadata
-        return channel
+        self._attach(connect_timeout)
+
+    def _attach(self, connect_timeout: float | None) -> None:
+        raise NotImplementedError
 
     def _health_check(self) -> Any:
         """grpc.health.v1 Check as a raw callable: the readiness check and the wait for a
         connection send it without the health stubs (the request is empty)."""
-        channel: Any = getattr(self, "_channel")
-        return channel.unary_unary(
+        return self._channel.unary_unary(
             "/grpc.health.v1.Health/Check", request_serializer=lambda r: r, response_deserializer=lambda r: r
         )

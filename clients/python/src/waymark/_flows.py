@@ -1,4 +1,5 @@
-"""Declarative flows: reading a flow from a message, a dict, JSON or YAML; the FlowService requests."""
+"""Declarative flows: reading a flow from a message, a dict, JSON or YAML; the FlowService calls as
+operations (``_steps.py``) and ``client.flows`` of each client, which runs them in its I/O style."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import yaml
 from google.protobuf import json_format
 
 import builtins
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from waymark._shells import awaitable, blocking
+from waymark._steps import Core, Op
+from waymark._unary import call
 from waymark.v1 import flow_service_pb2, flow_service_pb2_grpc
 
 if TYPE_CHECKING:
@@ -95,6 +99,43 @@ def get_flow(namespace: str, name: str, version: str | int | None) -> flow_servi
     return flow_service_pb2.GetFlowRequest(namespace=namespace, name=name, version="" if version is None else str(version))
 
 
+class _Flows(Protocol):
+    """What the flow operations read of ``client.flows``."""
+
+    _client: Core
+    stub: Any
+
+
+def register(flows: _Flows, flow: FlowSource, *, timeout: float | None = None) -> Op[flow_service_pb2.RegisterFlowResponse]:
+    """Validates and stores a flow: the ``waymark.v1.Flow`` message, a dict of its JSON form,
+    or JSON or YAML text (:func:`waymark.parse_flow`). The response's ``flow`` is the stored
+    version and its digest; ``created`` is false when the content equalled the latest
+    version's and nothing was stored. Raises :class:`waymark.InvalidFlow` (its
+    ``field_violations`` name the exact paths, e.g. ``flow.edges[3].condition``; nothing is
+    stored) or :class:`waymark.FlowNameTaken`. Retried like a read (a repeat of the same
+    content is a no-op), so a retry of an attempt the server applied answers ``created`` false.
+    """
+    request = register_flow(flows._client.namespace, flow)
+    response: flow_service_pb2.RegisterFlowResponse = yield from call(
+        flows._client, "RegisterFlow", flows.stub.RegisterFlow, request, timeout
+    )
+    return response
+
+
+def get(flows: _Flows, name: str, version: str | int | None = None, *, timeout: float | None = None) -> Op[flow_service_pb2.FlowVersion]:
+    """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
+    request = get_flow(flows._client.namespace, name, version)
+    response: flow_service_pb2.GetFlowResponse = yield from call(flows._client, "GetFlow", flows.stub.GetFlow, request, timeout)
+    return response.flow
+
+
+def list_flows(flows: _Flows, *, timeout: float | None = None) -> Op[builtins.list[flow_service_pb2.FlowVersion]]:
+    """The latest version of each flow of the namespace, by name."""
+    request = flow_service_pb2.ListFlowsRequest(namespace=flows._client.namespace)
+    response: flow_service_pb2.ListFlowsResponse = yield from call(flows._client, "ListFlows", flows.stub.ListFlows, request, timeout)
+    return builtins.list(response.flows)
+
+
 class Flows:
     """``client.flows``: registers and reads declarative flows (docs/flows.md), which
     :meth:`Client.start_run` then starts by name like a code workflow. ``stub`` is the
@@ -102,29 +143,12 @@ class Flows:
 
     def __init__(self, client: Client) -> None:
         self._client = client
+        self._shell = client._shell
         self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
 
-    def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
-        """Validates and stores a flow: the ``waymark.v1.Flow`` message, a dict of its JSON form,
-        or JSON or YAML text (:func:`waymark.parse_flow`). The response's ``flow`` is the stored
-        version and its digest; ``created`` is false when the content equalled the latest
-        version's and nothing was stored. Raises :class:`waymark.InvalidFlow` (its
-        ``field_violations`` name the exact paths, e.g. ``flow.edges[3].condition``; nothing is
-        stored) or :class:`waymark.FlowNameTaken`. Retried like a read (a repeat of the same
-        content is a no-op), so a retry of an attempt the server applied answers ``created`` false.
-        """
-        request = register_flow(self._client.namespace, flow)
-        return self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
-
-    def get(self, name: str, version: str | int | None = None, *, timeout: float | None = None) -> flow_service_pb2.FlowVersion:
-        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
-        request = get_flow(self._client.namespace, name, version)
-        return self._client._call("GetFlow", self.stub.GetFlow, request, timeout).flow
-
-    def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
-        """The latest version of each flow of the namespace, by name."""
-        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
-        return builtins.list(self._client._call("ListFlows", self.stub.ListFlows, request, timeout).flows)
+    register = blocking(register)
+    get = blocking(get)
+    list = blocking(list_flows)
 
 
 class AsyncFlows:
@@ -132,21 +156,9 @@ class AsyncFlows:
 
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
+        self._shell = client._shell
         self.stub = flow_service_pb2_grpc.FlowServiceStub(client._channel)
 
-    async def register(self, flow: FlowSource, *, timeout: float | None = None) -> flow_service_pb2.RegisterFlowResponse:
-        """Validates and stores a flow; see :meth:`waymark.client.Flows.register`."""
-        request = register_flow(self._client.namespace, flow)
-        return await self._client._call("RegisterFlow", self.stub.RegisterFlow, request, timeout)
-
-    async def get(
-        self, name: str, version: str | int | None = None, *, timeout: float | None = None
-    ) -> flow_service_pb2.FlowVersion:
-        """One version of a flow (the latest by default); raises :class:`waymark.FlowNotFound`."""
-        request = get_flow(self._client.namespace, name, version)
-        return (await self._client._call("GetFlow", self.stub.GetFlow, request, timeout)).flow
-
-    async def list(self, *, timeout: float | None = None) -> builtins.list[flow_service_pb2.FlowVersion]:
-        """The latest version of each flow of the namespace, by name."""
-        request = flow_service_pb2.ListFlowsRequest(namespace=self._client.namespace)
-        return builtins.list((await self._client._call("ListFlows", self.stub.ListFlows, request, timeout)).flows)
+    register = awaitable(register)
+    get = awaitable(get)
+    list = awaitable(list_flows)

@@ -1,16 +1,19 @@
 """Following a run's events across reconnects, and deadlines over a whole call (docs/clients.md
-"Event streams")."""
+"Event streams"): the ``events`` operation both clients run (``_steps.py``) and its state."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
 
+from waymark import _requests
 from waymark._retry import Backoff
-from waymark.errors import Unavailable, WaymarkError
-from waymark.v1 import run_pb2
+from waymark._steps import END, Core, Item, Items, Op, Read, Sleep, Stream, Unary
+from waymark.errors import Unavailable, WaymarkError, error_from_rpc
+from waymark.v1 import run_pb2, run_service_pb2
 
 
 class Deadline:
@@ -112,3 +115,65 @@ class Follow:
             return None
         self.attempt += 1
         return Reconnect(self.attempt, self.last, error), wait
+
+
+def events(
+    core: Core,
+    run_id: str,
+    *,
+    after_seq: int | None = None,
+    follow_suspended: bool = False,
+    on_reconnect: Callable[[Reconnect], None] | None = None,
+    timeout: float | None = None,
+) -> Items[run_pb2.RunEvent]:
+    """Yields a run's events: its history, then live events until it ends (or parks, unless
+    ``follow_suspended``).
+
+    When the connection drops or the server answers UNAVAILABLE (a restart, a rollout) it
+    reconnects by itself with backoff, resuming after the last seq it yielded, so every event
+    arrives exactly once and in seq order. ``on_reconnect`` gets a :class:`waymark.Reconnect`
+    (attempt, after_seq, error) before each reconnect. Other failures raise the typed error; so does a stretch of
+    ``backoff.give_up_after`` seconds with neither a successful reconnect nor an event
+    (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
+    Closing the generator cancels the stream.
+    """
+    follow = Follow(core.backoff, after_seq, timeout)
+    while True:
+        error = (yield from _reconnected(core, run_id, follow)) if follow.reconnecting else None
+        if error is None:
+            request = _requests.stream_events(core.namespace, run_id, follow.last, follow_suspended)
+            call = yield Stream(core.runs.StreamRunEvents, request, follow.stream_timeout())
+            try:
+                while (response := (yield Read(call))) is not END:
+                    if follow.fresh(response.event):
+                        yield Item(response.event)
+            except grpc.RpcError as err:
+                error = error_from_rpc(err)
+                if not reconnectable(error):
+                    raise error from err
+            finally:
+                call.cancel()
+            if error is None:
+                return  # the server ended the stream: the run ended (or parked)
+        step = follow.failed(error)
+        if step is None:
+            raise follow.gave_up(core._address)
+        reconnect, wait = step
+        if on_reconnect is not None:
+            on_reconnect(reconnect)
+        yield Sleep(wait)
+
+
+def _reconnected(core: Core, run_id: str, follow: Follow) -> Op[WaymarkError | None]:
+    """Opens a reconnect: asks the server for the run, once, waiting for a connection within
+    the give-up window. None when it answered (the clock starts over); else the error."""
+    try:
+        # wait_for_ready: the probe waits for a connection, within the give-up window.
+        request = run_service_pb2.GetRunRequest(namespace=core.namespace, run_id=run_id)
+        yield Unary(core.runs.GetRun, request, follow.connect_timeout(), wait_for_ready=True)
+    except grpc.RpcError as err:
+        error = error_from_rpc(err)
+        if reconnectable(error) or error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return error
+    follow.answered()
+    return None
