@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 import grpc
 
 from waymark import _follow, _runs, _signals, _unary
@@ -12,8 +9,6 @@ from waymark._core import ClientCore
 from waymark._flows import Flows
 from waymark._shells import SyncShell, blocking, blocking_iter
 from waymark.v1 import run_service_pb2_grpc, signal_service_pb2_grpc, worker_service_pb2_grpc
-
-_T = TypeVar("_T")
 
 __all__ = ["Client", "Flows"]
 
@@ -69,12 +64,6 @@ class Client(ClientCore):
         self.close()
 
     wait_ready = blocking(_unary.wait_ready)
-
-    def _call(self, name: str, method: Callable[..., _T], request: Any, timeout: float | None) -> _T:
-        """One call of RPC ``name`` with the retries of docs/clients.md (the worker's calls), typed
-        by the stub's method."""
-        response: _T = self._shell.run(_unary.call(self, name, method, request, timeout))
-        return response
 
     # Runs
     start_run = blocking(_runs.start_run)
