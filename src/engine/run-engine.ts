@@ -185,7 +185,7 @@ export class RunEngine {
     // A run parked here: the wait it parked on is the likely target, which saves the look-up (signal-inbox.ts).
     // `take`: the run's lease comes with the delivery when it makes the run runnable (the caller then
     // executes it with runExecute({ taken }), or releases it).
-    const send = options.take ? { ...params, leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs } } : params;
+    const send = options.take ? { ...params, leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, routing: this.driver.routing() } } : params;
     const result = await signalSend(this.store, send, this.resumes.openWait(params.runId, 'signal', params.name));
     this.resumes.note(result.entry);
     return result;
@@ -196,7 +196,7 @@ export class RunEngine {
    * it runnable, as with signalSend (the caller then executes it with the driver, or releases it).
    */
   async approvalDecide(params: resolutions.ApprovalDecideParams, options: { take?: boolean } = {}): Promise<resolutions.ResolveResult> {
-    const leaseFor = options.take ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs } } : {};
+    const leaseFor = options.take ? { leaseFor: { holder: this.holder, ttlMs: this.leaseTtlMs, routing: this.driver.routing() } } : {};
     const result = await resolutions.approvalDecide(this.store, params, leaseFor);
     this.resumes.note(result.entry);
     return result;

@@ -1,7 +1,7 @@
 import type { JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Lease } from '../journal/run.js';
 import type { SweeperLease } from './sweeper-params.js';
-import type { RunLeaseAcquireRunningResult } from './run-params.js';
+import type { RunLeaseAcquireRunningResult, RunRouting } from './run-params.js';
 
 /*
  * Parameters and results of the JournalStore's journal, wake-up and budget-lock methods (JournalOps,
@@ -78,7 +78,7 @@ export interface JournalResolveParams {
    * resolution, as SignalDeliverParams.leaseFor does: the caller executes the run, and no other
    * replica's executor races it for the claim. Absent: the run becomes PENDING as before.
    */
-  leaseFor?: { holder: string; ttlMs: number };
+  leaseFor?: { holder: string; ttlMs: number; routing?: RunRouting };
 }
 
 export interface JournalResolveResult {
@@ -90,7 +90,7 @@ export interface JournalResolveResult {
   duplicate: boolean;
   /** The suspension's winning resolution, whoever wrote it. */
   winner: JournalEntry;
-  /** With `leaseFor` and an applied resolution: the lease taken (null: the run was RUNNING, so it was flagged instead). */
+  /** With `leaseFor` and an applied resolution: the lease taken (null: the run was RUNNING, so it was flagged instead, or `routing` sends it to another replica's claim). */
   taken?: RunLeaseAcquireRunningResult | null;
 }
 

@@ -70,6 +70,20 @@ export interface RunLeaseAcquireParams {
   /** Only a run in one of these is taken. Default: PENDING, or RUNNING with an expired lease. */
   statuses?: RunStatus[];
   namespace?: string;
+  /** Only a run this holder may execute is taken, as runClaim routes (absent: any run). */
+  routing?: RunRouting;
+}
+
+/**
+ * Routing of a take (docs/recovery.md "Routing"): the terms runClaim claims on, for a take of one
+ * run. A run another replica must execute (it serves the run's pinned digest and this one does not,
+ * or only it has the workflow) is left PENDING for that replica's claim, with nothing journaled.
+ */
+export interface RunRouting {
+  /** As RunClaimParams.serves. */
+  serves: readonly { name: string; digest: string }[];
+  /** As RunClaimParams.flows. */
+  flows: boolean;
 }
 
 /** What runLeaseAcquireRunning took: the lease, the run as it left it (RUNNING) and the RUNNING `status` entry it journaled. */

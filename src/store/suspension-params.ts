@@ -1,6 +1,6 @@
 import type { EntryKind, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, RunStatus } from '../journal/run.js';
-import type { RunLeaseAcquireRunningResult } from './run-params.js';
+import type { RunLeaseAcquireRunningResult, RunRouting } from './run-params.js';
 
 /*
  * Parameters and results of the JournalStore's suspension and signal-inbox methods (SignalOps, at
@@ -70,12 +70,12 @@ export interface SignalDeliverParams {
    * as runLeaseAcquireRunning would at once: the caller executes the run, and no other replica's
    * executor is woken to race it for the claim. Absent: the run becomes PENDING as before.
    */
-  leaseFor?: { holder: string; ttlMs: number };
+  leaseFor?: { holder: string; ttlMs: number; routing?: RunRouting };
 }
 
 export type SignalDeliverResult =
   /** Appended as the winning resolution of the open wait the caller targeted. */
-  | { outcome: 'resolved'; entry: JournalEntry; /** With `leaseFor`, the lease taken (null: the run was RUNNING, so it was flagged instead). */ taken?: RunLeaseAcquireRunningResult | null }
+  | { outcome: 'resolved'; entry: JournalEntry; /** With `leaseFor`, the lease taken (null: the run was RUNNING, so it was flagged instead, or `routing` sends it to another replica's claim). */ taken?: RunLeaseAcquireRunningResult | null }
   /** Kept in the inbox for the next wait of that name. */
   | { outcome: 'buffered'; signal: BufferedSignal }
   /** Delivered before: the journal entry that recorded it (and its wait's winner), or the signal still buffered. */

@@ -21,6 +21,13 @@ export interface RunRecoverExpiredParams {
   graceMs: number;
   /** The error a run failed for too many recoveries ends with. */
   failError: RunError;
+  /**
+   * A lease that expired before the database had been up this long was cut off by a database
+   * restart, so its recovery does not count towards maxRecoveries (docs/recovery.md "Database
+   * outages"; the sweeper passes the lease TTL). Absent: every recovery counts. A store whose
+   * database never restarts under it (memory) ignores it.
+   */
+  outageGraceMs?: number;
   /** The sweeper's fence (see RunStatusForceParams). */
   leader?: SweeperLease;
 }

@@ -278,7 +278,9 @@ export class Sweeper {
       return r.recovered.length + r.failed.length;
     });
     await this.batches(async () => {
-      const r = await store.runRecoverExpired({ limit, maxRecoveries: this.maxRecoveries, graceMs, failError: INTERRUPTED_RECOVERY });
+      // A lease that expired before the database had been up for the grace period (the lease TTL by
+      // default) was cut off by a restart: its recovery does not count (docs/recovery.md "Database outages").
+      const r = await store.runRecoverExpired({ limit, maxRecoveries: this.maxRecoveries, graceMs, outageGraceMs: graceMs, failError: INTERRUPTED_RECOVERY });
       report.recovered.push(...r.recovered);
       report.failed.push(...r.failed);
       report.byKind.expired_lease.recovered.push(...r.recovered);

@@ -47,6 +47,23 @@ export function routingSection({ h }: SuiteContext): void {
     expect((await store.runClaim({ holder: 'any', ttlMs: TTL, limit: 10 })).map((l) => l.runId)).toEqual([y.id]);
   });
 
+  it('a take with routing takes only a run the taker may execute (runClaim\'s rule), and journals nothing when it may not', async () => {
+    const { store } = h();
+    const x1 = (await store.runCreate(runParams({ workflowName: 'x', workflowDigest: 'd1' }))).run;
+    await store.replicaHeartbeat({ replicaId: 'old', workflows: [served('x', 'd1')], ttlMs: 60_000 });
+    const take = (serves: ServedWorkflow[]) =>
+      store.runLeaseAcquireRunning({ runId: x1.id, holder: 'new', ttlMs: TTL, statuses: ['PENDING'], routing: { serves, flows: true } });
+    // Pinned to d1, which a live replica serves: a replica of d2 (or of y only) does not take it.
+    expect(await take([served('x', 'd2')])).toBeNull();
+    expect(await take([served('y', 'd3')])).toBeNull();
+    expect((await store.journalList({ runId: x1.id })).map((e) => e.status)).toEqual([]);
+    expect((await store.runGet({ runId: x1.id, namespace: 'default' })).status).toBe('PENDING');
+    // Once no live replica serves d1, a replica of x@d2 takes it (the engine applies the drift policy).
+    await store.replicaRemove({ replicaId: 'old' });
+    const taken = await take([served('x', 'd2')]);
+    expect(taken).toMatchObject({ run: { id: x1.id, status: 'RUNNING', leaseHolder: 'new' }, entry: { runId: x1.id, seq: 0 } });
+  });
+
   it('lists PENDING runs whose workflow no live replica serves, once they waited long enough', async () => {
     const { store, advance } = h();
     const nobody = (await store.runCreate(runParams({ workflowName: 'gone', workflowDigest: 'd' }))).run;

@@ -4,7 +4,7 @@ import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { WorkflowNotFoundError } from '../../src/journal/errors.js';
 import { InvalidInputError } from '../../src/engine/errors.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
-import { FakeClock, NS, setup } from './harness.js';
+import { FakeClock, journal, NS, setup } from './harness.js';
 
 /*
  * Routing in the engine (docs/recovery.md "Routing"): a replica claims only runs it can execute,
@@ -59,15 +59,40 @@ describe('routing', () => {
     expect((await a!.store.runList({ namespace: NS, pageSize: 10 })).runs).toEqual([]);
   });
 
-  it('a replica asked to execute a run it does not serve hands it back PENDING instead of failing it', async () => {
+  it('a replica asked to execute a run it does not serve leaves it PENDING, with nothing journaled, for the replica that does', async () => {
     const [a, b] = replicas([{ holder: 'a', workflows: [x1] }, { holder: 'b', workflows: [y] }]);
     await register(a!, b!);
     const { run } = await b!.engine.runStart({ namespace: NS, workflowName: 'y', input: { order: 'o-2' } });
-    const handed = await a!.engine.runExecute({ runId: run.id, namespace: NS });
-    expect(handed).toMatchObject({ outcome: 'pending' });
-    expect((await a!.store.runGet({ runId: run.id, namespace: NS })).status).toBe('PENDING');
+    expect(await a!.engine.runExecute({ runId: run.id, namespace: NS })).toBeNull();
+    expect(await a!.store.runGet({ runId: run.id, namespace: NS })).toMatchObject({ status: 'PENDING', leaseEpoch: 0 });
+    expect(await journal(a!.store, run.id)).toEqual([]);
     const [done] = await b!.engine.runExecutePending();
     expect(done!.run!.status).toBe('SUCCEEDED');
+    expect((await journal(b!.store, run.id)).filter((e) => e.kind === 'status' && e.name === 'RUNNING')).toHaveLength(1);
+  });
+
+  it('an approval decided through a replica of another version: not taken there (no RUNNING entry), executed once by the replica of its digest', async () => {
+    const v1 = defineWorkflow({ name: 'gate', input: z.object({}) }, async (ctx) => {
+      const decision = await ctx.approve({ title: 'ok?' });
+      return { approved: decision.approved, on: await ctx.step('where', async () => 'v1') };
+    });
+    const v2 = defineWorkflow({ name: 'gate', input: z.object({}) }, async (ctx) => {
+      const decision = await ctx.approve({ title: 'ok?' });
+      return { approved: decision.approved, on: await ctx.step('where', async () => 'v2') };
+    });
+    expect(v1.digest).not.toBe(v2.digest);
+    const [a, b] = replicas([{ holder: 'a', workflows: [v1] }, { holder: 'b', workflows: [v2] }]);
+    await register(a!, b!);
+    const { run, waitingOn } = await a!.engine.runStart({ namespace: NS, workflowName: 'gate', input: {}, execute: true });
+    expect(run.status).toBe('SUSPENDED');
+    const decided = await b!.engine.approvalDecide({ namespace: NS, approvalId: waitingOn[0]!.approvalId!, approve: true, by: 'ana', requestId: 'r1' }, { take: true });
+    expect(decided).toMatchObject({ applied: true, runnable: true, taken: null });
+    expect(await b!.engine.runExecute({ runId: run.id, namespace: NS })).toBeNull();
+    expect(await b!.engine.runExecutePending()).toEqual([]);
+    const [done] = await a!.engine.runExecutePending();
+    expect(done!.run).toMatchObject({ status: 'SUCCEEDED', output: { approved: true, on: 'v1' }, workflowDigest: v1.digest });
+    const statuses = (await journal(a!.store, run.id)).filter((e) => e.kind === 'status').map((e) => e.name);
+    expect(statuses).toEqual(['RUNNING', 'SUSPENDED', 'RUNNING', 'SUCCEEDED']);
   });
 
   it('two digests of one workflow side by side: each run executes on a replica with its digest', async () => {

@@ -79,10 +79,9 @@ describe('runClaim under concurrency', () => {
 
 describe('runRecoverExpired under concurrency', () => {
   it('3 sweepers over 500 expired runs: recovered or failed exactly once, none missed', async () => {
-    // 400 recoverable (count 0) and 100 on their last chance (count 3 = maxRecoveries). Their leases
-    // expired with the database up (graceMs 0), so each recovery counts (docs/recovery.md "Database outages").
-    await seedRuns(400, `'RUNNING' AS status, 'gone' AS holder, pg_postmaster_start_time() + interval '1 millisecond' AS expires, 1 AS epoch, 0 AS recoveries`);
-    await seedRuns(100, `'RUNNING' AS status, 'gone' AS holder, pg_postmaster_start_time() + interval '1 millisecond' AS expires, 1 AS epoch, 3 AS recoveries`);
+    // 400 recoverable (count 0) and 100 on their last chance (count 3 = maxRecoveries).
+    await seedRuns(400, `'RUNNING' AS status, 'gone' AS holder, now() - interval '1 minute' AS expires, 1 AS epoch, 0 AS recoveries`);
+    await seedRuns(100, `'RUNNING' AS status, 'gone' AS holder, now() - interval '1 minute' AS expires, 1 AS epoch, 3 AS recoveries`);
     await seedRuns(50, `'RUNNING' AS status, 'alive' AS holder, now() + interval '1 hour' AS expires, 1 AS epoch, 0 AS recoveries`);
     const all = await stores(3);
     try {

@@ -41,11 +41,17 @@ async function rowOf(id: string): Promise<{ status: string; recovery_count: numb
 }
 
 describe('recovering leases cut off by a database outage', () => {
+  it('without outageGraceMs every recovery counts (the store\'s callers other than the sweeper)', async () => {
+    const cutOff = await exhaustedRun(`pg_postmaster_start_time() - interval '1 second'`);
+    const r = await store.runRecoverExpired({ limit: 100, maxRecoveries: MAX, graceMs: 0, failError: INTERRUPTED_RECOVERY });
+    expect(r.failed).toEqual([cutOff]);
+  });
+
   it('does not count a lease that expired before the database had been up for the grace period', async () => {
     const graceMs = 60_000;
     const cutOff = await exhaustedRun(`pg_postmaster_start_time() - interval '1 second'`);
     const justAfterStart = await exhaustedRun(`LEAST(pg_postmaster_start_time() + interval '30 seconds', clock_timestamp() - interval '1 millisecond')`);
-    const r = await store.runRecoverExpired({ limit: 100, maxRecoveries: MAX, graceMs, failError: INTERRUPTED_RECOVERY });
+    const r = await store.runRecoverExpired({ limit: 100, maxRecoveries: MAX, graceMs: 0, outageGraceMs: graceMs, failError: INTERRUPTED_RECOVERY });
     expect(new Set(r.recovered)).toEqual(new Set([cutOff, justAfterStart]));
     expect(r.failed).toEqual([]);
     expect(await rowOf(cutOff)).toEqual({ status: 'PENDING', recovery_count: MAX });
@@ -59,7 +65,7 @@ describe('recovering leases cut off by a database outage', () => {
     const stuck = await exhaustedRun(`clock_timestamp() - interval '1 millisecond'`);
     const once = await exhaustedRun(`clock_timestamp() - interval '1 millisecond'`);
     await db.admin.query('UPDATE runs SET recovery_count = 0 WHERE id = $1', [once]);
-    const r = await store.runRecoverExpired({ limit: 100, maxRecoveries: MAX, graceMs, failError: INTERRUPTED_RECOVERY });
+    const r = await store.runRecoverExpired({ limit: 100, maxRecoveries: MAX, graceMs: 0, outageGraceMs: graceMs, failError: INTERRUPTED_RECOVERY });
     expect(r.failed).toEqual([stuck]);
     expect(r.recovered).toEqual([once]);
     expect(await rowOf(stuck)).toEqual({ status: 'FAILED', recovery_count: MAX });

@@ -21,6 +21,8 @@ export interface ExecuteResult {
   run: Run | null;
   waitingOn: Waiting[];
   error: unknown;
+  /** `pending` because this replica gave the run back for one that serves its definition: not taken again here. */
+  handedBack?: true;
 }
 
 /** What `events` emits; the server turns them into metrics, tests await them. */

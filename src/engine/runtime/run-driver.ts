@@ -5,7 +5,7 @@ import { pino, type Logger } from 'pino';
 import { PayloadTooLargeError, UnstorableValueError, WorkflowNotFoundError } from '../../journal/errors.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js';
 import type { JournalEntry } from '../../journal/journal-entry.js';
-import type { JournalStore, RunLeaseAcquireRunningResult, ServedWorkflow } from '../../store/store.js';
+import type { JournalStore, RunLeaseAcquireRunningResult, RunRouting, ServedWorkflow } from '../../store/store.js';
 import { toJson } from '../replay/content-key.js';
 import { errorRecord } from '../replay/error-codec.js';
 import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from '../errors.js';
@@ -109,6 +109,15 @@ export class RunDriver {
   }
 
   /**
+   * The routing of this replica's takes (RunRouting): a run another replica must execute (it serves
+   * the run's pinned digest, or the workflow at all, and this one does not) is not taken here, so it
+   * is never journaled RUNNING here only to be handed back; it stays PENDING for that replica's claim.
+   */
+  routing(): RunRouting {
+    return { serves: this.serves(), flows: true };
+  }
+
+  /**
    * Executes a run under `lease` (from runClaim), under the lease a resolution came with (`taken`),
    * or takes the lease of `runId` first (null when someone else holds it). Reads the journal only
    * after the lease is committed.
@@ -119,6 +128,7 @@ export class RunDriver {
     // The lease and the RUNNING entry in one statement (the execution then writes no RUNNING itself).
     const taken = await this.store.runLeaseAcquireRunning({
       runId: params.runId, holder: this.holder, ttlMs: this.leaseTtlMs, ...(params.namespace ? { namespace: params.namespace } : {}),
+      routing: this.routing(),
     });
     return taken ? this.executeLeased(taken) : null;
   }
@@ -181,8 +191,10 @@ export class RunDriver {
       this.events.emit('lease-acquired', { runId: lease.runId, lease });
       const result = await this.executeOnce(start);
       this.events.emit('execution-ended', result);
-      if (result.outcome !== 'pending' || round >= MAX_ROUNDS) return result;
-      const again = await this.store.runLeaseAcquireRunning({ runId: lease.runId, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING'] });
+      if (result.outcome !== 'pending' || result.handedBack || round >= MAX_ROUNDS) return result;
+      const again = await this.store.runLeaseAcquireRunning({
+        runId: lease.runId, holder: this.holder, ttlMs: this.leaseTtlMs, statuses: ['PENDING'], routing: this.routing(),
+      });
       if (!again) return result;
       start = again;
     }
@@ -336,7 +348,7 @@ export class RunDriver {
       return executionStopped(run.id, error, this.logger);
     }
     log.info({ digest: run.workflowDigest }, `run handed back for another replica: ${why}`);
-    return { runId: run.id, outcome: 'pending', run: { ...run, status: 'PENDING', leaseHolder: null, leaseExpiresAt: null }, waitingOn: [], error: null };
+    return { runId: run.id, outcome: 'pending', run: { ...run, status: 'PENDING', leaseHolder: null, leaseExpiresAt: null }, waitingOn: [], error: null, handedBack: true };
   }
 
   /** Whether a live replica serves the run's exact digest (a run goes there rather than drift). */

@@ -116,7 +116,8 @@ export class MemoryJournal {
     // The take (leaseFor) in the same synchronous step as the resolution: nothing else reaches the run between them.
     let taken: RunLeaseAcquireRunningResult | null = null;
     if (applied && params.leaseFor) {
-      const lease = this.t.acquire({ runId: run.id, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'] });
+      const { holder, ttlMs, routing } = params.leaseFor;
+      const lease = this.t.acquire({ runId: run.id, holder, ttlMs, statuses: ['PENDING'], ...(routing ? { routing } : {}) });
       if (lease) taken = { lease: lease.lease, ...this.t.changeStatus(lease.rec, 'RUNNING', {}) };
     }
     this.t.wakeups.notify(run.id, becamePending && taken === null);

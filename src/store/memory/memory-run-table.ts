@@ -2,7 +2,7 @@ import { LeaseLostError, RunNotFoundError, SweeperLeaseLostError } from '../../j
 import type { JournalEntry, NewJournalEntry } from '../../journal/journal-entry.js';
 import type { Limits } from '../../journal/limits.js';
 import { isTerminalStatus, type Json, type Lease, type Run, type RunError, type RunStatus } from '../../journal/run.js';
-import type { BufferedSignal, RunLeaseAcquireParams, SweeperLease } from '../store.js';
+import type { BufferedSignal, RunLeaseAcquireParams, RunRouting, SweeperLease } from '../store.js';
 import { statusEntry } from '../write-checks.js';
 import { openSuspensions } from './memory-signals.js';
 import { MemoryWakeups } from './memory-wakeups.js';
@@ -41,6 +41,9 @@ export class MemoryRunTable {
   /** The sweeper leader lease row; the epoch survives releases, as in Postgres. */
   readonly leader: { holder: string | null; expiresAt: Date | null; epoch: number } = { holder: null, expiresAt: null, epoch: 0 };
 
+  /** Whether a take with `routing` may take `run` (RunLeaseAcquireParams.routing); memory-runs.ts sets runClaim's rule. */
+  routable: (run: Run, routing: RunRouting) => boolean = () => true;
+
   constructor(readonly limits: Limits, private readonly clock: () => Date) {}
 
   /** Milliseconds, like Postgres timestamps rounded by the Postgres store: keeps cursors exact. */
@@ -71,6 +74,7 @@ export class MemoryRunTable {
     const now = this.now();
     const statuses = params.statuses ?? ['PENDING', 'RUNNING'];
     if (!statuses.includes(run.status) || !leaseFreeAt(run, now)) return null;
+    if (params.routing && !this.routable(run, params.routing)) return null;
     if (isTerminalStatus(run.status)) {
       run.output = null;
       run.error = null;

@@ -4,7 +4,7 @@ import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.
 import { newRunId } from '../run-id.js';
 import type {
   ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
-  RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult,
+  RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult, RunRouting,
   RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
 } from '../store.js';
 import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, statusEntry } from '../write-checks.js';
@@ -14,7 +14,16 @@ import { clone, compare, holds, leaseFreeAt, leaseOf, type MemoryRunTable, type 
 
 /* The memory store's runs and leases (RunOps in run-params.ts documents each method). */
 export class MemoryRuns {
-  constructor(private readonly t: MemoryRunTable, private readonly replicas: MemoryReplicas, private readonly flows: MemoryFlows) {}
+  constructor(private readonly t: MemoryRunTable, private readonly replicas: MemoryReplicas, private readonly flows: MemoryFlows) {
+    t.routable = (run, routing) => this.routedTo(run, routing, this.replicas.live(this.t.now()));
+  }
+
+  /** runClaim's routing rule for one run (postgres: routedTo in runs-queries.ts); `live`: the live replicas. */
+  private routedTo(run: Run, routing: { serves?: RunRouting['serves'] | undefined; flows?: boolean | undefined }, live: readonly ReplicaInfo[]): boolean {
+    const { serves } = routing;
+    return !serves || serves.some((w) => w.name === run.workflowName && (w.digest === run.workflowDigest || !digestServed(live, run))) ||
+      (routing.flows === true && this.flows.isFlow(run.namespace, run.workflowName));
+  }
 
   async runCreate(params: RunCreateParams): Promise<RunCreateResult> {
     assertRunCreateFits(params, this.t.limits);
@@ -115,9 +124,7 @@ export class MemoryRuns {
     const claimable = [...this.t.runs.values()]
       .map((r) => r.run)
       .filter((r) => r.status === 'PENDING' && leaseFreeAt(r, now) &&
-        (params.namespace === undefined || r.namespace === params.namespace) &&
-        (!serves || serves.some((w) => w.name === r.workflowName && (w.digest === r.workflowDigest || !digestServed(live, r))) ||
-          (params.flows === true && this.flows.isFlow(r.namespace, r.workflowName))))
+        (params.namespace === undefined || r.namespace === params.namespace) && this.routedTo(r, params, live))
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compare(a.id, b.id))
       .slice(0, Math.max(0, params.limit));
     return claimable.map((run) => {

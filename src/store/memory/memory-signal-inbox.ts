@@ -48,7 +48,8 @@ export class MemorySignalInbox {
       });
       let taken: RunLeaseAcquireRunningResult | null = null;
       if (params.leaseFor) {
-        const lease = this.t.acquire({ runId: rec.run.id, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'] });
+        const { holder, ttlMs, routing } = params.leaseFor;
+        const lease = this.t.acquire({ runId: rec.run.id, holder, ttlMs, statuses: ['PENDING'], ...(routing ? { routing } : {}) });
         if (lease) taken = { lease: lease.lease, ...this.t.changeStatus(lease.rec, 'RUNNING', {}) };
       }
       const resolved = await resolving;

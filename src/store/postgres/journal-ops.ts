@@ -142,7 +142,7 @@ export async function journalResolve(db: PgAccess, params: JournalResolveParams)
     if (!applied || !params.leaseFor) return { entry, applied, duplicate: false, winner };
     // The take, in the same transaction (as signalDeliver's): a SUSPENDED run went PENDING just above (RUNNING stays flagged).
     const [taken] = (await client.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runLeaseAcquireRunning({
-      runId, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'], namespace: null,
+      runId, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'], namespace: null, routing: params.leaseFor.routing,
     }))).rows;
     return { entry, applied, duplicate: false, winner, taken: taken ? rq.takenOf(taken) : null };
   }, { runId });

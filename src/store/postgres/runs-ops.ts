@@ -64,7 +64,7 @@ export async function runLeaseAcquireRunning(db: PgAccess, params: RunLeaseAcqui
   if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
   const { rows } = await db.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runLeaseAcquireRunning({
     runId: params.runId, holder: params.holder, ttlMs: params.ttlMs,
-    statuses: params.statuses ?? ['PENDING', 'RUNNING'], namespace: params.namespace ?? null,
+    statuses: params.statuses ?? ['PENDING', 'RUNNING'], namespace: params.namespace ?? null, routing: params.routing,
   }), { runId: params.runId });
   if (rows[0]) return rq.takenOf(rows[0]);
   await db.findRun(params.runId, params.namespace ?? null); // throws RunNotFoundError

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Json, Lease, Run, RunError, RunStatus } from '../../journal/run.js';
-import type { RunCreateParams } from '../store.js';
+import type { RunCreateParams, RunRouting } from '../store.js';
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import { statusEntryInsert, toEntry, type JournalRow } from './journal-queries.js';
 import { RUN_IS_FLOW } from './flows-queries.js';
@@ -119,24 +119,25 @@ export function runList(p: {
  * journal (DESIGN "Leases and fencing"). The epoch bump is what fences the previous holder.
  */
 export function runLeaseAcquireRunning(p: {
-  runId: string; holder: string; ttlMs: number; statuses: RunStatus[]; namespace: string | null;
+  runId: string; holder: string; ttlMs: number; statuses: RunStatus[]; namespace: string | null; routing?: RunRouting | undefined;
 }): pg.QueryConfig {
   // runLeaseAcquire's take and runStatusSet's RUNNING change in one statement: the status entry
   // goes in at the seq the UPDATE reserved (RUNNING clears output and error, as runStatusSet does).
   return {
     name: 'runs_lease_acquire_running',
     text: `WITH changed AS (
-        UPDATE runs SET lease_epoch = lease_epoch + 1, lease_holder = $2,
+        UPDATE runs r SET lease_epoch = lease_epoch + 1, lease_holder = $2,
           lease_expires_at = clock_timestamp() + $3::integer ${MS}, status = 'RUNNING', resume_requested = false,
           output = NULL, error = NULL, next_seq = next_seq + 1, updated_at = now()
         WHERE id = $1 AND status = ANY($4::text[]) AND ($5::text IS NULL OR namespace = $5)
-          AND (lease_holder IS NULL OR lease_expires_at < clock_timestamp())
+          AND (lease_holder IS NULL OR lease_expires_at < clock_timestamp()) AND ${routedTo('$6', '$7')}
         RETURNING ${RUN_COLUMNS}
       ), entry AS (
         ${statusEntryInsert('changed')} RETURNING *
       )
       SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
-    values: [p.runId, p.holder, p.ttlMs, p.statuses, p.namespace],
+    values: [p.runId, p.holder, p.ttlMs, p.statuses, p.namespace, p.routing ? JSON.stringify(p.routing.serves.map(({ name, digest }) => ({ name, digest }))) : null,
+      p.routing?.flows ?? false],
   };
 }
 
@@ -184,6 +185,18 @@ export function runLeaseRelease(lease: Lease): pg.QueryConfig {
 }
 
 /**
+ * Whether run `alias` may be executed by a holder serving `serves` (JSON [{ name, digest }], NULL:
+ * any run) and, when `flows`, the flows of the run's namespace: its exact digest, or its name while
+ * no live replica serves its digest (the engine then applies the drift policy), or a flow. The one
+ * routing rule of claims and takes (docs/recovery.md "Routing").
+ */
+function routedTo(serves: string, flows: string): string {
+  return `(${serves}::jsonb IS NULL OR ${serves}::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'digest', r.workflow_digest))
+            OR (${serves}::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)) AND NOT ${LIVE_REPLICA_SERVES_DIGEST})
+            OR (${flows}::boolean AND ${RUN_IS_FLOW}))`;
+}
+
+/**
  * Claims PENDING runs oldest first. SKIP LOCKED in the subquery and the predicate repeated on the
  * target row: either alone measured 0 double claims, the bare subquery 1,250 of 2,000
  * (reliability.md §2.7); test/store/claiming.test.ts runs 4 claimers over 2,000 runs.
@@ -196,10 +209,7 @@ export function runClaim(p: { holder: string; ttlMs: number; limit: number; name
     // replica serves its digest (the engine then applies the drift policy). NULL claims any run.
     // $6: also runs of a declarative flow of the run's namespace (every replica serves flows).
     text: `WITH candidates AS (
-        SELECT id FROM runs r WHERE status = 'PENDING' AND ($4::text IS NULL OR namespace = $4)
-          AND ($5::jsonb IS NULL OR $5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name, 'digest', r.workflow_digest))
-            OR ($5::jsonb @> jsonb_build_array(jsonb_build_object('name', r.workflow_name)) AND NOT ${LIVE_REPLICA_SERVES_DIGEST})
-            OR ($6::boolean AND ${RUN_IS_FLOW}))
+        SELECT id FROM runs r WHERE status = 'PENDING' AND ($4::text IS NULL OR namespace = $4) AND ${routedTo('$5', '$6')}
         ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
       )
       UPDATE runs r SET status = 'RUNNING', lease_epoch = r.lease_epoch + 1, lease_holder = $1,
@@ -216,7 +226,7 @@ export function runClaim(p: { holder: string; ttlMs: number; limit: number; name
  * bump fences the old holder either way. Claimed with SKIP LOCKED plus the predicate repeated on
  * the target row (test/store/claiming.test.ts: 3 sweepers, 500 runs).
  */
-export function runRecoverExpired(p: { limit: number; maxRecoveries: number; graceMs: number; failError: RunError }): pg.QueryConfig {
+export function runRecoverExpired(p: { limit: number; maxRecoveries: number; graceMs: number; failError: RunError; outageGraceMs?: number | undefined }): pg.QueryConfig {
   return {
     name: 'runs_recover_expired',
     text: `WITH candidates AS (
@@ -225,7 +235,7 @@ export function runRecoverExpired(p: { limit: number; maxRecoveries: number; gra
         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
       )${recoverTail(`r.lease_expires_at < now()`, '$4', OUTAGE_EXPIRY)}
       SELECT id, status FROM swept ORDER BY id`,
-    values: [p.limit, p.maxRecoveries, p.graceMs, JSON.stringify(p.failError)],
+    values: [p.limit, p.maxRecoveries, p.graceMs, JSON.stringify(p.failError), p.outageGraceMs ?? null],
   };
 }
 
@@ -256,12 +266,13 @@ export function runRecoverDeadSessions(p: { limit: number; maxRecoveries: number
 }
 
 /**
- * A lease that expired before the database had been up for a grace period ($3, the lease TTL in
- * production) could not have been renewed: its holder was cut off by a database restart, not
+ * A lease that expired before the database had been up for `outageGraceMs` ($5; the sweeper passes
+ * the lease TTL) could not have been renewed: its holder was cut off by a database restart, not
  * stuck on the run. Recovering it does not count towards maxRecoveries (docs/recovery.md
- * "Database outages"), so restarts of PostgreSQL never fail a run as Interrupted.
+ * "Database outages"), so restarts of PostgreSQL never fail a run as Interrupted. NULL: every
+ * recovery counts.
  */
-const OUTAGE_EXPIRY = `r.lease_expires_at < pg_postmaster_start_time() + $3::integer ${MS}`;
+const OUTAGE_EXPIRY = `($5::integer IS NOT NULL AND r.lease_expires_at < pg_postmaster_start_time() + $5::integer ${MS})`;
 
 /**
  * What both recoveries do to their candidates ($2 maxRecoveries, `fail` the error, `excused` true

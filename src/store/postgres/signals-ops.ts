@@ -52,7 +52,7 @@ export async function signalDeliver(db: PgAccess, params: SignalDeliverParams): 
       if (!params.leaseFor) return { outcome: 'resolved', entry };
       // The take, in the same transaction: the run went SUSPENDED -> PENDING just above (RUNNING stays flagged).
       const [taken] = (await client.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runLeaseAcquireRunning({
-        runId, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'], namespace: null,
+        runId, holder: params.leaseFor.holder, ttlMs: params.leaseFor.ttlMs, statuses: ['PENDING'], namespace: null, routing: params.leaseFor.routing,
       }))).rows;
       return { outcome: 'resolved', entry, taken: taken ? rq.takenOf(taken) : null };
     }
