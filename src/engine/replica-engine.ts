@@ -46,6 +46,11 @@ export interface ReplicaEngineOptions {
   keyCacheMs?: number;
 }
 
+/** When a waiting StartRun answers, `deadlineMs` being its call's deadline: a tenth (at most a second) before it, in whole ms. */
+export function answerInMs(deadlineMs: number): number {
+  return Math.min(2 ** 31 - 1, Math.max(0, Math.floor(deadlineMs - Math.min(1000, deadlineMs / 10))));
+}
+
 export class ReplicaEngine {
   readonly engine: RunEngine;
   readonly inline: InlineExecutions;
@@ -94,7 +99,7 @@ export class ReplicaEngine {
     start: Omit<RunStartParams, 'execute' | 'parentRunId' | 'parentSeq' | 'onCreated'>, waitFor: WaitFor, deadlineMs: number | undefined, signal: AbortSignal,
   ): Promise<{ run: Run; created: boolean; waitingOn: Waiting[]; waitComplete: boolean }> {
     const store = this.engine.store;
-    const stop = deadlineMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(Math.max(0, deadlineMs - Math.min(1000, deadlineMs / 10)))]);
+    const stop = deadlineMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(answerInMs(deadlineMs))]);
     let exists: (run: Run, created: boolean) => void = () => undefined;
     const creation = new Promise<{ run: Run; created: boolean }>((resolve) => (exists = (run, created) => resolve({ run, created })));
     const started = this.inline.track(() => this.engine.runStart({ ...start, execute: true, onCreated: exists }));

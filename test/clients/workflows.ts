@@ -3,7 +3,8 @@
 // registers it, a probe for drift, and refund_as_code: the refund flow of the clients' READMEs
 // (clients/go/examples/refund-flow) written as code, whose journal test/clients/flow-clients.test.ts
 // compares with the flow's; remote_probe calls a remote tool the Go and Python worker SDKs' live
-// tests serve (clients/go/worker/live_test.go, clients/python/tests/test_worker.py).
+// tests serve (clients/go/worker/live_test.go, clients/python/tests/test_worker.py); nap_then_approve
+// parks on a short timer (internal) before its approval, for the start-and-wait helpers' wait_for.
 import { z } from 'zod';
 import { defineWorkflow } from 'waymark';
 import { chargeBack } from '../../examples/refund.js';
@@ -47,5 +48,15 @@ export const remoteProbe = defineWorkflow(
       const e = err as { reason?: string; errorName?: string; errorMessage?: string; attempts?: number };
       return { failed: e.reason ?? 'unknown', errorName: e.errorName ?? null, errorMessage: e.errorMessage ?? null, attempts: e.attempts ?? null };
     }
+  },
+);
+
+/** A timer the run wakes from by itself, then an approval: where StartRun's OUTSIDE_INPUT wait answers (issue 30). */
+export const napThenApprove = defineWorkflow(
+  { name: 'nap_then_approve', input: z.object({}) },
+  async (ctx) => {
+    await ctx.sleep('200ms');
+    const decision = await ctx.approve({ title: 'Go on after the nap?' });
+    return { approved: decision.approved };
   },
 );

@@ -153,7 +153,7 @@ describe('StartRun wait_for, through internal parks (memory store, a clock the t
     const clock = new FakeClock();
     const store = new MemoryStore({ clock: clock.now });
     const t = replicas(store, clock);
-    const res = await t.start('timer', 'end', { deadlineMs: 300 });
+    const res = await t.start('timer', 'end', { deadlineMs: 333.3 });
     expect(res.run.status).toBe('SUSPENDED');
     expect(res.waitComplete).toBe(false);
     expect(res.waitingOn[0]).toMatchObject({ kind: 'sleep' });

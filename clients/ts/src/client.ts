@@ -9,13 +9,13 @@ import { Health, HealthCheckResponse_ServingStatus as Serving } from './gen/grpc
 import {
   ApprovalState, EntryStatus, RunStatus, type Approval, type JournalEntry, type ResumePreview, type Run, type RunEvent, type Workflow,
 } from './gen/waymark/v1/run_pb.js';
-import { DriftRecovery, RunService, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
+import { DriftRecovery, RunService, WaitFor, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
 import { FlowSchema, FlowService, type Flow, type FlowVersion } from './gen/waymark/v1/flow_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus } from './names.js';
+import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor } from './names.js';
 import type {
   ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
   SignalOptions, StartOptions,
@@ -99,26 +99,43 @@ export class WaymarkClient {
   /**
    * Starts a run of `workflow` with a JSON `input`. Retried safely: without an idempotencyKey the
    * client generates one for this call, and a retry of it that finds the run reports created.
+   * With `waitFor` it answers once the run got there (or `timeoutMs` passed): the server answers
+   * each attempt a little before its deadline, and the client asks again with the same key.
    */
   async startRun(workflow: string, input: JsonValue | undefined, options: StartOptions = {}): Promise<StartRunResult> {
     const generated = !options.idempotencyKey;
+    const waitFor = options.waitFor === undefined ? WaitFor.UNSPECIFIED : toWaitFor(options.waitFor);
     const request = {
       namespace: this.namespace,
       workflow,
       input: toValue(input),
       idempotencyKey: options.idempotencyKey || `client:${randomUUID()}`,
-      wait: options.wait ?? false,
+      // With waitFor, `wait` too: a server older than wait_for then waits for the first park at least.
+      wait: (options.wait ?? false) || waitFor !== WaitFor.UNSPECIFIED,
+      waitFor,
       labels: options.labels ?? {},
       budgetUsd: options.budgetUsd,
       dryRun: options.dryRun ?? false,
       timeout: options.runTimeoutMs === undefined ? undefined : durationFromMs(options.runTimeoutMs),
     };
+    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
     let attempts = 0;
-    const r = await this.unary('safe', options, (attempt, o) => {
+    const start = (timeoutMs: number | undefined) => this.unary('safe', { ...options, timeoutMs }, (attempt, o) => {
       attempts = attempt;
       return this.runs.startRun(request, o);
     });
-    return { run: required(r.run, 'run', 'StartRun'), created: r.created || (generated && attempts > 1), waitingOn: r.waitingOn };
+    let asked = Date.now();
+    let r = await start(options.timeoutMs);
+    const created = r.created || (generated && attempts > 1);
+    // An answer at an attempt's deadline (wait_complete false after most of it) is asked again;
+    // one that came early did not wait (a server that knows no wait_for): no busy loop on it.
+    while (waitFor !== WaitFor.UNSPECIFIED && !r.waitComplete && Date.now() - asked >= this.timeoutMs / 2) {
+      const left = deadline === undefined ? undefined : deadline - Date.now();
+      if (left !== undefined && left <= 0) break;
+      asked = Date.now();
+      r = await start(left);
+    }
+    return { run: required(r.run, 'run', 'StartRun'), created, waitingOn: r.waitingOn, waitComplete: r.waitComplete };
   }
 
   /** A run and, when it is suspended, what it waits for (`waitingOn`). */

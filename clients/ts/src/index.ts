@@ -15,8 +15,8 @@ export type { DecisionResult, ResumeResult, RunState, StartRunResult } from './r
 export type { ReconnectInfo } from './events.js';
 export { DEFAULT_RETRY, type RetryPolicy } from './retry.js';
 export {
-  approvalStateName, entryStatusName, isTerminal, runStatusName, toApprovalState, toDriftRecovery, toRunStatus,
-  type ApprovalStateName, type DriftRecoveryName, type EntryStatusName, type RunStatusName,
+  approvalStateName, entryStatusName, isTerminal, runStatusName, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor,
+  type ApprovalStateName, type DriftRecoveryName, type EntryStatusName, type RunStatusName, type WaitForName,
 } from './names.js';
 export {
   AlreadyResolved, ApprovalNotFound, FlowDrift, IdempotencyConflict, InvalidArgument, LeaseLost, PayloadTooLarge, RunNotFound,

@@ -1,5 +1,5 @@
 import { ApprovalState, EntryStatus, RunStatus } from './gen/waymark/v1/run_pb.js';
-import { DriftRecovery } from './gen/waymark/v1/run_service_pb.js';
+import { DriftRecovery, WaitFor } from './gen/waymark/v1/run_service_pb.js';
 
 /*
  * Friendly names for the generated enums: string unions a `switch` or a filter can use
@@ -11,6 +11,8 @@ export type RunStatusName = 'PENDING' | 'RUNNING' | 'SUSPENDED' | 'SUCCEEDED' | 
 export type ApprovalStateName = 'PENDING' | 'APPROVED' | 'DENIED' | 'TIMED_OUT' | 'CANCELLED';
 export type EntryStatusName = 'RUNNING' | 'OK' | 'ERROR' | 'CANCELLED' | 'SUSPENDED' | 'RESOLVED' | 'NOOP' | 'INFO';
 export type DriftRecoveryName = 'RESTART' | 'ABANDON';
+/** What StartRun waits for (docs/api.md "Waiting for a run"). */
+export type WaitForName = 'FIRST_PARK' | 'OUTSIDE_INPUT' | 'END';
 
 const RUN_STATUS: Record<RunStatusName, RunStatus> = {
   PENDING: RunStatus.PENDING, RUNNING: RunStatus.RUNNING, SUSPENDED: RunStatus.SUSPENDED,
@@ -25,6 +27,7 @@ const ENTRY_STATUS: Record<EntryStatusName, EntryStatus> = {
   SUSPENDED: EntryStatus.SUSPENDED, RESOLVED: EntryStatus.RESOLVED, NOOP: EntryStatus.NOOP, INFO: EntryStatus.INFO,
 };
 const DRIFT_RECOVERY: Record<DriftRecoveryName, DriftRecovery> = { RESTART: DriftRecovery.RESTART, ABANDON: DriftRecovery.ABANDON };
+const WAIT_FOR: Record<WaitForName, WaitFor> = { FIRST_PARK: WaitFor.FIRST_PARK, OUTSIDE_INPUT: WaitFor.OUTSIDE_INPUT, END: WaitFor.END };
 
 function nameOf<N extends string, E extends number>(table: Record<N, E>, value: E): N | 'UNSPECIFIED' {
   for (const [name, v] of Object.entries(table) as [N, E][]) if (v === value) return name;
@@ -68,4 +71,9 @@ export function toDriftRecovery(recovery: DriftRecovery | DriftRecoveryName): Dr
 export function isTerminal(status: RunStatus | RunStatusName): boolean {
   const s = toRunStatus(status);
   return s === RunStatus.SUCCEEDED || s === RunStatus.FAILED || s === RunStatus.CANCELLED;
+}
+
+/** The enum value of a wait given by name or value (TypeError for an unknown name). */
+export function toWaitFor(waitFor: WaitFor | WaitForName): WaitFor {
+  return valueOf(WAIT_FOR, waitFor, 'wait');
 }

@@ -2,8 +2,8 @@ import type { JsonValue } from '@bufbuild/protobuf';
 import type { Transport } from '@connectrpc/connect';
 import type { ReconnectInfo } from './events.js';
 import type { ApprovalState, RunStatus } from './gen/waymark/v1/run_pb.js';
-import type { DriftRecovery } from './gen/waymark/v1/run_service_pb.js';
-import type { ApprovalStateName, DriftRecoveryName, RunStatusName } from './names.js';
+import type { DriftRecovery, WaitFor } from './gen/waymark/v1/run_service_pb.js';
+import type { ApprovalStateName, DriftRecoveryName, RunStatusName, WaitForName } from './names.js';
 import type { RetryPolicy } from './retry.js';
 
 /*
@@ -82,8 +82,16 @@ export interface StartOptions extends CallOptions {
    * When unset the client generates one (`client:<uuid>`) so its own retries are safe.
    */
   idempotencyKey?: string | undefined;
-  /** Execute at once on the receiving server and answer when the run ends or parks (give timeoutMs room). */
+  /** Execute at once on the receiving server and answer when the run ends or parks for the first time, on anything. */
   wait?: boolean | undefined;
+  /**
+   * Wait until the run reaches this point (docs/api.md "Waiting for a run"): 'END', 'OUTSIDE_INPUT'
+   * (ended, or parked on an approval or a signal; timers, backoffs, remote tools and child runs are
+   * waited through) or 'FIRST_PARK' (as `wait`). The client asks again (same idempotency key)
+   * each time the server answers at an attempt's deadline, until the run gets there or this call's
+   * `timeoutMs` passes; then it returns the run as it stands, `waitComplete` false.
+   */
+  waitFor?: WaitFor | WaitForName | undefined;
   labels?: Record<string, string> | undefined;
   budgetUsd?: number | undefined;
   dryRun?: boolean | undefined;

@@ -14,6 +14,11 @@ export interface StartRunResult {
   created: boolean;
   /** What the run waits for, when it answered SUSPENDED (with `wait`). */
   waitingOn: WaitingOn[];
+  /**
+   * The run reached what the call waited for (`waitFor`, or `wait`); false when the call did not
+   * wait or its `timeoutMs` came first (the run goes on).
+   */
+  waitComplete: boolean;
 }
 
 /** GetRun's answer. */

@@ -65,6 +65,25 @@ async function toArray<T>(items: AsyncIterable<T>): Promise<T[]> {
 }
 
 describe('TypeScript client, live', () => {
+  it('startRun with waitFor waits through a timer to the approval (OUTSIDE_INPUT), then to the end (END)', async (ctx) => {
+    skipIfUnserved(ctx.skip);
+    const idempotencyKey = key('nap');
+    const atInput = await within(60_000, 'start nap_then_approve, waiting for outside input', client.startRun('nap_then_approve', {}, { idempotencyKey, waitFor: 'OUTSIDE_INPUT' }));
+    expect(atInput.run.status).toBe(RunStatus.SUSPENDED);
+    expect(atInput.waitComplete).toBe(true);
+    expect(atInput.waitingOn.map((w) => [w.kind, w.name])).toEqual([['approval', 'Go on after the nap?']]);
+    const kinds = (await toArray(client.journal(atInput.run.id))).map((e) => e.kind);
+    expect(kinds).toContain('sleep');
+    // END with a short deadline: the run as it stands, parked on its approval, the wait not complete.
+    const early = await client.startRun('nap_then_approve', {}, { idempotencyKey, waitFor: 'END', timeoutMs: 1_500 });
+    expect(early).toMatchObject({ created: false, waitComplete: false, run: { id: atInput.run.id, status: RunStatus.SUSPENDED } });
+    const ending = client.startRun('nap_then_approve', {}, { idempotencyKey, waitFor: 'END', timeoutMs: 60_000 });
+    await client.approve(atInput.waitingOn[0]!.approvalId, { by: 'ts-client' });
+    const ended = await within(60_000, 'wait for the end', ending);
+    expect(ended).toMatchObject({ waitComplete: true, run: { status: RunStatus.SUCCEEDED } });
+    expect(fromValue(ended.run.output)).toEqual({ approved: true });
+  });
+
   it('runTimeoutMs sets the run\'s deadline (StartRun timeout), independent of the call\'s timeoutMs', async (ctx) => {
     skipIfUnserved(ctx.skip);
     const { run } = await client.startRun('drift_probe', {}, { runTimeoutMs: 90_500, timeoutMs: 10_000 });
