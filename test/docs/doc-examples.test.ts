@@ -43,10 +43,12 @@ describe('the docs, followed as printed against waymark dev', () => {
 
   it('docs/cli.md: the walkthrough, the scripts and the strict command lines', { timeout: 600_000 }, async () => {
     session = await DocSession.start('cli');
-    const { ran, compared } = await session.follow('docs/cli.md', await read('docs/cli.md'));
+    const { ran, compared, missing } = await session.follow('docs/cli.md', await read('docs/cli.md'));
+    // The scripts' block needs jq, which `npm test` does not (it then says so and skips it).
+    expect([...ran, ...missing].map((b) => b.code)).toEqual(expect.arrayContaining([expect.stringContaining('| jq')]));
     expect(ran.map((b) => b.code)).toEqual([
       expect.stringContaining('$ waymark workflows list'),
-      expect.stringContaining('jq'),
+      ...(missing.length ? [] : [expect.stringContaining('| jq')]),
       expect.stringContaining('$ waymark dev --workflow'),
     ]);
     expect(compared).toBe(13);

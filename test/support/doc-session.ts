@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,6 +31,13 @@ export interface Followed {
   ran: CodeBlock[];
   /** Outputs compared with the page: transcript steps and output blocks. */
   compared: number;
+  /** Blocks marked `needs=TOOL` that did not run because TOOL is not installed (`npm test` needs only Node and npm). */
+  missing: CodeBlock[];
+}
+
+/** Whether a program is on the PATH. */
+function installed(program: string): boolean {
+  return spawnSync('bash', ['-c', `command -v ${program}`], { stdio: 'ignore' }).status === 0;
 }
 
 export class DocSession {
@@ -62,7 +69,11 @@ export class DocSession {
       bin: path.join(clone, 'bin', 'waymark.js'),
       env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_AUTH: 'on', WAYMARK_DATA_DIR: undefined },
     });
-    return new DocSession(clone, await dev.listening(), scratch, db, dev);
+    const address = await dev.listening();
+    // "listening" comes before the replica records what it serves; a reader types the first
+    // command later than a test does, so wait for what they would find (`workflows list`).
+    await dev.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('replica registered'));
+    return new DocSession(clone, address, scratch, db, dev);
   }
 
   async stop(): Promise<void> {
@@ -121,11 +132,17 @@ export class DocSession {
   async follow(where: string, markdown: string): Promise<Followed> {
     const ids = new TranscriptIds();
     const ran: CodeBlock[] = [];
+    const missing: CodeBlock[] = [];
     let compared = 0;
     let lastStdout: string | undefined;
     for (const block of codeBlocks(markdown)) {
       const at = `${where}:${block.line}`;
       if (block.meta.skip) continue;
+      if (typeof block.meta.needs === 'string' && !installed(block.meta.needs)) {
+        console.warn(`${at}: not run: ${block.meta.needs} is not installed`);
+        missing.push(block);
+        continue;
+      }
       if (typeof block.meta.file === 'string') {
         await writeFile(path.join(this.clone, block.meta.file), block.code);
       } else if (block.meta.run && block.lang === 'console') {
@@ -149,6 +166,6 @@ export class DocSession {
         compared += 1;
       }
     }
-    return { ran, compared };
+    return { ran, compared, missing };
   }
 }
