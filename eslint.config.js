@@ -64,6 +64,8 @@ export default tseslint.config(
             zone('store', ['engine', 'agent', 'server', 'sweeper', 'cli', 'gen', 'webhooks'], 'store/ sits below the engine.'),
             zone('webhooks', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen', 'agent'], 'webhooks/ (the dispatcher and the WebhookService use cases) depends on the store interface only; server/ calls it, cli/ starts it.'),
             zone('engine', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'engine/ depends on the JournalStore interface only.'),
+            zone('mcp', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen', 'agent', 'webhooks'], 'mcp/ (the MCP connector) depends on the engine\'s front door and the store interface only.'),
+            zone('engine', ['mcp'], 'engine/ must not import mcp/: ctx.tool reaches MCP servers through the McpConnector given to RunEngine (engine/runtime/mcp-connector.ts).'),
             zone('engine', ['agent'], 'engine/ must not import agent/: ctx.agent reaches it through the AgentRuntime on the Registry (engine/author/agent-contract.ts).'),
             zone('agent', ['store/postgres', 'store/memory', 'server', 'sweeper', 'cli', 'gen'], 'agent/ depends on the engine and the store interface only.'),
             zone('agent', ['engine/replay/replay.ts'], 'agent/ reads journals through the engine\'s read side (engine/read/effects.ts), not the replay core.'),
@@ -86,7 +88,7 @@ export default tseslint.config(
             zone('engine', ['index.ts'], 'the engine does not import the package root (it pulls in MemoryStore and agent/); engine/user-module.ts loads it for require(\'waymark\'), on one line that says so.'),
             // The front door (docs/architecture.md "The front door"): the layers above the engine import it through src/engine/index.ts only.
             {
-              target: ['server', 'sweeper', 'webhooks', 'agent', 'cli'].map(src),
+              target: ['server', 'sweeper', 'webhooks', 'agent', 'mcp', 'cli'].map(src),
               from: src('engine'),
               except: ['./index.ts'],
               message: 'import the engine through its front door, src/engine/index.ts (add the name there if it is missing), not a file behind it.',
@@ -94,7 +96,7 @@ export default tseslint.config(
             // Every store kind, present or future (a folder under store/), is reached only through store/open-store.ts
             // (the package root may still export MemoryStore, for users testing their workflows).
             {
-              target: ['engine', 'agent', 'sweeper', 'server', 'cli', 'webhooks'].map(src),
+              target: ['engine', 'agent', 'mcp', 'sweeper', 'server', 'cli', 'webhooks'].map(src),
               from: [src('store/*/**')],
               message: 'store implementations (the folders under store/) are opened only by store/open-store.ts (openStore); everything else depends on the JournalStore interface.',
             },

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
+import { SdkMcpConnector } from '../mcp/sdk-mcp-connector.js';
 import { RunEngine } from '../engine/index.js';
 import { Executor } from '../engine/index.js';
 import { DueTimers } from '../engine/index.js';
@@ -74,8 +75,10 @@ export async function startReplicaServices(params: {
   await params.extend?.(registry);
   const metrics = new Metrics();
   const holder = `${hostname()}:${process.pid}`;
+  // MCP servers registered in the store (docs/mcp.md); connections open on a run's first call.
+  const mcp = new SdkMcpConnector({ store, logger: logger.child({ component: 'mcp' }) });
   const engine = new RunEngine({
-    store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger,
+    store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger, mcp,
     resumeCache: { maxEntries: config.resumeCacheEntries },
   });
   metrics.watchEngine(engine);
@@ -118,6 +121,7 @@ export async function startReplicaServices(params: {
         await executor.stop({ graceMs });
         await store.leaseSessionClose({ holder });
       }
+      await mcp.close();
       metrics.stop();
       await metricsServer?.close();
     },

@@ -15,6 +15,7 @@ import { LeaseRenewal } from './lease-renewal.js';
 import { PreviewTally, type PreviewCounts } from './preview-tally.js';
 import { signalInboxTake } from './signal-inbox.js';
 import type { RemoteCalls } from './remote-calls.js';
+import type { McpConnector } from './mcp-connector.js';
 import { resolutionIsValid } from './suspension.js';
 
 /*
@@ -56,6 +57,8 @@ export interface ExecutionOptions {
   onLeaseRenewed?: (lease: Lease) => void;
   /** Remote tools (docs/workers.md); absent: only in-process tools exist. */
   remote?: RemoteCalls | null;
+  /** MCP servers (docs/mcp.md); absent: `ctx.tool('server.tool')` fails when it must call one. */
+  mcp?: McpConnector | null;
 }
 
 const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
@@ -97,6 +100,8 @@ export class Execution {
   readonly abort = new AbortController();
   /** Remote tools' declarations and dispatch (docs/workers.md); null: only in-process tools. */
   readonly remote: RemoteCalls | null;
+  /** MCP servers (docs/mcp.md); null: none reachable from this execution. */
+  readonly mcp: McpConnector | null;
 
   private readonly store: JournalStore | null;
   private readonly tally: PreviewTally;
@@ -122,6 +127,7 @@ export class Execution {
     this.mode = options.mode;
     this.store = options.store;
     this.remote = options.remote ?? null;
+    this.mcp = options.mcp ?? null;
     this.index = JournalIndex.build(options.run.id, options.entries);
     this.cursor = new ReplayCursor(this.index);
     this.tally = new PreviewTally(this.index, options.mode === 'preview');

@@ -22,6 +22,7 @@ import { executionStopped, type ExecuteOutcome, type ExecuteResult, type Executi
 import { WorkflowContextImpl } from './workflow-context.js';
 import { childStarter } from './child-start.js';
 import { RemoteCalls, type RemoteCallsOptions } from './remote-calls.js';
+import type { McpConnector } from './mcp-connector.js';
 import { JOURNAL_PAGE_SIZE, journalReadAll } from './journal-read.js';
 import { ResumeCache, type ResumeCacheOptions } from './resume-cache.js';
 
@@ -38,6 +39,8 @@ export interface RunDriverOptions {
   renewEveryMs?: number;
   /** Remote tools (docs/workers.md): declaration cache and poll interval. */
   remote?: RemoteCallsOptions;
+  /** MCP servers (docs/mcp.md): src/mcp's connector; absent: runs cannot call MCP tools. */
+  mcp?: McpConnector;
   /** Entries per read when an execution reads its journal to replay it; default JOURNAL_PAGE_SIZE (5,000). */
   journalPageSize?: number;
   /** Hot resume (runtime/resume-cache.ts): how many journal entries of parked runs this process keeps. */
@@ -64,6 +67,8 @@ export class RunDriver {
   readonly flows: FlowCatalog;
   /** Remote tools: what ctx.tool reads of their declarations and how calls become tasks (docs/workers.md). */
   readonly remote: RemoteCalls;
+  /** MCP servers (docs/mcp.md); null: runs cannot call MCP tools. */
+  readonly mcp: McpConnector | null;
   /** The journals of runs that parked here (docs/recovery.md "Hot resume"): their next execution here reads none of it again. */
   readonly resumes: ResumeCache;
   readonly logger: Logger;
@@ -93,6 +98,7 @@ export class RunDriver {
     }
     this.flows = new FlowCatalog(this.store, this.registry);
     this.remote = new RemoteCalls(options.store, options.remote);
+    this.mcp = options.mcp ?? null;
     this.resumes = new ResumeCache(options.resumeCache);
   }
 
@@ -257,7 +263,7 @@ export class RunDriver {
     const execution = new Execution({
       run, entries, mode: 'live', store: this.store, lease, leaseTtlMs: this.leaseTtlMs, renewEveryMs: this.renewEveryMs,
       now: this.clock, logger: log, onLeaseRenewed: (renewed) => this.events.emit('lease-renewed', { runId, lease: renewed }),
-      remote: this.remote,
+      remote: this.remote, mcp: this.mcp,
     });
     this.executing.set(runId, execution);
     const forget = (): void => {

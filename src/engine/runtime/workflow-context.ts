@@ -19,6 +19,7 @@ import type { Registry } from '../registry.js';
 import { childScope } from '../replay/replay.js';
 import { resolutionPayload, type SuspensionPayload } from './suspension.js';
 import { isTool, type Tool } from '../author/tool.js';
+import { mcpCallOnce, mcpPin, mcpPinnedTool, mcpToolName } from './mcp-calls.js';
 import {
   DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
   type StepInfo, type StepOptions, type ToolCallOptions, type Workflow, type WorkflowContext,
@@ -78,6 +79,8 @@ export class WorkflowContextImpl implements WorkflowContext {
   tool(name: string, args: unknown, options?: ToolCallOptions): Promise<unknown>;
   async tool(nameOrTool: string | Tool, args: unknown, options: ToolCallOptions = {}): Promise<unknown> {
     const scope = this.here;
+    const mcp = typeof nameOrTool === 'string' ? mcpToolName(nameOrTool) : null;
+    if (mcp) return this.mcpTool(nameOrTool as string, mcp, args, scope, options);
     // A name no in-process tool has is a remote tool's (docs/workers.md), when this server has them.
     if (typeof nameOrTool === 'string' && this.execution.remote && !this.registry.hasTool(nameOrTool)) {
       return this.remoteTool(nameOrTool, args, scope, options);
@@ -308,6 +311,29 @@ export class WorkflowContextImpl implements WorkflowContext {
     }
     if (r.error !== undefined && r.error !== null) throw errorFromRecord(r.error as unknown as RunError, call);
     return r.value ?? null;
+  }
+
+  /**
+   * An MCP tool (docs/mcp.md): the pinned list (mcp-calls.ts) gives schema, policy and `mutating`;
+   * then the rules of any tool, and the idempotency key goes in `_meta`. Identities reserved before any await.
+   */
+  private async mcpTool(name: string, target: { server: string; tool: string }, args: unknown, scope: string, options: ToolCallOptions): Promise<unknown> {
+    const exec = this.execution;
+    const argsJson = toJson(args, `the arguments of tool "${name}"`);
+    const pinned = mcpPin(exec, target.server, scope);
+    const call = exec.call('tool', name, argsJson, scope);
+    const t = mcpPinnedTool(name, target.tool, await pinned, argsJson);
+    const withheld = this.withheld(call, name, t.policy, t.mutating);
+    if (withheld) return withheld;
+    if (t.policy === 'ask') await this.askForTool(name, t.description, argsJson, argsJson, scope);
+    const limits = stepLimits(name, { timeout: options.timeout ?? t.timeoutMs ?? undefined, retry: options.retry }, TOOL_RETRY_DEFAULT, 'the options of tool call');
+    return perform(exec, call, {
+      twoPhase: t.mutating,
+      intent: argsJson,
+      execute: (signal) => mcpCallOnce(exec, target, argsJson, call.idempotencyKey, signal),
+      retry: limits.retry,
+      timeoutMs: limits.timeoutMs,
+    });
   }
 
   private info(idempotencyKey: string, signal: AbortSignal): StepInfo {

@@ -1,0 +1,30 @@
+// runtime/: McpConnector, the contract src/mcp implements with the MCP SDK (docs/mcp.md).
+// Must not import the execution or speak the protocol: it is the seam between the engine and src/mcp.
+import type { Json } from '../../journal/run.js';
+import type { McpServerRecord } from '../../store/store.js';
+
+/** One tool as a server lists it. */
+export interface McpToolListing {
+  name: string;
+  description: string;
+  inputSchema: Json;
+  /** The tool's MCP annotations (readOnlyHint, destructiveHint, idempotentHint, …); null when none. */
+  annotations: Json | null;
+}
+
+/** What a replica does with MCP servers; src/mcp implements it with the MCP SDK. */
+export interface McpConnector {
+  /** The registration of `name` in `namespace`, or null. */
+  server(namespace: string, name: string): Promise<McpServerRecord | null>;
+  /** Every tool the server lists (all pages). */
+  listTools(server: McpServerRecord, signal: AbortSignal): Promise<McpToolListing[]>;
+  /**
+   * Calls a tool once, sending `idempotencyKey` in the request's `_meta` (and, over HTTP, as the
+   * Idempotency-Key header). A result the server marks `isError` is thrown as a non-retryable error;
+   * a transport failure is thrown as itself (retried with the call's policy).
+   */
+  callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal }): Promise<Json>;
+  /** Closes every connection (the replica is stopping). */
+  close(): Promise<void>;
+}
+

@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import type { McpTransport } from '../../src/store/store.js';
+
+/* The counting MCP server (fixtures/counting-mcp-server.mjs) as the tests start it: over Streamable HTTP, or as a stdio command. */
+
+const FIXTURE = path.resolve('test/mcp/fixtures/counting-mcp-server.mjs');
+
+export interface Delivery {
+  tool: string;
+  key: string | null;
+  header: string | null;
+  args: Record<string, unknown>;
+}
+
+/** A scratch folder with the deliveries file of one test file's servers. */
+export function deliveriesLog(): { file: string; read(): Delivery[]; of(tool: string): Delivery[]; remove(): void } {
+  const dir = mkdtempSync(path.join(tmpdir(), 'waymark-mcp-'));
+  const file = path.join(dir, 'deliveries.jsonl');
+  const read = (): Delivery[] => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Delivery) : []);
+  return { file, read, of: (tool) => read().filter((d) => d.tool === tool), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Starts the server over Streamable HTTP; resolves once it listens. */
+export async function startHttpMcpServer(deliveries: string): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [FIXTURE, '--http'], { env: { ...process.env, MCP_DELIVERIES: deliveries }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /listening (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the MCP test server exited (${code}) before listening`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** The registration transport of the server as a stdio command (the replica starts it). */
+export function stdioMcpTransport(deliveries: string): McpTransport {
+  return { kind: 'stdio', command: process.execPath, args: [FIXTURE, '--stdio'], env: { MCP_DELIVERIES: deliveries } };
+}
