@@ -1,3 +1,5 @@
+// First: a run page's first requests leave before the rest of the bundle is evaluated.
+import './first-requests.js';
 import { html, nothing, render } from 'lit-html';
 import './styles.css';
 import { BASE, link, navigate, setDraw, setNavigate, type View } from './app.js';

@@ -1,21 +1,28 @@
-import { create } from '@bufbuild/protobuf';
-import { EntryStatus, isTerminal, JournalEntrySchema, runStatusName, type JournalEntry, type Run, type RunEvent, type WaitingOn } from '@waymark-dev/client/browser';
+import { create, fromJson, type JsonValue } from '@bufbuild/protobuf';
+import { EntryStatus, GetJournalResponseSchema, GetRunResponseSchema, isTerminal, JournalEntrySchema, runStatusName, type JournalEntry, type Run, type RunEvent, type WaitingOn } from '@waymark-dev/client/browser';
 import { rerender } from './app.js';
 import { errorText } from './format.js';
 import { fold, type Folded } from './journal-model.js';
+import { FIRST_PAGE, takeFirstRequests, type FirstRequests } from './first-requests.js';
 import type { Session } from './session.js';
 
 /*
- * One run's data for its page: the run, its journal (paged: the first page is drawn as soon as it
- * arrives, the rest load behind it), and, while it is not finished, its live events
- * (StreamRunEvents with follow_suspended, from the last seq loaded). A dropped stream reconnects
- * with backoff from the last seq it delivered (the browser client's events()), so the journal
- * on the page has no gaps and no repeats; the page says when it is reconnecting. With a stream
- * token (GetRun and StreamRunEvents only) the journal comes from the stream's history.
+ * One run's data for its page: the run, its journal, and, while it is not finished, its live
+ * events (StreamRunEvents with follow_suspended, from the last seq loaded). The journal is read in
+ * pages (docs/console.md "Performance"): the first screen is drawn from the first page alone, and
+ * nothing more is asked for until it is on the screen. A finished run's further pages are read on
+ * demand: when a list is scrolled near the end of what is loaded, or a view needs the whole journal
+ * (conversation, tools, a text filter, an export). A live run's are read behind the first screen,
+ * one page after another, because its live events append to the journal and must not leave a gap.
+ * A dropped stream reconnects with backoff from the last seq it delivered (the browser client's
+ * events()), so the journal on the page has no gaps and no repeats; the page says when it is
+ * reconnecting. With a stream token (GetRun and StreamRunEvents only) the journal comes from the
+ * stream's history.
  */
 
-const FIRST_PAGE = 100;
 const PAGE = 1000;
+/** Rows below the last one in view under which a list asks for the next page. */
+const AHEAD_ROWS = 50;
 
 export interface EventLine {
   seq: bigint;
@@ -31,8 +38,16 @@ export class RunData {
   entries: JournalEntry[] = [];
   events: EventLine[] = [];
   error = '';
-  /** 'loading' until the first page; 'paging' while older pages load; 'live' while following. */
+  /** 'loading' until the first page; 'paging' while a live run's further pages load; 'live' while following. */
   state: 'loading' | 'paging' | 'complete' | 'live' | 'reconnecting' | 'ended' | 'offline' = 'loading';
+  /** The journal's next page ('' once every entry is loaded). */
+  private nextPage = '';
+  private reading: Promise<void> | undefined;
+  private firstPageIn: () => void = () => undefined;
+  /** Settles once the first page is in (or the first load failed). */
+  readonly firstPage = new Promise<void>((resolve) => {
+    this.firstPageIn = resolve;
+  });
   reconnects = 0;
   private folded: Folded | undefined;
   private foldedAt = -1;
@@ -58,42 +73,99 @@ export class RunData {
     return d;
   }
 
+  /** Entries the journal holds (the run's next_seq), whether or not they are loaded yet. */
+  get total(): number {
+    return Math.max(this.entries.length, Number(this.run?.nextSeq ?? 0n));
+  }
+
+  /** Whether entries remain to be read. */
+  get partial(): boolean {
+    return this.nextPage !== '';
+  }
+
   async load(): Promise<void> {
     const s = this.session;
     if (!s) return;
+    this.entries = [];
+    this.nextPage = '';
     try {
       // The run and the journal's first page at once: the first screen waits for the slower of the two only.
-      const journal = s.kind === 'key' ? this.readJournal(s) : Promise.resolve();
-      await Promise.all([this.refreshRun(), journal]);
+      const first = takeFirstRequests(this.runId);
+      const journal = s.kind === 'key' ? this.readFirstPage(s, first) : Promise.resolve();
+      await Promise.all([this.refreshRun(first), journal]);
     } catch (err) {
-      if (this.stop.signal.aborted) return;
-      this.error = errorText(err);
-      rerender();
+      this.fail(err);
       return;
+    } finally {
+      this.firstPageIn();
     }
-    if (s.kind === 'stream-token' || (this.run && !isTerminal(this.run.status))) void this.follow();
-    else {
+    if (s.kind === 'stream-token' || (this.run && !isTerminal(this.run.status))) {
+      // Behind the first screen (after the frame that draws it): the rest of a live run's journal, then its events.
+      await afterPaint();
+      try {
+        await this.readAll();
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
+      void this.follow();
+    } else {
       this.state = 'ended';
       rerender();
     }
   }
 
-  private async readJournal(s: Session): Promise<void> {
-    let token = '';
-    let first = true;
-    do {
-      const r = await s.clients.runs.getJournal({ runId: this.runId, pageSize: first ? FIRST_PAGE : PAGE, pageToken: token }, { signal: this.stop.signal });
-      this.entries.push(...r.entries);
-      token = r.nextPageToken;
-      this.state = token ? 'paging' : 'complete';
-      first = false;
-      rerender();
-    } while (token && !this.stop.signal.aborted);
+  /**
+   * Asks for the next page when a list's last row in view, `index` of `count`, is fewer than
+   * AHEAD_ROWS from the end of what is loaded (two screens or so: the next page is in before the
+   * reader gets there); at most one read at a time. The first screen of a first page rarely is.
+   */
+  near(index: number, count: number): void {
+    if (this.partial && !this.reading && count - 1 - index < AHEAD_ROWS) void this.readNext().catch((err: unknown) => this.fail(err));
   }
 
-  async refreshRun(): Promise<void> {
+  /** Reads every remaining page (a view or an export that needs the whole journal). */
+  async readAll(): Promise<void> {
+    while (this.partial && !this.stop.signal.aborted) await this.readNext();
+  }
+
+  private async readFirstPage(s: Session, first: FirstRequests | undefined): Promise<void> {
+    const prefetched = await first?.journal;
+    const r = prefetched ? fromJson(GetJournalResponseSchema, prefetched as JsonValue, { ignoreUnknownFields: true })
+      : await s.clients.runs.getJournal({ runId: this.runId, pageSize: FIRST_PAGE }, { signal: this.stop.signal });
+    this.entries.push(...r.entries);
+    this.nextPage = r.nextPageToken;
+    this.state = this.nextPage ? 'paging' : 'complete';
+    rerender();
+  }
+
+  /** The next page, once: callers that ask while it is read wait for the same read. */
+  private readNext(): Promise<void> {
+    this.reading ??= (async () => {
+      try {
+        const r = await this.session!.clients.runs.getJournal({ runId: this.runId, pageSize: PAGE, pageToken: this.nextPage }, { signal: this.stop.signal });
+        this.entries.push(...r.entries);
+        this.nextPage = r.nextPageToken;
+        if (!this.nextPage && this.state === 'paging') this.state = 'complete';
+        rerender();
+      } finally {
+        this.reading = undefined;
+      }
+    })();
+    return this.reading;
+  }
+
+  private fail(err: unknown): void {
+    if (this.stop.signal.aborted) return;
+    this.error = errorText(err);
+    rerender();
+  }
+
+  async refreshRun(first?: FirstRequests): Promise<void> {
     if (!this.session) return;
-    const r = await this.session.clients.runs.getRun({ runId: this.runId }, { signal: this.stop.signal });
+    const prefetched = await first?.run;
+    const r = prefetched ? fromJson(GetRunResponseSchema, prefetched as JsonValue, { ignoreUnknownFields: true })
+      : await this.session.clients.runs.getRun({ runId: this.runId }, { signal: this.stop.signal });
     this.run = r.run;
     this.waitingOn = r.waitingOn;
     rerender();
@@ -157,6 +229,11 @@ export class RunData {
   dispose(): void {
     this.stop.abort();
   }
+}
+
+/** Resolves after the next frame has been drawn (a frame callback, then a task after it). */
+function afterPaint(): Promise<void> {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
 
 function entryWord(e: JournalEntry): string {

@@ -1,4 +1,5 @@
 import { createBrowserClients, type BrowserClients } from '@waymark-dev/client/browser';
+import { CREDENTIAL_KEY } from './first-requests.js';
 
 /*
  * Who is signed in: an API key (wmk_…) or a stream token (wms_…), kept in sessionStorage, so it
@@ -6,7 +7,7 @@ import { createBrowserClients, type BrowserClients } from '@waymark-dev/client/b
  * "Signing in"). A stream token reads one run only; its run id is in the token's payload.
  */
 
-const STORAGE = 'waymark.console.credential';
+const STORAGE = CREDENTIAL_KEY;
 
 export interface Session {
   token: string;

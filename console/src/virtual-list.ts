@@ -30,14 +30,20 @@ export class VirtualList {
     });
   }
 
-  /** The list: a scroller of the given accessible name, drawing rows `0..count-1` with `row(i)`. */
-  template(count: number, label: string, row: (i: number) => TemplateResult): TemplateResult {
+  /**
+   * The list: a scroller of the given accessible name, drawing rows `0..count-1` with `row(i)`.
+   * `shown(last, count)` hears the last row in view (overscan left out), on every draw (a scroll
+   * draws again): how a list that is not all loaded asks for more (run-data.ts near()).
+   */
+  template(count: number, label: string, row: (i: number) => TemplateResult, shown?: (last: number, count: number) => void): TemplateResult {
     if (this.v.options.count !== count) this.v.setOptions({ ...this.v.options, count });
     this.v._willUpdate();
+    const items = this.v.getVirtualItems();
+    if (shown) shown(this.v.range?.endIndex ?? items.at(-1)?.index ?? -1, count);
     return html`
       <div class="vlist" role="list" aria-label=${label} tabindex="0" ${ref((el) => this.attach(el as HTMLDivElement | undefined))}>
         <div class="vlist-inner" ${place({ height: `${this.v.getTotalSize()}px` })}>
-          ${this.v.getVirtualItems().map((item) => html`<div class="vrow" role="listitem" ${place({ transform: `translateY(${item.start}px)`, height: `${this.rowHeight}px` })}>${row(item.index)}</div>`)}
+          ${items.map((item) => html`<div class="vrow" role="listitem" ${place({ transform: `translateY(${item.start}px)`, height: `${this.rowHeight}px` })}>${row(item.index)}</div>`)}
         </div>
       </div>`;
   }

@@ -30,7 +30,7 @@ function outcomeText(e: Effect): string {
   return short(json(entry.payload), 160);
 }
 
-export function compact(effects: Effect[], list: VirtualList, select: (e: Effect) => void, selected: string | undefined) {
+export function compact(effects: Effect[], list: VirtualList, select: (e: Effect) => void, selected: string | undefined, shown?: (last: number, count: number) => void) {
   const row = (i: number) => {
     const e = effects[i]!;
     const s = e.spans.at(-1)!;
@@ -48,10 +48,10 @@ export function compact(effects: Effect[], list: VirtualList, select: (e: Effect
       ${child ? html`<a href=${link(`runs/${child}`)}>child run</a>` : nothing}
     </div>`;
   };
-  return list.template(effects.length, 'Effects, compact', row);
+  return list.template(effects.length, 'Effects, compact', row, shown);
 }
 
-export function entriesList(entries: JournalEntry[], list: VirtualList, select: (e: JournalEntry) => void, selected: bigint | undefined) {
+export function entriesList(entries: JournalEntry[], list: VirtualList, select: (e: JournalEntry) => void, selected: bigint | undefined, shown?: (last: number, count: number) => void) {
   const row = (i: number) => {
     const e = entries[i]!;
     const status = entryStatusName(e.status).toLowerCase();
@@ -64,7 +64,7 @@ export function entriesList(entries: JournalEntry[], list: VirtualList, select: 
       <span class="muted time">${new Date(ms(e.createTime) ?? 0).toISOString().slice(11, 23)}</span>
     </button>`;
   };
-  return list.template(entries.length, 'Journal entries', row);
+  return list.template(entries.length, 'Journal entries', row, shown);
 }
 
 /** An entry as JSON, with its enums by name: what the details panel and the export show. */

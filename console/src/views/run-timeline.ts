@@ -19,6 +19,8 @@ export interface TimelineOptions {
   list: VirtualList;
   selected: string | undefined;
   select(effect: Effect): void;
+  /** The last row drawn (VirtualList.template). */
+  shown?(last: number, count: number): void;
 }
 
 export function timeline(o: TimelineOptions) {
@@ -55,7 +57,7 @@ export function timeline(o: TimelineOptions) {
   };
   return html`
     <div class="tl-axis" aria-hidden="true"><span>0</span><span>${duration(total / 2)}</span><span>${duration(total)}</span></div>
-    ${o.list.template(folded.effects.length, 'Timeline of effects', row)}
+    ${o.list.template(folded.effects.length, 'Timeline of effects', row, o.shown)}
     <p class="legend muted"><span class="bar-key st-ok"></span> ok <span class="bar-key st-error"></span> error
       <span class="bar-key st-running"></span> in flight <span class="bar-key wait"></span> waiting · ${folded.scopes.length} branch${folded.scopes.length === 1 ? '' : 'es'}</p>`;
 }

@@ -70,8 +70,14 @@ export function runPage(data: RunData, extra?: { title: string; header: () => un
     previewBusy = false;
     rerender();
   }
+  /** Views that show the whole journal at once read every page first (docs/console.md "Performance"). */
+  function readAllFor(t: Tab): void {
+    if ((t === 'conversation' || t === 'tools' || (t === 'compact' && filter.trim())) && data.partial) void data.readAll().then(rerender, rerender);
+  }
+  const shown = (last: number, count: number) => data.near(last, count);
   function show(t: Tab): void {
     tab = t;
+    readAllFor(t);
     const q = new URLSearchParams(location.search);
     if (t === 'timeline') q.delete('tab');
     else q.set('tab', t);
@@ -98,6 +104,8 @@ export function runPage(data: RunData, extra?: { title: string; header: () => un
     if (data.state === 'live' && tab === 'timeline') rerender();
   }, 1000);
   if (tab === 'tools' || tab === 'tree') void loadProvenance();
+  // A page opened on such a tab reads the rest once the first page is in.
+  if (!offline) void data.firstPage.then(() => readAllFor(tab));
   if (tab === 'preview' && canAct) void loadPreview();
 
   const selectEffect = (e: Effect) => {
@@ -112,15 +120,15 @@ export function runPage(data: RunData, extra?: { title: string; header: () => un
   function body() {
     const folded = data.fold();
     switch (tab) {
-      case 'timeline': return timeline({ folded, live: data.state === 'live', list: lists.timeline, selected: selectedEffect?.id, select: selectEffect });
+      case 'timeline': return timeline({ folded, live: data.state === 'live', list: lists.timeline, selected: selectedEffect?.id, select: selectEffect, shown });
       case 'compact': {
         const effects = compactEffects(folded, filter, noise);
-        return html`<div class="filters"><label>Filter <input type="search" .value=${filter} placeholder="kind, name or value" @input=${(e: Event) => { filter = (e.target as HTMLInputElement).value; rerender(); }} /></label>
+        return html`<div class="filters"><label>Filter <input type="search" .value=${filter} placeholder="kind, name or value" @input=${(e: Event) => { filter = (e.target as HTMLInputElement).value; readAllFor('compact'); rerender(); }} /></label>
           <label class="check"><input type="checkbox" .checked=${noise} @change=${(e: Event) => { noise = (e.target as HTMLInputElement).checked; rerender(); }} /> show ctx.now and ctx.uuid</label>
           <span class="muted">${effects.length} of ${folded.effects.length} effects</span></div>
-          ${compact(effects, lists.compact, selectEffect, selectedEffect?.id)}`;
+          ${compact(effects, lists.compact, selectEffect, selectedEffect?.id, shown)}`;
       }
-      case 'entries': return entriesList(data.entries, lists.entries, selectEntry, selectedEntry?.seq);
+      case 'entries': return entriesList(data.entries, lists.entries, selectEntry, selectedEntry?.seq, shown);
       case 'conversation': return conversation(folded);
       case 'tools': return toolsTable(folded, provenance);
       case 'tree': return offline ? html`<p class="muted">The run tree needs the server.</p>` : tree(data, provenance, provenanceError);
@@ -153,7 +161,7 @@ export function runPage(data: RunData, extra?: { title: string; header: () => un
         <div><dt>Workflow</dt><dd>${r.workflowName} <span class="muted">v${r.workflowVersion}</span></dd></div>
         <div><dt>Created</dt><dd title=${when(r.createTime)}>${age(r.createTime)} ago</dd></div>
         <div><dt>Spend</dt><dd>${usd(r.spentUsd)}${r.budgetUsd !== undefined ? html` of ${usd(r.budgetUsd)}` : nothing}</dd></div>
-        <div><dt>Entries</dt><dd>${data.entries.length}${data.state === 'paging' ? '…' : ''}</dd></div>
+        <div><dt>Entries</dt><dd>${data.partial ? `${data.entries.length} of ${data.total} loaded` : data.entries.length}</dd></div>
         ${r.parentRunId ? html`<div><dt>Parent</dt><dd><a class="mono" href=${link(`runs/${r.parentRunId}`)}>${r.parentRunId.slice(0, 8)}…</a></dd></div>` : nothing}
         ${Object.keys(r.labels).length ? html`<div><dt>Labels</dt><dd>${Object.entries(r.labels).map(([k, v]) => html`<span class="tag">${k}=${v}</span>`)}</dd></div>` : nothing}
       </dl>` : nothing}
@@ -164,7 +172,7 @@ export function runPage(data: RunData, extra?: { title: string; header: () => un
       <div class="toolbar" role="toolbar" aria-label="Run actions">
         ${canAct ? html`<button ?disabled=${!live} @click=${() => act('cancel')}>Cancel run</button>
           <button ?disabled=${!r || r.status === RunStatus.SUCCEEDED || r.status === RunStatus.RUNNING} @click=${() => act('resume')}>Resume run</button>` : nothing}
-        <button @click=${() => downloadJournal(data)} ?disabled=${data.entries.length === 0}>Export journal</button>
+        <button @click=${() => void data.readAll().then(() => downloadJournal(data), (err: unknown) => { message = `Export failed: ${errorText(err)}`; rerender(); })} ?disabled=${data.entries.length === 0}>Export journal</button>
         ${message ? html`<span role="status">${message}</span>` : nothing}
       </div>
       ${data.error ? html`<p class="error" role="alert">${data.error}</p>` : nothing}`;
