@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from grpc import aio
@@ -78,7 +79,7 @@ class AsyncShell(_Shell):
             await self._perform(driver, step)
         return step.value
 
-    async def iterate(self, op: Items[_T]) -> AsyncIterator[_T]:
+    async def iterate(self, op: Items[_T]) -> AsyncGenerator[_T, None]:
         driver = Driver(op)
         try:
             while not isinstance(step := driver.advance(), Done):
@@ -108,34 +109,60 @@ class AsyncShell(_Shell):
         raise TypeError(f"not a step of an asyncio call: {step!r}")
 
 
-def _method(op: Callable[..., Any], perform: str) -> Callable[..., Any]:
-    """A method that hands the operation, made from its arguments, to the shell's ``perform``
-    (``run`` or ``iterate``) and returns what that returns."""
-
-    def method(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self._shell, perform)(op(self, *args, **kwargs))
-
+def _like(method: Callable[..., Any], op: Callable[..., Any], returns: str) -> None:
+    """Gives ``method`` the operation's name and docstring, and the signature it would have had
+    written by hand (``self`` first, ``returns`` the style's return type around the operation's
+    value), for ``help()`` and ``inspect``; static typing comes from the decorators' types."""
     functools.update_wrapper(method, op)
-    return method
+    signature = inspect.signature(op)
+    first, *rest = signature.parameters.values()
+    value = str(signature.return_annotation)
+    value = value[value.index("[") + 1 : -1]  # Op[X] or Items[X] (the annotations are strings)
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[first.replace(name="self", annotation=inspect.Parameter.empty), *rest],
+        return_annotation=returns.format(value),
+    )
 
 
 def blocking(op: Callable[Concatenate[Any, _P], Op[_R]]) -> Callable[Concatenate[Any, _P], _R]:
-    return _method(op, "run")
+    def method(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        shell: SyncShell = self._shell
+        return shell.run(op(self, *args, **kwargs))
+
+    _like(method, op, "{}")
+    return method
 
 
 def blocking_iter(op: Callable[Concatenate[Any, _P], Items[_T]]) -> Callable[Concatenate[Any, _P], Iterator[_T]]:
-    return _method(op, "iterate")
+    def method(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> Iterator[_T]:
+        shell: SyncShell = self._shell
+        yield from shell.iterate(op(self, *args, **kwargs))  # closing the method's generator closes it
+
+    _like(method, op, "Iterator[{}]")
+    return method
 
 
-def async_iter(op: Callable[Concatenate[Any, _P], Items[_T]]) -> Callable[Concatenate[Any, _P], AsyncIterator[_T]]:
-    return _method(op, "iterate")
+# Each method is a coroutine function or an async generator function, as it was written by hand.
 
 
 def awaitable(op: Callable[Concatenate[Any, _P], Op[_R]]) -> Callable[Concatenate[Any, _P], Coroutine[Any, Any, _R]]:
-    # An ``async def`` of its own, so that the method is a coroutine function as it was written.
     async def method(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         shell: AsyncShell = self._shell
         return await shell.run(op(self, *args, **kwargs))
 
-    functools.update_wrapper(method, op)
+    _like(method, op, "{}")
+    return method
+
+
+def async_iter(op: Callable[Concatenate[Any, _P], Items[_T]]) -> Callable[Concatenate[Any, _P], AsyncIterator[_T]]:
+    async def method(self: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> AsyncIterator[_T]:
+        shell: AsyncShell = self._shell
+        items = shell.iterate(op(self, *args, **kwargs))
+        try:
+            async for item in items:
+                yield item
+        finally:
+            await items.aclose()  # no ``yield from`` here: the caller's aclose() ends the stream now
+
+    _like(method, op, "AsyncIterator[{}]")
     return method
