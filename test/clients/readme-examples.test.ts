@@ -88,7 +88,11 @@ function normalized(text: string): string {
 
 /** Runs the README's doctest blocks in order in a fresh project; returns what was run, for the test to check. */
 async function followReadme(readme: string): Promise<{ ran: CodeBlock[]; compared: number }> {
-  const blocks = (await readCodeBlocks(path.join(root, readme))).filter((b) => b.meta.run || b.meta.output || typeof b.meta.file === 'string');
+  // A skipped block never runs: its reason is prose, and a word of it ("… the worker tests run …")
+  // must not read as the run flag.
+  const blocks = (await readCodeBlocks(path.join(root, readme))).filter(
+    (b) => !b.meta.skip && (b.meta.run || b.meta.output || typeof b.meta.file === 'string'),
+  );
   const dir = await mkdtemp(path.join(tmpdir(), 'waymark-readme-'));
   scratch.push(dir);
   expect(path.relative(root, dir).startsWith('..'), 'the scratch project must be outside the repository').toBe(true);
