@@ -53,14 +53,18 @@ export const fanout = defineWorkflow(
   },
 );
 
-/** A journal of about `entries` entries (one per step), for the run page's bench row. */
+/**
+ * A journal of about `entries` entries (one per step), for the run page's paging
+ * (console-paging.test.ts); with `park`, it then waits for a "go" signal, so its page is live.
+ */
 export const long = defineWorkflow(
-  { name: 'long', input: z.object({ entries: z.number().int().min(1).max(20_000) }) },
-  async (ctx, { entries }) => {
+  { name: 'long', input: z.object({ entries: z.number().int().min(1).max(20_000), park: z.boolean().default(false) }) },
+  async (ctx, { entries, park }) => {
     const batch = 200;
     for (let i = 0; i < entries; i += batch) {
       await Promise.all(Array.from({ length: Math.min(batch, entries - i) }, (_, j) => ctx.step(`s${i + j}`, () => i + j)));
     }
+    if (park) await ctx.signal('go', { schema: z.object({}) });
     return { entries };
   },
 );
