@@ -70,6 +70,15 @@ export class ToolNotFoundError extends WaymarkError {
   }
 }
 
+/** The namespace has no MCP server of that name (docs/mcp.md); journaled as a call's outcome, it is not retried. */
+export class McpServerNotFoundError extends WaymarkError {
+  readonly reason = 'MCP_SERVER_NOT_FOUND';
+  readonly nonRetryable = true;
+  constructor(readonly server: string) {
+    super(`MCP server "${server}" is not registered in this namespace; register it with \`waymark mcp add\` (docs/mcp.md)`);
+  }
+}
+
 /** The run pinned a different definition of its workflow than the one registered now. */
 export class FlowDriftError extends WaymarkError {
   readonly reason = 'FLOW_DRIFT';

@@ -20,7 +20,8 @@ import { RunNotFoundError } from '../journal/errors.js';
 import { isRunId } from '../store/run-id.js';
 import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
 import type { Waiting } from './runtime/suspension.js';
-import type { FlowRecord, RemoteTask, ServedWorkflow } from '../store/store.js';
+import type { FlowRecord, McpServerPutParams, McpServerPutResult, McpServerRecord, RemoteTask, ServedWorkflow } from '../store/store.js';
+import { McpServerNotFoundError } from './errors.js';
 import type { FlowDefinition } from './flow/flow-definition.js';
 import { WorkerTasks, type ServedToolView, type TaskCompleteResult } from './runtime/worker-tasks.js';
 
@@ -205,6 +206,21 @@ export class ReplicaEngine {
   /** ListFlows: the latest version of each flow of the namespace. */
   flowList(params: { namespace: string }): Promise<FlowRecord[]> {
     return this.engine.flows.list(params);
+  }
+
+  /** PutMcpServer: creates or replaces a registration (docs/mcp.md); runs that pinned its tools keep their pin. */
+  mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> {
+    return this.engine.store.mcpServerPut(params);
+  }
+
+  /** ListMcpServers: the namespace's registrations, by name. */
+  mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> {
+    return this.engine.store.mcpServerList(params);
+  }
+
+  /** RemoveMcpServer: McpServerNotFoundError when there is none of that name. */
+  async mcpServerRemove(params: { namespace: string; name: string }): Promise<void> {
+    if (!(await this.engine.store.mcpServerRemove(params))) throw new McpServerNotFoundError(params.name);
   }
 
   /** SendSignal: resolves the oldest open wait of the name, or buffers; a run it made runnable executes here. */

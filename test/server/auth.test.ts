@@ -8,6 +8,7 @@ import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { ErrorInfoSchema } from '../../src/gen/google/rpc/error_details_pb.js';
 import { AdminService, ListKeysResponseSchema } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
+import { McpService } from '../../src/gen/waymark/v1/mcp_service_pb.js';
 import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
@@ -108,9 +109,12 @@ const requests = (): Record<string, object> => ({
   'WorkerService/Heartbeat': { workerId: 'w-1', taskId: `${parked}:1`, fencingToken: 1n },
   'WorkerService/CompleteTask': { workerId: 'w-1', taskId: `${parked}:1`, fencingToken: 1n, outcome: { case: 'output', value: json({}) } },
   'WorkerService/ListTools': {},
+  'McpService/PutMcpServer': { server: { name: 'auth-mcp', transport: { case: 'http', value: { url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer secret-mcp' } } } } },
+  'McpService/ListMcpServers': {},
+  'McpService/RemoveMcpServer': { name: 'auth-mcp' },
 });
 
-const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService, WorkerService];
+const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService, WorkerService, McpService];
 type Rpc = [name: string, service: DescService, method: DescMethod];
 const rpcs: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method): Rpc => [`${service.name}/${method.name}`, service, method]));
 

@@ -6,7 +6,7 @@ import { canonicalJson, schemaHash, sha256Hex } from '../replay/content-key.js';
 import { TOOL_RETRY_DEFAULT } from '../author/retry.js';
 import type { ToolPolicy } from '../author/tool.js';
 import { WaymarkError } from '../../journal/errors.js';
-import { InvalidInputError, ToolNotFoundError } from '../errors.js';
+import { InvalidInputError, McpServerNotFoundError, ToolNotFoundError } from '../errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { perform } from './effect-runner.js';
 import type { Execution } from './execution.js';
@@ -126,15 +126,6 @@ export function pinOf(registration: McpServerRecord, listed: McpToolListing[]): 
 
 function readOnly(annotations: Json | null): boolean {
   return annotations !== null && typeof annotations === 'object' && !Array.isArray(annotations) && annotations.readOnlyHint === true;
-}
-
-/** The namespace has no MCP server of that name (journaled as the pin's outcome: not retried). */
-export class McpServerNotFoundError extends WaymarkError {
-  readonly reason = 'MCP_SERVER_NOT_FOUND';
-  readonly nonRetryable = true;
-  constructor(readonly server: string) {
-    super(`MCP server "${server}" is not registered in this namespace; register it with \`waymark mcp add\` (docs/mcp.md)`);
-  }
 }
 
 /** This engine was built without an McpConnector (RunEngine's `mcp` option): it cannot call MCP servers. */

@@ -36,6 +36,10 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'waymark.v1.FlowService/RegisterFlow': { scope: 'admin' },
   'waymark.v1.FlowService/GetFlow': { scope: 'runs:read' },
   'waymark.v1.FlowService/ListFlows': { scope: 'runs:read' },
+  // An MCP server's tools run with the namespace's runs: registering one is an admin's act, as a flow is.
+  'waymark.v1.McpService/PutMcpServer': { scope: 'admin' },
+  'waymark.v1.McpService/ListMcpServers': { scope: 'runs:read' },
+  'waymark.v1.McpService/RemoveMcpServer': { scope: 'admin' },
   'waymark.v1.SignalService/SendSignal': { scope: 'signals:send' },
   // A worker sees the arguments of its namespace's remote calls and writes their results (docs/workers.md).
   'waymark.v1.WorkerService/RegisterWorker': { scope: 'tools:serve' },

@@ -9,7 +9,7 @@ import {
   ApiKeyNotFoundError, ClientCertificateTakenError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../../journal/errors.js';
-import { ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError, NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation } from '../../engine/index.js';
+import { ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError, McpServerNotFoundError, NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation } from '../../engine/index.js';
 import { InvalidPageTokenError } from '../../engine/index.js';
 import { InvalidRequestError } from '../convert/request-validation.js';
 import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';
@@ -119,6 +119,9 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
   if (err instanceof InvalidFlowError) return status(m, Code.InvalidArgument, [badRequest(err.violations), info(err.reason, { flow: err.flowName })]);
   if (err instanceof FlowNameTakenError) {
     return status(m, Code.AlreadyExists, [info(err.reason, { flow: err.flowName }), badRequest([{ field: 'flow.name', description: 'a code workflow has this name' }])]);
+  }
+  if (err instanceof McpServerNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { server: err.server }), resource('waymark.v1.McpServer', err.server, 'no such MCP server in this namespace')]);
   }
   if (err instanceof FlowNotFoundError) {
     return status(m, Code.NotFound, [

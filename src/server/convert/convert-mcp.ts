@@ -1,0 +1,71 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { McpServerSchema, type McpServer } from '../../gen/waymark/v1/mcp_service_pb.js';
+import { ToolPolicy } from '../../gen/waymark/v1/worker_service_pb.js';
+import type { McpServerRecord, McpToolRule, McpTransport } from '../../store/store.js';
+import type { RequestCheck } from './request-validation.js';
+
+/* McpService's messages <-> registrations (docs/mcp.md); header and environment values never leave the server. */
+
+const SERVER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const TOOL_NAME = /^[A-Za-z0-9_./-]{1,128}$/;
+const MAX_TOOLS = 256;
+const MAX_TIMEOUT_MS = 3_600_000;
+export const REDACTED_VALUE = '<redacted>';
+
+const POLICY_FROM_PROTO: Record<number, McpToolRule['policy'] | undefined> = {
+  [ToolPolicy.UNSPECIFIED]: 'allow', [ToolPolicy.ALLOW]: 'allow', [ToolPolicy.ASK]: 'ask', [ToolPolicy.DENY]: 'deny',
+};
+const POLICY_TO_PROTO = { allow: ToolPolicy.ALLOW, ask: ToolPolicy.ASK, deny: ToolPolicy.DENY } as const;
+
+/** The registration a PutMcpServer request asks for; every problem is a violation of `c` under `server.`. */
+export function mcpServerFromProto(c: RequestCheck, server: McpServer): { name: string; transport: McpTransport; tools: Record<string, McpToolRule> } {
+  if (!SERVER_NAME.test(server.name)) c.fail('server.name', 'must be 1 to 64 of A-Z a-z 0-9 _ - (it prefixes the tools: ctx.tool("name.tool"))');
+  let transport: McpTransport = { kind: 'http', url: '', headers: {} };
+  const t = server.transport;
+  if (t.case === 'http') {
+    let url: URL | null = null;
+    try {
+      url = new URL(t.value.url);
+    } catch {
+      url = null;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) c.fail('server.http.url', 'must be an http or https URL');
+    transport = { kind: 'http', url: t.value.url, headers: { ...t.value.headers } };
+  } else if (t.case === 'stdio') {
+    if (t.value.command.trim() === '') c.fail('server.stdio.command', 'is required');
+    transport = { kind: 'stdio', command: t.value.command, args: [...t.value.args], env: { ...t.value.env } };
+  } else {
+    c.fail('server.transport', 'is required: http (Streamable HTTP) or stdio (a local command)');
+  }
+  const entries = Object.entries(server.tools);
+  if (entries.length > MAX_TOOLS) c.fail('server.tools', `at most ${MAX_TOOLS} tools`);
+  const tools: Record<string, McpToolRule> = {};
+  for (const [name, rule] of entries) {
+    const field = `server.tools["${name.slice(0, 64)}"]`;
+    if (!TOOL_NAME.test(name)) c.fail(field, 'a tool name is 1 to 128 of A-Z a-z 0-9 _ - . /');
+    const policy = POLICY_FROM_PROTO[rule.policy];
+    if (!policy) c.fail(`${field}.policy`, 'must be allow, ask or deny');
+    if (rule.timeoutMs > MAX_TIMEOUT_MS) c.fail(`${field}.timeout_ms`, `at most ${MAX_TIMEOUT_MS} (an hour)`);
+    tools[name] = { policy: policy ?? 'allow', mutating: rule.mutating ?? null, timeoutMs: rule.timeoutMs > 0 ? rule.timeoutMs : null };
+  }
+  return { name: server.name, transport, tools };
+}
+
+/** A registration as the API shows it: header and environment values redacted. */
+export function mcpServerToProto(s: McpServerRecord): McpServer {
+  const redact = (m: Record<string, string>): Record<string, string> => Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED_VALUE]));
+  const t = s.transport;
+  return create(McpServerSchema, {
+    namespace: s.namespace,
+    name: s.name,
+    transport: t.kind === 'http'
+      ? { case: 'http', value: { url: t.url, headers: redact(t.headers) } }
+      : { case: 'stdio', value: { command: t.command, args: t.args, env: redact(t.env) } },
+    tools: Object.fromEntries(Object.entries(s.tools).map(([name, r]) => [name, {
+      policy: POLICY_TO_PROTO[r.policy], ...(r.mutating !== null ? { mutating: r.mutating } : {}), timeoutMs: r.timeoutMs ?? 0,
+    }])),
+    createTime: timestampFromDate(s.createdAt),
+    updateTime: timestampFromDate(s.updatedAt),
+  });
+}
