@@ -3,6 +3,8 @@
 import type { Json } from '../../journal/run.js';
 import type { McpServerRecord } from '../../store/store.js';
 
+export type { McpServerRecord, McpToolRule, McpTransport } from '../../store/store.js';
+
 /** One tool as a server lists it. */
 export interface McpToolListing {
   name: string;

@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { McpServerSchema, type McpServer } from '../../gen/waymark/v1/mcp_service_pb.js';
 import { ToolPolicy } from '../../gen/waymark/v1/worker_service_pb.js';
-import type { McpServerRecord, McpToolRule, McpTransport } from '../../store/store.js';
+import type { McpServerRecord, McpToolRule, McpTransport } from '../../engine/index.js';
 import type { RequestCheck } from './request-validation.js';
 
 /* McpService's messages <-> registrations (docs/mcp.md); header and environment values never leave the server. */
@@ -24,7 +24,7 @@ export function mcpServerFromProto(c: RequestCheck, server: McpServer): { name: 
   let transport: McpTransport = { kind: 'http', url: '', headers: {} };
   const t = server.transport;
   if (t.case === 'http') {
-    let url: URL | null = null;
+    let url: URL | null;
     try {
       url = new URL(t.value.url);
     } catch {
