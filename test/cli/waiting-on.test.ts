@@ -6,7 +6,8 @@ import { WaymarkProcess } from '../support/waymark-process.js';
 
 /*
  * Issue 30: what `waymark runs get` says a parked run waits for. The built-in http tool's retry
- * backoff is a backoff (a timer), not a remote call waiting for a worker.
+ * backoff is a backoff (a timer), not a remote call waiting for a worker. `runs start --wait` waits
+ * through such parks (a backoff, a timer) until the run ends or waits on an approval or a signal.
  */
 
 let unavailable: Server;
@@ -35,7 +36,7 @@ function waymark(...args: string[]) {
 
 describe('waiting_on', () => {
   it('the http tool\'s retry backoff is described as a backoff, not as a missing worker', () => {
-    const start = waymark('runs', 'start', 'fetch_status', '--input', JSON.stringify({ url }), '--wait', '-o', 'json');
+    const start = waymark('runs', 'start', 'fetch_status', '--input', JSON.stringify({ url }), '--wait-for', 'first-park', '-o', 'json');
     expect(start.status, start.stderr).toBe(0);
     const runId = (JSON.parse(start.stdout.trim().split('\n').at(-1)!) as { run: { id: string } }).run.id;
     const got = waymark('runs', 'get', runId, '-o', 'json');
@@ -46,6 +47,32 @@ describe('waiting_on', () => {
     expect(waitingOn[0]!.detail).not.toMatch(/worker/);
     const text = waymark('runs', 'get', runId);
     expect(text.stdout).toContain('a retry backoff before attempt 2 of tool http');
+  }, 120_000);
+
+  it('runs start --wait goes through a retry backoff to the end, saying on stderr what the run waited on', () => {
+    const start = waymark('runs', 'start', 'retry_then_done', '--input', JSON.stringify({ key: 'k1' }), '--wait');
+    expect(start.status, start.stderr).toBe(0);
+    expect(start.stdout).toMatch(/^status +SUCCEEDED$/m);
+    expect(start.stdout).toMatch(/^output +\{"ok":"k1"\}$/m);
+    expect(start.stderr).toMatch(/parked at seq \d+, waiting on a retry backoff before attempt 2 of tool flaky_once, due .*; it continues by itself/);
+  }, 120_000);
+
+  it('runs start --wait goes through a timer and answers at the approval; --wait-for first-park stops at the timer', () => {
+    const start = waymark('runs', 'start', 'nap_then_approve', '--input', '{}', '--wait', '-o', 'json');
+    expect(start.status, start.stderr).toBe(0);
+    const answer = JSON.parse(start.stdout.trim().split('\n').at(-1)!) as { run: { status: string }; waitingOn: Array<{ kind: string }>; waitComplete: boolean };
+    expect(answer.run.status).toBe('RUN_STATUS_SUSPENDED');
+    expect(answer.waitingOn.map((w) => w.kind)).toEqual(['approval']);
+    expect(answer.waitComplete).toBe(true);
+    expect(start.stderr).toMatch(/waiting on sleep "sleep"/);
+    const first = waymark('runs', 'start', 'nap_then_approve', '--input', '{}', '--wait-for', 'first-park', '-o', 'json');
+    expect(first.status, first.stderr).toBe(0);
+    const parked = JSON.parse(first.stdout.trim().split('\n').at(-1)!) as { run: { status: string }; waitingOn: Array<{ kind: string }> };
+    expect(parked.run.status).toBe('RUN_STATUS_SUSPENDED');
+    expect(parked.waitingOn.map((w) => w.kind)).toEqual(['sleep']);
+    const bad = waymark('runs', 'start', 'nap_then_approve', '--input', '{}', '--wait-for', 'forever');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('--wait-for must be one of first-park, outside-input, end; got "forever"');
   }, 120_000);
 
   it('waymark tools list: the tools runs can call, with their kind, workers and input fields', () => {

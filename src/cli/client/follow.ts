@@ -19,8 +19,10 @@ export interface FollowParams {
   afterSeq: bigint;
   /** Keep following while the run is parked, until it ends (else stop when it parks). */
   followSuspended: boolean;
-  /** Stop after this seq (a snapshot of history); unset: until the stream ends. */
-  untilSeq?: bigint | undefined;
+  /** Stop after this seq (a snapshot of history); unset: until the stream ends. Read at each event. */
+  untilSeq?: bigint | (() => bigint | undefined) | undefined;
+  /** Ends following quietly (not an interruption): `runs start --wait` once its answer is in. */
+  stop?: AbortSignal | undefined;
   onEvent?: ((event: RunEvent) => void) | undefined;
 }
 
@@ -50,19 +52,24 @@ export async function followRun(inv: Invocation, p: FollowParams): Promise<{ sta
   timer.unref();
   render();
   try {
-    if (p.untilSeq !== undefined && p.afterSeq >= p.untilSeq) return { status, interrupted: false };
-    const events = inv.client().events(p.run.id, { afterSeq: p.afterSeq, followSuspended: p.followSuspended, signal: inv.signal, onReconnect });
+    const until = (): bigint | undefined => (typeof p.untilSeq === 'function' ? p.untilSeq() : p.untilSeq);
+    const last = until();
+    if (last !== undefined && p.afterSeq >= last) return { status, interrupted: false };
+    const signal = p.stop ? AbortSignal.any([inv.signal, p.stop]) : inv.signal;
+    const events = inv.client().events(p.run.id, { afterSeq: p.afterSeq, followSuspended: p.followSuspended, signal, onReconnect });
     for await (const event of events) {
       note = '';
       if (event.body.case === 'statusChanged') status = event.body.value.status;
       else if (event.body.case === 'entry') step = `${event.body.value.kind} ${event.body.value.name}`;
       p.onEvent?.(event);
       render();
-      if (p.untilSeq !== undefined && event.seq >= p.untilSeq) break;
+      const end = until();
+      if (end !== undefined && event.seq >= end) break;
     }
     return { status, interrupted: false };
   } catch (err) {
     if (inv.signal.aborted) return { status, interrupted: true };
+    if (p.stop?.aborted) return { status, interrupted: false };
     throw err;
   } finally {
     clearInterval(timer);

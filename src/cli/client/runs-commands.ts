@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import {
   GetRunResponseSchema, JournalEntrySchema, ResumeOutcome, ResumePreviewSchema, ResumeRunResponseSchema, RunEventSchema, RunProvenanceSchema,
@@ -6,6 +7,7 @@ import {
 import { call, list, str, type CommandSpec } from './command-spec.js';
 import { errorMessage, EXIT, exitCodeOf, UsageError } from './exit-codes.js';
 import { followRun, stoppedFollowing } from './follow.js';
+import { startWait, waitForOf } from './start-wait.js';
 import { clip, fields, formatDuration, formatLabels, formatTime, formatUsd, formatValue, millis, table } from './format.js';
 import { readJsonArg, readPairs } from './json-input.js';
 import type { Output } from './output.js';
@@ -54,13 +56,17 @@ const start: CommandSpec = {
   group: 'runs', name: 'start', args: ['<workflow>'],
   summary: 'Starts a run of a registered workflow (see waymark workflows list) and prints it.',
   details: [
-    'With --wait it follows the run until it ends or parks on a wait (an approval, a signal, a timer),',
-    'showing its status, current step and elapsed time; the exit status is then 7 when the run FAILED',
-    'or was CANCELLED. Ctrl-C stops waiting and leaves the run as it is.',
+    'With --wait it waits until the run ends or needs something from outside (an approval or a signal),',
+    'showing its status, current step and elapsed time; timers, retry backoffs, remote tool calls and',
+    'child runs are waited through, each park a line on stderr saying what the run waits on.',
+    '--wait-for first-park stops at the first park of any kind (what --wait did before), --wait-for end',
+    'only when the run ended. The exit status is 7 when the run FAILED or was CANCELLED.',
+    'Ctrl-C stops waiting and leaves the run as it is.',
   ].join('\n'),
   options: {
     input: { type: 'string', value: 'JSON|@FILE|-', help: 'the input: JSON, @file for a file, - for standard input (omitted: null)' },
-    wait: { type: 'boolean', help: 'follow the run until it ends or parks, with progress' },
+    wait: { type: 'boolean', help: 'wait until the run ends or waits on an approval or a signal, with progress' },
+    'wait-for': { type: 'string', value: 'first-park|outside-input|end', help: 'what --wait waits for (implies --wait; default outside-input)' },
     'idempotency-key': { type: 'string', value: 'KEY', help: 'a repeat with the same key returns the first run instead of starting another' },
     budget: { type: 'string', value: 'USD', help: 'spending cap for model calls, in US dollars' },
     label: { type: 'string', multiple: true, value: 'K=V', help: 'a label on the run (repeatable)' },
@@ -78,29 +84,34 @@ const start: CommandSpec = {
     const budgetUsd = budgetText === undefined ? undefined : Number(budgetText);
     if (budgetUsd !== undefined && !(Number.isFinite(budgetUsd) && budgetUsd > 0)) throw new UsageError(`--budget must be a positive amount of US dollars; got "${budgetText}"`);
     const labels = readPairs('label', list(inv, 'label'));
+    const waitFor = waitForOf(inv.values.wait === true, str(inv, 'wait-for'));
     const client = inv.client();
-    const started = await client.startRun(workflow, input, {
-      ...call(inv), idempotencyKey: str(inv, 'idempotency-key'), labels, budgetUsd, dryRun: inv.values['dry-run'] === true,
-    }).catch((err: unknown) => {
+    // Waiting asks again with the start's key, so the key is chosen here (as the client would).
+    const idempotencyKey = str(inv, 'idempotency-key') ?? (waitFor ? `client:${randomUUID()}` : undefined);
+    const options = { idempotencyKey, labels, budgetUsd, dryRun: inv.values['dry-run'] === true };
+    const started = await client.startRun(workflow, input, { ...call(inv), ...options }).catch((err: unknown) => {
       // A workflow that takes an input, started without one: say so, not only what null fails.
       if (raw === undefined && exitCodeOf(err) === EXIT.invalidInput) throw new UsageError(`no --input was given, and ${errorMessage(err, '')}`);
       throw err;
     });
-    let { run, waitingOn } = started;
-    if (inv.values.wait === true) {
+    let { run, waitingOn, waitComplete } = started;
+    if (waitFor) {
       const plain = !inv.out.json && !inv.out.terminal;
       if (plain) inv.out.print(`started run ${run.id}${started.created ? '' : ' (an earlier start with this idempotency key)'}`);
-      const followed = await followRun(inv, { run, afterSeq: -1n, followSuspended: false, onEvent: plain ? (e) => inv.out.print(eventLine(inv.out, e)) : undefined });
-      if (followed.interrupted) {
-        inv.out.note(stoppedFollowing(run.id, followed.status));
+      const waited = await startWait(inv, {
+        run, waitFor, onEvent: plain ? (e) => inv.out.print(eventLine(inv.out, e)) : undefined,
+        wait: (signal) => client.startRun(workflow, input, { ...options, waitFor, signal }),
+      });
+      if (!waited.answer) {
+        inv.out.note(stoppedFollowing(run.id, waited.status));
         return EXIT.interrupted;
       }
-      ({ run, waitingOn } = await client.getRun(run.id, call(inv)));
+      ({ run, waitingOn, waitComplete } = waited.answer);
     }
-    if (inv.out.json) inv.out.jsonLine(StartRunResponseSchema, create(StartRunResponseSchema, { run, created: started.created, waitingOn }));
+    if (inv.out.json) inv.out.jsonLine(StartRunResponseSchema, create(StartRunResponseSchema, { run, created: started.created, waitingOn, waitComplete }));
     else inv.out.print(runFields(inv.out, run, waitingOn, [['created now', started.created ? 'yes' : 'no: an earlier start with this idempotency key']]));
     const failed = run.status === RunStatus.FAILED || run.status === RunStatus.CANCELLED;
-    return inv.values.wait === true && failed ? EXIT.runFailed : EXIT.ok;
+    return waitFor && failed ? EXIT.runFailed : EXIT.ok;
   },
 };
 
