@@ -118,22 +118,21 @@ export class WaymarkClient {
       dryRun: options.dryRun ?? false,
       timeout: options.runTimeoutMs === undefined ? undefined : durationFromMs(options.runTimeoutMs),
     };
-    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
     let attempts = 0;
-    const start = (timeoutMs: number | undefined) => this.unary('safe', { ...options, timeoutMs }, (attempt, o) => {
+    const start = () => this.unary('safe', options, (attempt, o) => {
       attempts = attempt;
       return this.runs.startRun(request, o);
     });
     let asked = Date.now();
-    let r = await start(options.timeoutMs);
+    let r = await start();
     const created = r.created || (generated && attempts > 1);
-    // An answer at an attempt's deadline (wait_complete false after most of it) is asked again;
-    // one that came early did not wait (a server that knows no wait_for): no busy loop on it.
-    while (waitFor !== WaitFor.UNSPECIFIED && !r.waitComplete && Date.now() - asked >= this.timeoutMs / 2) {
-      const left = deadline === undefined ? undefined : deadline - Date.now();
-      if (left !== undefined && left <= 0) break;
+    // Without timeoutMs each attempt has the client's deadline, and an answer at it (wait_complete
+    // false after most of it) is asked again; with timeoutMs that one deadline bounds the wait. An
+    // answer that came early did not wait (a server that knows no wait_for): no busy loop on it.
+    while (waitFor !== WaitFor.UNSPECIFIED && options.timeoutMs === undefined && !r.waitComplete && Date.now() - asked >= this.timeoutMs / 2) {
+      options.signal?.throwIfAborted();
       asked = Date.now();
-      r = await start(left);
+      r = await start();
     }
     return { run: required(r.run, 'run', 'StartRun'), created, waitingOn: r.waitingOn, waitComplete: r.waitComplete };
   }

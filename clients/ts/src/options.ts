@@ -87,9 +87,10 @@ export interface StartOptions extends CallOptions {
   /**
    * Wait until the run reaches this point (docs/api.md "Waiting for a run"): 'END', 'OUTSIDE_INPUT'
    * (ended, or parked on an approval or a signal; timers, backoffs, remote tools and child runs are
-   * waited through) or 'FIRST_PARK' (as `wait`). The client asks again (same idempotency key)
-   * each time the server answers at an attempt's deadline, until the run gets there or this call's
-   * `timeoutMs` passes; then it returns the run as it stands, `waitComplete` false.
+   * waited through) or 'FIRST_PARK' (as `wait`). Without `timeoutMs` the client asks again (same
+   * idempotency key) each time the server answers at an attempt's deadline, until the run gets
+   * there; with it, the server answers a little before it, with the run as it stands and
+   * `waitComplete` false if the run has not got there (it goes on).
    */
   waitFor?: WaitFor | WaitForName | undefined;
   labels?: Record<string, string> | undefined;
