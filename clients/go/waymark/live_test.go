@@ -238,6 +238,43 @@ func TestLiveRefundSurvivesServerRestart(t *testing.T) {
 
 // Each typed error, raised by a real server response.
 // StartOptions.Timeout is the run's deadline (StartRun timeout), not the call's; a negative one is refused.
+// StartRun with WaitFor waits through the run's timer to its approval (OUTSIDE_INPUT); with a
+// short context deadline END answers the run as it stands (WaitComplete false); after the
+// decision END answers the run that ended (issue 30).
+func TestLiveStartRunWaitFor(t *testing.T) {
+	client := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key := "go-nap-" + newUUID()
+	atInput, err := client.StartRun(context.Background(), "nap_then_approve", map[string]any{}, StartOptions{IdempotencyKey: key, WaitFor: waymarkv1.WaitFor_WAIT_FOR_OUTSIDE_INPUT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := atInput.GetWaitingOn()
+	if atInput.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUSPENDED || !atInput.GetWaitComplete() || len(waits) != 1 || waits[0].GetKind() != "approval" {
+		t.Fatalf("OUTSIDE_INPUT answered %v", atInput)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancelShort()
+	early, err := client.StartRun(short, "nap_then_approve", map[string]any{}, StartOptions{IdempotencyKey: key, WaitFor: waymarkv1.WaitFor_WAIT_FOR_END})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early.GetCreated() || early.GetWaitComplete() || early.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUSPENDED {
+		t.Fatalf("END with a short deadline answered %v", early)
+	}
+	if _, err := client.Approve(ctx, waits[0].GetApprovalId(), Decision{By: "go-client"}); err != nil {
+		t.Fatal(err)
+	}
+	ended, err := client.StartRun(ctx, "nap_then_approve", map[string]any{}, StartOptions{IdempotencyKey: key, WaitFor: waymarkv1.WaitFor_WAIT_FOR_END})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ended.GetWaitComplete() || ended.GetRun().GetStatus() != waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED {
+		t.Fatalf("END answered %v", ended)
+	}
+}
+
 func TestLiveRunTimeout(t *testing.T) {
 	client := liveClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

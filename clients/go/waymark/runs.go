@@ -19,8 +19,17 @@ type StartOptions struct {
 	// your own to make repeats of your call safe too.
 	IdempotencyKey string
 	// Wait executes the run on the server that received the call and answers once it ends or
-	// parks (or the context's deadline passes). Without it the call answers at once.
+	// parks for the first time, on anything (or the context's deadline passes). Without it (and
+	// without WaitFor) the call answers at once.
 	Wait bool
+	// WaitFor waits until the run reaches this point (docs/api.md "Waiting for a run"):
+	// WaitFor_WAIT_FOR_END (it ended), WaitFor_WAIT_FOR_OUTSIDE_INPUT (it ended, or waits on an
+	// approval or a signal; timers, retry backoffs, remote tool calls and child runs are waited
+	// through) or WaitFor_WAIT_FOR_FIRST_PARK (as Wait). With a context deadline the server answers
+	// a little before it, with the run as it stands and WaitComplete false if it has not got there
+	// (the run goes on); without one the client asks again with the same idempotency key each time
+	// the server answers at an attempt's deadline, until the run gets there.
+	WaitFor waymarkv1.WaitFor
 	// Labels to attach to the run.
 	Labels map[string]string
 	// BudgetUSD caps model spending; nil means no cap.
@@ -52,22 +61,45 @@ func (c *Client) StartRun(ctx context.Context, workflow string, input any, opts 
 	if generated {
 		opts.IdempotencyKey = "client:" + newUUID()
 	}
-	res, err := c.Runs.StartRun(ctx, &waymarkv1.StartRunRequest{
+	waiting := opts.WaitFor != waymarkv1.WaitFor_WAIT_FOR_UNSPECIFIED
+	req := &waymarkv1.StartRunRequest{
 		Namespace:      c.namespace,
 		Workflow:       workflow,
 		Input:          value,
 		IdempotencyKey: opts.IdempotencyKey,
-		Wait:           opts.Wait,
-		BudgetUsd:      opts.BudgetUSD,
-		DryRun:         opts.DryRun,
-		Labels:         opts.Labels,
-		Timeout:        runTimeout(opts.Timeout),
-	})
-	if err == nil && generated {
+		// With WaitFor, Wait too: a server older than wait_for then waits for the first park at least.
+		Wait:      opts.Wait || waiting,
+		WaitFor:   opts.WaitFor,
+		BudgetUsd: opts.BudgetUSD,
+		DryRun:    opts.DryRun,
+		Labels:    opts.Labels,
+		Timeout:   runTimeout(opts.Timeout),
+	}
+	asked := time.Now()
+	res, err := c.Runs.StartRun(ctx, req)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	if generated {
 		// Nobody else holds the key: created = false can only be this call's own retry.
 		res.Created = true
 	}
-	return res, mapError(err)
+	created := res.Created
+	_, bounded := ctx.Deadline()
+	// Without a context deadline each attempt has the client's timeout, and an answer at it
+	// (WaitComplete false after most of it) is asked again. An answer that came early did not
+	// wait (a server that knows no wait_for): no busy loop on it.
+	for waiting && !bounded && c.timeout > 0 && !res.WaitComplete && time.Since(asked) >= c.timeout/2 {
+		if err := ctx.Err(); err != nil {
+			return nil, mapError(err)
+		}
+		asked = time.Now()
+		if res, err = c.Runs.StartRun(ctx, req); err != nil {
+			return nil, mapError(err)
+		}
+	}
+	res.Created = created
+	return res, nil
 }
 
 // GetRun returns a run and, when it is suspended, what it waits for.
