@@ -18,6 +18,7 @@ from waymark.v1 import run_pb2, run_service_pb2
         (waymark.EntryStatus, run_pb2.EntryStatus, "ENTRY_STATUS_"),
         (waymark.ApprovalState, run_pb2.ApprovalState, "APPROVAL_STATE_"),
         (waymark.DriftRecovery, run_service_pb2.DriftRecovery, "DRIFT_RECOVERY_"),
+        (waymark.WaitFor, run_service_pb2.WaitFor, "WAIT_FOR_"),
     ],
 )
 def test_friendly_enums_match_the_proto(friendly: type[IntEnum], generated: object, prefix: str) -> None:

@@ -205,6 +205,23 @@ def test_typed_errors() -> None:
         assert failed.value.cancelled and failed.value.status == waymark.RunStatus.CANCELLED
 
 
+def test_start_run_wait_for() -> None:
+    """``wait_for`` waits through the run's timer to its approval (OUTSIDE_INPUT); END with a short
+    ``timeout`` answers the run as it stands (``wait_complete`` false); after the decision END
+    answers the run that ended (issue 30)."""
+    with waymark.Client(ADDRESS) as c:
+        key = f"py-nap-{uuid.uuid4()}"
+        at_input = c.start_run("nap_then_approve", {}, idempotency_key=key, wait_for=waymark.WaitFor.OUTSIDE_INPUT)
+        assert at_input.run.status == run_pb2.RUN_STATUS_SUSPENDED and at_input.wait_complete
+        assert [(w.kind, w.name) for w in at_input.waiting_on] == [("approval", "Go on after the nap?")]
+        assert "sleep" in [e.kind for e in c.journal(at_input.run.id)]
+        early = c.start_run("nap_then_approve", {}, idempotency_key=key, wait_for=waymark.WaitFor.END, timeout=1.5)
+        assert not early.created and not early.wait_complete and early.run.status == run_pb2.RUN_STATUS_SUSPENDED
+        c.approve(at_input.waiting_on[0].approval_id, by="py-test")
+        ended = c.start_run("nap_then_approve", {}, idempotency_key=key, wait_for=waymark.WaitFor.END, timeout=60)
+        assert ended.wait_complete and ended.run.status == run_pb2.RUN_STATUS_SUCCEEDED
+
+
 def test_run_timeout() -> None:
     """``run_timeout`` is the run's deadline (StartRun ``timeout``), not the call's; a negative one is refused."""
     # No connect_timeout: its single readiness check fails at once while a channel is still

@@ -22,7 +22,7 @@ from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
 from waymark.tls import tls_credentials  # noqa: E402
 from waymark.worker import NonRetryableError, Task, ToolError, Worker  # noqa: E402
-from waymark.enums import ApprovalState, DriftRecovery, EntryStatus, RunStatus  # noqa: E402
+from waymark.enums import ApprovalState, DriftRecovery, EntryStatus, RunStatus, WaitFor  # noqa: E402
 from waymark.errors import (  # noqa: E402
     AlreadyResolved,
     ApprovalNotFound,
@@ -53,6 +53,7 @@ __all__ = [
     "Backoff",
     "Client",
     "DriftRecovery",
+    "WaitFor",
     "EntryStatus",
     "FieldViolation",
     "FlowDrift",

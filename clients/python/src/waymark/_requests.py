@@ -35,13 +35,16 @@ def start_run(
     budget_usd: float | None,
     dry_run: bool,
     run_timeout: float | timedelta | None = None,
+    wait_for: int = 0,
 ) -> run_service_pb2.StartRunRequest:
     request = run_service_pb2.StartRunRequest(
         namespace=namespace,
         workflow=workflow,
         # Without a key of the caller's, one for this call, so the client's retries start one run.
         idempotency_key=idempotency_key or f"client:{uuid.uuid4()}",
-        wait=wait,
+        # With wait_for, wait too: a server older than wait_for then waits for the first park at least.
+        wait=wait or wait_for != 0,
+        wait_for=run_service_pb2.WaitFor.ValueType(wait_for),
         dry_run=dry_run,
         labels=dict(labels or {}),
     )

@@ -4,6 +4,7 @@ is retried (``_unary``), what it returns (``_responses``). Their docstrings are 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -43,11 +44,18 @@ def start_run(
     dry_run: bool = False,
     run_timeout: float | timedelta | None = None,
     timeout: float | None = None,
+    wait_for: int = 0,
 ) -> Op[run_service_pb2.StartRunResponse]:
     """Starts a run of ``workflow`` with a JSON ``input``.
 
-    With ``wait`` the server executes it right away and answers once it ends or parks (give
-    a ``timeout`` long enough). An ``idempotency_key`` already used returns the first run,
+    With ``wait`` the server executes it right away and answers once it ends or parks for the
+    first time, on anything (give a ``timeout`` long enough). ``wait_for`` (a
+    :class:`waymark.WaitFor`) waits until the run gets there instead: ``END``, ``OUTSIDE_INPUT``
+    (ended, or waiting on an approval or a signal; timers, retry backoffs, remote tool calls and
+    child runs are waited through) or ``FIRST_PARK`` (as ``wait``); with a ``timeout`` the answer
+    comes a little before it, with the run as it stands and ``wait_complete`` false if it has not
+    got there (the run goes on); without one the client asks again with the same key each time
+    the server answers at an attempt's deadline. An ``idempotency_key`` already used returns the first run,
     with ``created`` false; without one the client makes one up for this call, so its own
     retries never start a second run. ``run_timeout`` (seconds or a ``timedelta``) is the
     run's own timeout: not finished that long after it started, it fails with reason
@@ -63,9 +71,19 @@ def start_run(
         budget_usd=budget_usd,
         dry_run=dry_run,
         run_timeout=run_timeout,
+        wait_for=int(wait_for),
     )
+    asked = time.monotonic()
     response = yield from call(core, "StartRun", core.runs.StartRun, request, timeout)
-    return _responses.started(response, request, generated=idempotency_key is None)
+    created = _responses.started(response, request, generated=idempotency_key is None).created
+    # Without a timeout each attempt has the client's, and an answer at it (wait_complete false
+    # after most of it) is asked again. One that came early did not wait (a server that knows no
+    # wait_for): no busy loop on it.
+    while wait_for and timeout is None and core.timeout and not response.wait_complete and time.monotonic() - asked >= core.timeout / 2:
+        asked = time.monotonic()
+        response = yield from call(core, "StartRun", core.runs.StartRun, request, timeout)
+    response.created = created
+    return response
 
 
 def get_run(core: Core, run_id: str, *, timeout: float | None = None) -> Op[run_service_pb2.GetRunResponse]:

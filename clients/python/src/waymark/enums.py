@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ApprovalState", "DriftRecovery", "EntryStatus", "RunStatus"]
+__all__ = ["ApprovalState", "DriftRecovery", "EntryStatus", "RunStatus", "WaitFor"]
 
 
 class RunStatus(IntEnum):
@@ -61,3 +61,15 @@ class DriftRecovery(IntEnum):
     UNSPECIFIED = 0
     RESTART = 1
     ABANDON = 2
+
+
+class WaitFor(IntEnum):
+    """What :meth:`waymark.Client.start_run` waits for (waymark.v1.WaitFor; docs/api.md "Waiting for a run")."""
+
+    UNSPECIFIED = 0
+    #: The first park of any kind (a timer or a retry backoff included), or the end: what ``wait=True`` does.
+    FIRST_PARK = 1
+    #: The end, or a park on an approval or a signal; timers, backoffs, remote tool calls and child runs are waited through.
+    OUTSIDE_INPUT = 2
+    #: The end: SUCCEEDED, FAILED or CANCELLED.
+    END = 3
