@@ -1,4 +1,4 @@
-import { RunStatus, type Run, type RunEvent, type StartRunResult, type WaitForName, type WaitingOn } from '@waymark-dev/client';
+import { EntryStatus, RunStatus, type Run, type RunEvent, type StartRunResult, type WaitForName, type WaitingOn } from '@waymark-dev/client';
 import type { Invocation } from './command-spec.js';
 import { UsageError } from './exit-codes.js';
 import { followRun } from './follow.js';
@@ -51,16 +51,23 @@ export async function startWait(inv: Invocation, p: StartWaitParams): Promise<{ 
     stop.abort();
     throw err;
   });
-  const parked = (seq: bigint): void => {
+  // The waits the stream showed since the last status change: what a park is described by when
+  // the run has moved on before GetRun answers (a short backoff fired on time).
+  let opened: string[] = [];
+  /** The notes being written: awaited before the command prints its answer, so they come first. */
+  const notes: Promise<void>[] = [];
+  const parked = (seq: bigint, seen: string[]): void => {
+    if (p.waitFor === 'FIRST_PARK') return;
     // What the run waits on now, unless the wait is over here (the command prints it next).
-    void inv.client().getRun(p.run.id, { signal: stop.signal, timeoutMs: inv.timeoutMs }).then(({ run, waitingOn }) => {
+    notes.push(inv.client().getRun(p.run.id, { signal: inv.signal, timeoutMs: inv.timeoutMs }).then(({ run, waitingOn }) => {
       if (target !== undefined && seq >= target) return;
-      if (run.status !== RunStatus.SUSPENDED || waitingOn.length === 0 || p.waitFor === 'FIRST_PARK') return;
-      const outside = waitingOn.some((w) => w.kind === 'approval' || w.kind === 'signal');
+      const still = run.status === RunStatus.SUSPENDED && waitingOn.length > 0;
+      const outside = still && waitingOn.some((w) => w.kind === 'approval' || w.kind === 'signal');
       if (outside && p.waitFor === 'OUTSIDE_INPUT') return;
-      const what = waitingOn.map(waitText).join('; ');
+      const what = still ? waitingOn.map(waitText).join('; ') : seen.join('; ');
+      if (!what) return;
       inv.out.note(`waymark: run ${p.run.id} parked at seq ${seq}, waiting on ${what}; ${outside ? 'waiting for the run to end' : 'it continues by itself'}`);
-    }, () => undefined);
+    }, () => undefined));
   };
   try {
     const followed = await followRun(inv, {
@@ -68,7 +75,11 @@ export async function startWait(inv: Invocation, p: StartWaitParams): Promise<{ 
       onEvent: (event) => {
         seen = event.seq;
         p.onEvent?.(event);
-        if (event.body.case === 'statusChanged' && event.body.value.status === RunStatus.SUSPENDED) parked(event.seq);
+        const { body } = event;
+        if (body.case === 'entry' && body.value.status === EntryStatus.SUSPENDED) opened.push(`${body.value.kind} "${body.value.name}"`);
+        if (body.case !== 'statusChanged') return;
+        if (body.value.status === RunStatus.SUSPENDED) parked(event.seq, opened);
+        opened = [];
       },
     });
     if (followed.interrupted) {
@@ -80,5 +91,6 @@ export async function startWait(inv: Invocation, p: StartWaitParams): Promise<{ 
   } finally {
     stop.abort();
     await answer.catch(() => undefined);
+    await Promise.all(notes);
   }
 }
