@@ -83,3 +83,13 @@ export interface StatusPayload {
   output?: Json;
   error?: RunError;
 }
+
+/**
+ * A run continuing on code other than the digest it was pinned to (drift policy `warn`, no live
+ * replica serving its digest): the payload of its `status` entry named `drift`, journaled before
+ * the execution on the new code (docs/recovery.md "Routing"). Not a status change (no `status`
+ * key); replay skips it as it skips every `status` entry.
+ */
+export interface DriftPayload {
+  drift: { from: string; to: string; policy: 'warn'; reason: string };
+}

@@ -1,4 +1,4 @@
-import type { JournalEntry } from '../journal/journal-entry.js';
+import type { DriftPayload, JournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { SweeperLease } from './sweeper-params.js';
 
@@ -129,6 +129,12 @@ export interface RunStatusSetParams {
   error?: RunError;
 }
 
+export interface RunDigestSetParams {
+  lease: Lease;
+  /** What the run now executes on: `drift.to` becomes its workflow digest. */
+  drift: DriftPayload['drift'];
+}
+
 /** The run as the status change left it, and the `status` entry that recorded it. */
 export interface RunStatusSetResult {
   run: Run;
@@ -209,6 +215,12 @@ export interface RunOps {
    * from the journal entry limit, so a full journal can still be failed.
    */
   runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult>;
+  /**
+   * Fenced: re-pins the run to `drift.to` and journals the change as a `status` entry named
+   * `drift` (DriftPayload), one atomic step, so GetRun shows the digest the run executes on and
+   * its journal says when and why it changed. LeaseLostError when fenced.
+   */
+  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult>;
   /**
    * Unfenced status change for operators and the sweeper (cancel, fail after recovery attempts):
    * serialised with the run's other writes, it bumps the epoch so the current holder (if any) is

@@ -1,5 +1,5 @@
 import { PayloadTooLargeError, UnstorableValueError, type UnstorableProblem } from '../journal/errors.js';
-import { newEntry, type NewJournalEntry, type StatusPayload } from '../journal/journal-entry.js';
+import { newEntry, type DriftPayload, type NewJournalEntry, type StatusPayload } from '../journal/journal-entry.js';
 import { MAX_STORED_JSON_DEPTH, runTimeoutProblem, type Limits } from '../journal/limits.js';
 import type { Json, RunError, RunStatus } from '../journal/run.js';
 import type { RunCreateParams } from './store.js';
@@ -134,6 +134,11 @@ export function suspensionDeadline(entry: Pick<NewJournalEntry, 'status' | 'payl
 }
 
 /** The `status` entry that records a status change: kind `status`, name = the status, payload = the event. */
+/** The `status` entry named `drift` that runDigestSet journals (DriftPayload). */
+export function driftEntry(drift: DriftPayload['drift']): NewJournalEntry {
+  return newEntry({ kind: 'status', name: 'drift', status: 'info', payload: { drift } as unknown as Json });
+}
+
 export function statusEntry(status: RunStatus, output?: Json | null, error?: RunError | null): NewJournalEntry {
   const payload: StatusPayload = { status };
   if (output !== undefined && output !== null) payload.output = output;

@@ -5,6 +5,21 @@ import { runParams, startRun, step, TTL } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 export function runsSection({ h }: SuiteContext): void {
+  it('runDigestSet re-pins the run and journals a drift entry at the next seq, fenced by the lease', async () => {
+    const { store } = h();
+    const { run, lease } = await startRun(store);
+    await store.journalAppend({ lease, entries: [step('a')] });
+    const drift = { from: 'sha256:abc', to: 'sha256:def', policy: 'warn' as const, reason: 'no live replica serves the digest the run was pinned to' };
+    const { run: after, entry } = await store.runDigestSet({ lease, drift });
+    expect(after).toMatchObject({ id: run.id, workflowDigest: 'sha256:def', status: 'RUNNING', nextSeq: 2 });
+    expect(entry).toMatchObject({ runId: run.id, seq: 1, kind: 'status', name: 'drift', status: 'info', payload: { drift } });
+    expect(await store.runGet({ runId: run.id, namespace: 'default' })).toMatchObject({ workflowDigest: 'sha256:def' });
+    // A holder fenced off by a takeover writes nothing.
+    await store.runLeaseRelease({ lease });
+    await expect(store.runDigestSet({ lease, drift: { ...drift, to: 'sha256:zzz' } })).rejects.toMatchObject({ name: 'LeaseLostError' });
+    expect((await store.journalList({ runId: run.id })).map((e) => e.name)).toEqual(['a', 'drift']);
+  });
+
   it('creates a PENDING run holding what it was given, with no lease and an empty journal', async () => {
     const { store } = h();
     const params = runParams({ labels: { team: 'billing' }, budgetUsd: 2.5, dryRun: true, idempotencyKey: 'k1' });

@@ -122,6 +122,13 @@ describe('routing', () => {
     await register(warn!);
     const [continued] = await warn!.engine.runExecutePending({ maxRuns: 1 });
     expect(continued).toMatchObject({ runId: pinned.id, run: { status: 'SUCCEEDED', output: { n: 3, on: 'x2' } } });
+    // The change is journaled before anything ran on the new code, and the run shows the digest it ran on.
+    expect(await warn!.store.runGet({ runId: pinned.id, namespace: NS })).toMatchObject({ workflowDigest: x2.digest });
+    const entries = await journal(warn!.store, pinned.id);
+    const drift = entries.findIndex((e) => e.kind === 'status' && e.name === 'drift');
+    expect(entries[drift]).toMatchObject({ status: 'info', payload: { drift: { from: x1.digest, to: x2.digest, policy: 'warn' } } });
+    expect(entries.slice(0, drift).map((e) => e.name)).toEqual(['RUNNING']);
+    expect(entries.slice(drift + 1).map((e) => `${e.kind} ${e.name}`)).toEqual(['step where', 'status SUCCEEDED']);
     await a!.store.replicaRemove({ replicaId: 'warn' });
     const [refused] = await strict!.engine.runExecutePending();
     expect(refused).toMatchObject({ runId: other.id, run: { status: 'FAILED', error: { name: 'FlowDriftError' } } });

@@ -33,12 +33,20 @@ export function resolvedBy(entry: JournalEntry): string {
   return typeof payload.source === 'string' ? payload.source : '';
 }
 
+/** A `drift` status entry's detail (the digests it moved between, short as `runs get` prints them); '' for other status entries. */
+function driftDetail(drift: unknown, max: number): string {
+  if (drift === null || typeof drift !== 'object' || Array.isArray(drift)) return '';
+  const { from, to } = drift as { from?: unknown; to?: unknown };
+  if (typeof from !== 'string' || typeof to !== 'string') return '';
+  return clip(`digest ${from.slice(0, 12)} -> ${to.slice(0, 12)} (no live replica serves the old one)`, max);
+}
+
 /** The short detail of an entry: its error, a wait's title, a resolution's value, else its payload. */
 export function entryDetail(entry: JournalEntry, max = 80): string {
   if (entry.error) return clip(`${entry.error.name}: ${entry.error.message}`, max);
   const payload = fromValue(entry.payload);
   if (payload !== null && typeof payload === 'object' && !Array.isArray(payload)) {
-    if (entry.kind === 'status') return '';
+    if (entry.kind === 'status') return driftDetail(payload.drift, max);
     if (typeof payload.title === 'string') return clip(payload.title, max);
     if ('value' in payload && (typeof payload.source === 'string')) return clip(JSON.stringify(payload.value ?? null), max);
   }

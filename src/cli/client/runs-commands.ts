@@ -205,7 +205,7 @@ const journal: CommandSpec = {
       return [
         String(e.seq), e.scope || '-', e.kind, e.name, entryStatusText(inv.out, e.status), e.attempt ? String(e.attempt) : '-',
         from !== undefined && to !== undefined ? formatDuration(to - from) : '-', tokens, e.costUsd === undefined ? '-' : formatUsd(e.costUsd),
-        resolvedBy(e) || '-', e.kind === 'status' ? '' : entryDetail(e, 60),
+        resolvedBy(e) || '-', entryDetail(e, 60),
       ];
     });
     inv.out.print(table(['SEQ', 'SCOPE', 'KIND', 'NAME', 'STATUS', 'ATTEMPT', 'DURATION', 'TOKENS', 'COST', 'BY', 'DETAIL'], rows, headerBold(inv.out)));

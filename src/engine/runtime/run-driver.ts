@@ -226,6 +226,7 @@ export class RunDriver {
     }
     const log = this.logger.child({ runId, workflow: run.workflowName });
     let workflow: Workflow;
+    let drifted = false;
     try {
       workflow = await this.definitionOf(run);
     } catch (error) {
@@ -240,7 +241,17 @@ export class RunDriver {
         const drift = new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
         return this.end(lease, run, { status: 'FAILED', error: errorRecord(drift) }, log);
       }
-      log.warn('executing against a changed definition (drift policy warn); the journal decides replay per content key');
+      log.warn({ from: run.workflowDigest, to: workflow.digest }, 'executing against a changed definition (drift policy warn); the journal decides replay per content key');
+      try {
+        // Journaled and re-pinned before anything executes on the new code: GetRun shows the digest
+        // the run executes on, and the journal when and why it changed (docs/recovery.md "Routing").
+        ({ run } = await this.store.runDigestSet({
+          lease, drift: { from: run.workflowDigest, to: workflow.digest, policy: 'warn', reason: 'no live replica serves the digest the run was pinned to' },
+        }));
+      } catch (error) {
+        return executionStopped(runId, error, this.logger);
+      }
+      drifted = true;
     }
     let deadlineIn: number | null = null;
     if (run.deadlineAt !== null) {
@@ -254,8 +265,10 @@ export class RunDriver {
     }
     let entries: JournalEntry[] = [];
     try {
-      // A run created here holds only its RUNNING entry, which replay skips: no read needed.
-      if (running) entries = await this.journalOf(lease, workflow, running);
+      // A run created here holds only its RUNNING entry, which replay skips: no read needed. A
+      // drifted one reads all of it (its drift entry came after RUNNING; nothing kept here is current).
+      if (drifted) entries = await journalReadAll(this.store, runId, this.journalPageSize);
+      else if (running) entries = await this.journalOf(lease, workflow, running);
     } catch (error) {
       return executionStopped(runId, error, this.logger);
     }

@@ -5,9 +5,9 @@ import { newRunId } from '../run-id.js';
 import type {
   ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
   RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult, RunRouting,
-  RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
+  RunDigestSetParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
 } from '../store.js';
-import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, statusEntry } from '../write-checks.js';
+import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry, statusEntry } from '../write-checks.js';
 import type { MemoryFlows } from './memory-flows.js';
 import type { MemoryReplicas } from './memory-replicas.js';
 import { clone, compare, holds, leaseFreeAt, leaseOf, type MemoryRunTable, type RunRecord } from './memory-run-table.js';
@@ -138,6 +138,13 @@ export class MemoryRuns {
     const status = params.status === 'SUSPENDED' && rec.resumeRequested ? 'PENDING' : params.status;
     if (status !== 'RUNNING') this.t.dropLease(rec);
     return this.t.changeStatus(rec, status, params);
+  }
+  async runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
+    const rec = this.t.fenced(params.lease);
+    rec.run.workflowDigest = params.drift.to;
+    const [entry] = this.t.write(rec, [driftEntry(params.drift)]);
+    this.t.wakeups.notify(rec.run.id, false);
+    return { run: clone(rec.run), entry: clone(entry!) };
   }
   async runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     assertForcedStatusFits(params, this.t.limits);

@@ -8,7 +8,7 @@ import type {
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, LeaseSessionParams, OrphanedRun,
   RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams,
   RemoteToolInfo, RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult,
-  RunGetParams, RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListEndedChildrenParams, RunListOrphansParams, RunListParams,
+  RunDigestSetParams, RunGetParams, RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListEndedChildrenParams, RunListOrphansParams, RunListParams,
   RunListResult, RunListTimedOutParams, RunListUnroutableParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult,
   RunStatusSetParams, RunStatusSetResult, SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult, SignalInboxListParams, SuspensionListDueParams,
   SuspensionListParams, SuspensionListResult, SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams, UnroutableRun,
@@ -110,7 +110,10 @@ export class MemoryStore implements JournalStore {
 
   runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult> {
     return this.runs.runStatusSet(params);
+  }  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
+    return this.runs.runDigestSet(params);
   }
+
 
   runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     return this.runs.runStatusForce(params);

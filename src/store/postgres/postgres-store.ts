@@ -7,7 +7,7 @@ import type {
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, OrphanedRun, RemoteTask,
   RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo,
-  RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams,
+  RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunDigestSetParams, RunGetParams,
   RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult,
   RunListTimedOutParams, RunListUnroutableParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams,
   RunStatusSetResult, SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult, SignalInboxListParams, SuspensionListDueParams, SuspensionListParams,
@@ -123,7 +123,10 @@ export class PostgresStore implements JournalStore {
 
   runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult> {
     return runs.runStatusSet(this.db, params);
+  }  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
+    return runs.runDigestSet(this.db, params);
   }
+
 
   runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     return runs.runStatusForce(this.db, params);

@@ -5,9 +5,9 @@ import { isRunId, newRunId } from '../run-id.js';
 import type {
   RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
   RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult,
-  RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
+  RunDigestSetParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
 } from '../run-params.js';
-import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits } from '../write-checks.js';
+import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry } from '../write-checks.js';
 import * as jq from './journal-queries.js';
 import type { PgAccess } from './pg-access.js';
 import * as rq from './runs-queries.js';
@@ -101,6 +101,16 @@ export async function runStatusSet(db: PgAccess, params: RunStatusSetParams): Pr
   const { rows } = await db.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runStatusSet({
     lease: params.lease, status: params.status,
     output: terminal ? jq.jsonParam(params.output) : null, error: terminal ? jq.jsonParam(params.error) : null,
+  }), { runId: params.lease.runId });
+  if (rows[0]) return { run: rq.toRun(rows[0].run), entry: jq.toEntry(rows[0].entry) };
+  throw await db.fenceFailure(params.lease) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);
+}
+
+export async function runDigestSet(db: PgAccess, params: RunDigestSetParams): Promise<RunStatusSetResult> {
+  if (!isRunId(params.lease.runId)) throw new RunNotFoundError(params.lease.runId);
+  const entry = driftEntry(params.drift);
+  const { rows } = await db.query<{ run: rq.RunRow; entry: jq.JournalRow }>(rq.runDigestSet({
+    lease: params.lease, to: params.drift.to, entry: jq.jsonParam(entry.payload)!,
   }), { runId: params.lease.runId });
   if (rows[0]) return { run: rq.toRun(rows[0].run), entry: jq.toEntry(rows[0].entry) };
   throw await db.fenceFailure(params.lease) ?? new LeaseLostError(params.lease.runId, params.lease.epoch);

@@ -338,6 +338,23 @@ export function runStatusSet(p: { lease: Lease; status: RunStatus; output: strin
   };
 }
 
+/** The fenced re-pin (runDigestSet): the run's digest and its `drift` entry at the seq the UPDATE reserved. */
+export function runDigestSet(p: { lease: Lease; to: string; entry: string }): pg.QueryConfig {
+  return {
+    name: 'runs_digest_set',
+    text: `WITH changed AS (
+        UPDATE runs SET workflow_digest = $3, next_seq = next_seq + 1, updated_at = now()
+        WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL
+        RETURNING ${RUN_COLUMNS}
+      ), entry AS (
+        INSERT INTO journal (run_id, seq, scope, kind, name, content_key, occurrence, status, payload)
+        SELECT c.id, c.next_seq - 1, '', 'status', 'drift', '', 0, 'info', $4::jsonb FROM changed c RETURNING *
+      )
+      SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
+    values: [p.lease.runId, p.lease.epoch, p.to, p.entry],
+  };
+}
+
 /**
  * The unfenced status change (operators, sweeper): bumps the epoch so any holder is fenced off,
  * releases the lease, journals the change. No row back when the run is terminal or not found.
