@@ -3,6 +3,13 @@ import type { JournalEntry, StatusPayload } from '../journal/journal-entry.js';
 import { isTerminalStatus } from '../journal/run.js';
 import type { JournalStore } from './store.js';
 
+export const FOLLOW_DEFAULTS = {
+  /** An idle follower's safety re-check (docs/streaming.md "Idle streams"). */
+  safetyMs: 30_000,
+  /** A retryable store error is retried this soon, whether or not a wake-up comes. */
+  retryMs: 1_000,
+} as const;
+
 export interface JournalFollowParams {
   store: JournalStore;
   runId: string;
@@ -10,8 +17,14 @@ export interface JournalFollowParams {
   afterSeq?: number;
   /** Ends the iteration (the iterator returns; it does not throw). */
   signal: AbortSignal;
-  /** Fallback poll interval: wake-ups can be lost (DESIGN "Leases and fencing"), polling cannot. */
+  /**
+   * Safety re-check while idle (FOLLOW_DEFAULTS.safetyMs): wake-ups move a follower, and a lost
+   * LISTEN connection resyncs every subscriber when it is back, so this only bounds the damage of
+   * a wake-up lost some other way. Idle followers issue no reads between re-checks.
+   */
   pollMs?: number;
+  /** How soon a read that failed with a retryable store error is tried again (FOLLOW_DEFAULTS.retryMs). */
+  retryMs?: number;
   /** Fail-closed addressing: passed to journalList. */
   namespace?: string;
   /** Stop after yielding a terminal `status` entry (StreamRunEvents ends after the terminal event). */
@@ -22,16 +35,18 @@ export interface JournalFollowParams {
 
 /**
  * Every journal entry of a run after `afterSeq`, in seq order, each exactly once: catch up with
- * journalList from our own cursor, then wait for a wake-up or the poll interval, and repeat.
+ * journalList from our own cursor, then wait for a wake-up (or the slow safety re-check), and repeat.
  * It subscribes before the first read, so a write committed between a read and the wait still
  * wakes it. Seq is dense and assigned under the run-row lock, so entries become visible in seq
  * order; a gap (never seen, but cheap to guard) ends the batch and is read again after the wait.
- * Retryable store errors (StoreUnavailableError) are waited out at the poll interval; others throw.
+ * Retryable store errors (StoreUnavailableError) are retried after retryMs; others throw. An idle
+ * follower costs a subscription and one timer, no reads: N idle streams cost nothing per tick.
  * Pinned by test/conformance (journal-follow) and test/store/listener.test.ts (LISTEN killed mid-run).
  */
 export async function* journalFollow(params: JournalFollowParams): AsyncGenerator<JournalEntry, void, undefined> {
   const { store, runId, signal } = params;
-  const pollMs = params.pollMs ?? 1000;
+  const pollMs = params.pollMs ?? FOLLOW_DEFAULTS.safetyMs;
+  const retryMs = Math.min(params.retryMs ?? FOLLOW_DEFAULTS.retryMs, pollMs);
   const batchSize = params.batchSize ?? 500;
   let cursor = params.afterSeq ?? -1;
   let woken: boolean; // set by a wake-up that lands while we are reading
@@ -45,6 +60,7 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
     while (!signal.aborted) {
       woken = false;
       let more = true;
+      let failed = false;
       try {
         while (more && !signal.aborted) {
           const entries = await store.journalList({ runId, afterSeq: cursor, limit: batchSize, namespace: params.namespace });
@@ -63,6 +79,7 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
         }
       } catch (err) {
         if (!(err instanceof WaymarkError && err.retryable)) throw err;
+        failed = true;
       }
       if (woken || signal.aborted) continue;
       await new Promise<void>((resolve) => {
@@ -72,7 +89,7 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
           wake = null;
           resolve();
         };
-        const timer = setTimeout(done, pollMs);
+        const timer = setTimeout(done, failed ? retryMs : pollMs);
         signal.addEventListener('abort', done, { once: true });
         wake = done;
       });
