@@ -14,6 +14,7 @@ import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
 import { FlowSchema, FlowService, type Flow, type FlowVersion } from './gen/waymark/v1/flow_service_pb.js';
+import { McpService } from './gen/waymark/v1/mcp_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor } from './names.js';
 import type {
@@ -46,6 +47,8 @@ export class WaymarkClient {
   readonly admin: Client<typeof AdminService>;
   /** WorkerService (remote tools, docs/workers.md): ListTools here; serve tools with createWaymarkWorker. */
   readonly workers: Client<typeof WorkerService>;
+  /** MCP servers whose tools runs may call (McpService, docs/mcp.md); changing one needs an admin key. */
+  readonly mcp: Client<typeof McpService>;
   /** The namespace of every call; empty means the server's default. */
   readonly namespace: string;
   private readonly timeoutMs: number;
@@ -65,6 +68,7 @@ export class WaymarkClient {
     this.flows = createClient(FlowService, transport);
     this.admin = createClient(AdminService, transport);
     this.workers = createClient(WorkerService, transport);
+    this.mcp = createClient(McpService, transport);
   }
 
   /** Closes the connection; calls in flight fail. */

@@ -32,3 +32,4 @@ export * from './gen/waymark/v1/signal_service_pb.js';
 export * from './gen/waymark/v1/admin_service_pb.js';
 export * from './gen/waymark/v1/worker_service_pb.js';
 export * from './gen/waymark/v1/flow_service_pb.js';
+export * from './gen/waymark/v1/mcp_service_pb.js';

@@ -11,6 +11,7 @@ import { WORKFLOWS_COMMANDS } from './workflows-commands.js';
 import { FLOWS_COMMANDS } from './flows-commands.js';
 import { KEYS_COMMANDS } from './keys-commands.js';
 import { TOOLS_COMMANDS } from './tools-commands.js';
+import { MCP_COMMANDS } from './mcp-commands.js';
 
 /*
  * `waymark runs|approvals|signals|workflows|keys …`: the operator commands. They reach the server only
@@ -18,7 +19,7 @@ import { TOOLS_COMMANDS } from './tools-commands.js';
  * keeps this folder off src/gen, src/server and the engine (eslint.config.js).
  */
 
-export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
+export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
 export const GROUPS = [...new Set(COMMANDS.map((c) => c.group))];
 
 export interface Streams {
