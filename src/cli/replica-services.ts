@@ -33,6 +33,12 @@ export interface ReplicaServices {
   /** Delivers the outbox's webhooks (every server runs one; claims are shared through the store). */
   webhooks: WebhookDispatcher;
   /**
+   * Opens the lease session and records what this replica serves (its presence), claiming
+   * nothing: called before the server logs "listening", so a client that starts a run as soon as it
+   * reads that line finds the workflow served. Idempotent; start() calls it too.
+   */
+  announce(): Promise<void>;
+  /**
    * Starts claiming runs: the executor loop and, in dev, the sweeper. Called once the API listens,
    * so a process that crashes while executing has always logged its address first.
    */
@@ -97,16 +103,31 @@ export async function startReplicaServices(params: {
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
   const webhooks = new WebhookDispatcher(store, logger.child({ component: 'webhooks' }), config.webhooks);
   let started = false;
-
-  return {
-    registry, engine, executor, timers, sweeper, metrics, metricsServer, webhooks,
-    async start() {
-      if (started) return;
+  let announced: Promise<void> | null = null;
+  let executorStarted = false;
+  const announce = (): Promise<void> => {
+    announced ??= (async () => {
       started = true;
       // Before anything is claimed: from here on this process's death ends its leases at once
       // (docs/recovery.md "Dead sessions"), not at their expiry.
       await store.leaseSessionOpen({ holder });
       await presence.start();
+    })();
+    return announced;
+  };
+
+  return {
+    registry, engine, executor, timers, sweeper, metrics, metricsServer, webhooks,
+    /**
+     * The lease session and the replica's presence (what it serves), nothing claimed yet: done
+     * before the server logs "listening", so a client that starts a run the moment it reads that
+     * line finds the workflow served (a StartRun routed here waits PENDING the moment until start()).
+     */
+    announce,
+    async start() {
+      await announce();
+      if (executorStarted) return;
+      executorStarted = true;
       await executor.start();
       timers?.start();
       sweeper?.start();
@@ -117,8 +138,10 @@ export async function startReplicaServices(params: {
       await webhooks.stop();
       if (started) {
         await presence.stop();
-        await timers?.stop();
-        await executor.stop({ graceMs });
+        if (executorStarted) {
+          await timers?.stop();
+          await executor.stop({ graceMs });
+        }
         await store.leaseSessionClose({ holder });
       }
       await mcp.close();

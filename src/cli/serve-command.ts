@@ -149,6 +149,9 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     }
     // Listened for before "listening" is logged: a supervisor may signal as soon as it reads it.
     const stopSignal = waitForStopSignal();
+    // What this replica serves is recorded before "listening" too: a client that starts a run the
+    // moment it reads that line must find the workflow (the executor starts right after).
+    await services.announce();
     logger.info(
       { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, holder: services.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: services.engine.resumes.maxEntries, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,

@@ -19,8 +19,8 @@ import { chaosEnv, Driver, kill, startSweeper } from './support/cluster.js';
 
 const V1 = path.resolve('test/chaos/fixtures/rolling-v1.ts');
 const V2 = path.resolve('test/chaos/fixtures/rolling-v2.ts');
-/** A killed replica's presence lapses this long after its last heartbeat (default 15 s). */
-const ENV = { WAYMARK_REPLICA_TTL_MS: '2000' };
+/** A killed replica's presence lapses this long after its last heartbeat (default 15 s); long enough that a live one's does not on a loaded machine. */
+const ENV = { WAYMARK_REPLICA_TTL_MS: '6000' };
 const RUNS = 4; // per version and phase
 
 let db: TestDatabase;

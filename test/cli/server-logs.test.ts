@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createWaymarkClient } from '../../clients/ts/src/index.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
 
 /*
@@ -35,6 +36,21 @@ describe('waymark dev logs', () => {
     expect(lines.find((l) => l.includes('waymark dev listening on'))).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: waymark dev listening on 127\.0\.0\.1:\d+ /);
     expect(lines.filter((l) => l.trimStart().startsWith('{'))).toEqual([]);
     expect(code).toBe(0);
+  });
+
+  it('records what it serves before it logs "listening": a run started the moment that line appears is accepted', async () => {
+    const p = WaymarkProcess.start(['dev'], { cwd: dir, env });
+    try {
+      const address = await p.listening();
+      const client = createWaymarkClient({ address });
+      const { run } = await client.startRun('refund', { order: 'A-1', amount: 1 }, { idempotencyKey: 'at-once' });
+      expect(run.workflowName).toBe('refund');
+      const at = (prefix: string) => p.logs.findIndex((l) => typeof l.msg === 'string' && l.msg.startsWith(prefix));
+      expect(at('replica registered')).toBeGreaterThanOrEqual(0);
+      expect(at('replica registered')).toBeLessThan(at('waymark dev listening on'));
+    } finally {
+      await p.stop();
+    }
   });
 
   it('on a pipe: JSON lines', async () => {
