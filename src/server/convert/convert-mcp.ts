@@ -1,9 +1,9 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { McpServerSchema, type McpServer } from '../../gen/waymark/v1/mcp_service_pb.js';
-import { ToolPolicy } from '../../gen/waymark/v1/worker_service_pb.js';
 import type { McpServerRecord, McpToolRule, McpTransport } from '../../engine/index.js';
 import type { RequestCheck } from './request-validation.js';
+import { POLICY_FROM_PROTO, POLICY_TO_PROTO } from './convert-tool-policy.js';
 
 /* McpService's messages <-> registrations (docs/mcp.md); header and environment values never leave the server. */
 
@@ -13,10 +13,6 @@ const MAX_TOOLS = 256;
 const MAX_TIMEOUT_MS = 3_600_000;
 export const REDACTED_VALUE = '<redacted>';
 
-const POLICY_FROM_PROTO: Record<number, McpToolRule['policy'] | undefined> = {
-  [ToolPolicy.UNSPECIFIED]: 'allow', [ToolPolicy.ALLOW]: 'allow', [ToolPolicy.ASK]: 'ask', [ToolPolicy.DENY]: 'deny',
-};
-const POLICY_TO_PROTO = { allow: ToolPolicy.ALLOW, ask: ToolPolicy.ASK, deny: ToolPolicy.DENY } as const;
 
 /** The registration a PutMcpServer request asks for; every problem is a violation of `c` under `server.`. */
 export function mcpServerFromProto(c: RequestCheck, server: McpServer): { name: string; transport: McpTransport; tools: Record<string, McpToolRule> } {

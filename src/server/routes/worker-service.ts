@@ -3,12 +3,13 @@ import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Duration } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import {
-  ToolDeclarationSchema, ToolPolicy, WorkerService, type RemoteTask as ProtoTask, type ToolDeclaration,
+  ToolDeclarationSchema, WorkerService, type RemoteTask as ProtoTask, type ToolDeclaration,
 } from '../../gen/waymark/v1/worker_service_pb.js';
 import type { Json } from '../../journal/run.js';
 import { WORKER_DEFAULTS, type RemoteTask, type RemoteToolDeclaration } from '../../engine/index.js';
 import type { RouteDeps } from './route-deps.js';
 import { valueFromJson } from '../convert/convert-json.js';
+import { POLICY_FROM_PROTO, POLICY_TO_PROTO } from '../convert/convert-tool-policy.js';
 import { withErrorMapping } from '../errors/error-mapping.js';
 import { MAX_INT32, RequestCheck } from '../convert/request-validation.js';
 import { unimplemented } from './unimplemented.js';
@@ -18,10 +19,6 @@ import { unimplemented } from './unimplemented.js';
  * services. A result that resolves a call makes its run runnable; ReplicaEngine executes it here.
  */
 
-const POLICIES: Record<number, RemoteToolDeclaration['policy'] | undefined> = {
-  [ToolPolicy.UNSPECIFIED]: 'allow', [ToolPolicy.ALLOW]: 'allow', [ToolPolicy.ASK]: 'ask', [ToolPolicy.DENY]: 'deny',
-};
-const POLICY_TO_PROTO = { allow: ToolPolicy.ALLOW, ask: ToolPolicy.ASK, deny: ToolPolicy.DENY } as const;
 /** The draft Ajv validates with; a schema naming another one has its `$schema` dropped (most keywords agree). */
 const DRAFT_2020 = 'https://json-schema.org/draft/2020-12/schema';
 
@@ -121,7 +118,7 @@ function declarationFromProto(
   c: RequestCheck, t: ToolDeclaration, at: string,
   ms: (c: RequestCheck, field: string, value: Duration | undefined, fallback: number) => number,
 ): RemoteToolDeclaration {
-  const policy = POLICIES[t.policy];
+  const policy = POLICY_FROM_PROTO[t.policy];
   if (!policy) c.fail(`${at}.policy`, `unknown policy value ${t.policy}`);
   return {
     name: t.name,
