@@ -101,6 +101,8 @@ export interface WakeupSubscribeParams {
   onRun?: (runId: string) => void;
   /** Some run became PENDING. */
   onPending?: () => void;
+  /** A remote task of this namespace became claimable (created, or pending again after a retry). */
+  onTask?: (namespace: string) => void;
   /** Wake-ups may have been missed (the store reconnected): catch up on everything followed. */
   onResync?: () => void;
 }

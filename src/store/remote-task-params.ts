@@ -100,6 +100,12 @@ export interface RemoteTaskClaimParams {
   limit: number;
 }
 
+export interface RemoteTaskNextAtParams {
+  namespace: string;
+  tools: string[];
+  queue: string;
+}
+
 export interface RemoteTaskFence {
   /** The worker's namespace: a task of another namespace is fenced. */
   namespace: string;
@@ -164,6 +170,12 @@ export interface RemoteTaskOps {
    * entry, run not terminal. Two claimers never get one task, and neither waits for the other's.
    */
   remoteTaskClaim(params: RemoteTaskClaimParams): Promise<RemoteTask[]>;
+  /**
+   * Milliseconds until the next task of these tools and queue becomes claimable by time alone (a
+   * retry's backoff ends, a claim lapses), or null when none will: what a long poll sleeps for
+   * between wake-ups (`onTask` covers tasks created or retried).
+   */
+  remoteTaskNextAt(params: RemoteTaskNextAtParams): Promise<number | null>;
   /** Extends the holder's claim by the task's heartbeat timeout; null when fenced (another token, done, or the call closed). */
   remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null>;
   /**

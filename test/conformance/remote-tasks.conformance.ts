@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { RunNotFoundError } from '../../src/journal/errors.js';
 import { newEntry } from '../../src/journal/journal-entry.js';
 import type { RemoteToolDeclaration } from '../../src/store/store.js';
-import { startRun, step } from './harness.js';
+import { nextCall, startRun, step } from './harness.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 /*
@@ -113,6 +113,30 @@ export function remoteTasksSection({ h }: SuiteContext): void {
     await advance(5_001);
     const [again] = await claim(store, 'w2');
     expect(again).toMatchObject({ attempt: 2, holder: 'w2', lastError: { message: 'busy' } });
+  });
+
+  it('wakes task subscribers when a task is created or retried; remoteTaskNextAt says when one becomes claimable by time alone', async () => {
+    const { store, advance } = h();
+    let call = nextCall<string>();
+    const unsubscribe = await store.wakeupSubscribe({ onTask: (namespace) => call.fire(namespace) });
+    const { task } = await parkedCall();
+    expect(await call.promise).toBe('default');
+    const which = { namespace: 'default', tools: ['charge_back'], queue: '' };
+    expect(await store.remoteTaskNextAt(which)).toBeNull(); // claimable now, not later
+    await claim(store, 'w1');
+    const lapse = await store.remoteTaskNextAt(which); // the claim lapses after its 10 s heartbeat timeout
+    expect(lapse).toBeGreaterThan(5_000);
+    expect(lapse).toBeLessThanOrEqual(10_000);
+    call = nextCall<string>();
+    await store.remoteTaskRetry({ namespace: 'default', taskId: task.id, workerId: 'w1', attempt: 1, delayMs: 3_000, error: {} });
+    expect(await call.promise).toBe('default');
+    const backoff = await store.remoteTaskNextAt(which);
+    expect(backoff).toBeGreaterThan(0);
+    expect(backoff).toBeLessThanOrEqual(3_000);
+    expect(await store.remoteTaskNextAt({ ...which, tools: ['lookup'] })).toBeNull();
+    await advance(3_001);
+    expect(await store.remoteTaskNextAt(which)).toBeNull();
+    await unsubscribe();
   });
 
   it('a call closed otherwise (deadline passed, resolved, run ended) is not claimable; its result writes nothing', async () => {

@@ -11,15 +11,22 @@ import type { Waiting } from './suspension.js';
  * Remote tools (docs/workers.md): tools served by workers over WorkerService. A run's ctx.tool for
  * a name no in-process tool has asks `declaration()` (the latest declaration any worker made, from
  * the store, cached per replica for `cacheMs`); the call's suspension then becomes a task with
- * `dispatch()`. Workers' long polls on this replica are woken at once by a dispatch here (`woken`);
- * a task dispatched on another replica is found by the poll's next look at the store.
+ * `dispatch()`. Workers' long polls on this replica are woken at once by a dispatch here (`woken`),
+ * and by the store's task wake-up (one subscription per replica, fanned out here) for a task
+ * created or retried on any replica; a task claimable by time alone is waited for by its time
+ * (remoteTaskNextAt). An idle poll issues no store reads (docs/workers.md "Idle polls").
  */
 
 export const REMOTE_DEFAULTS = {
   /** How long a replica trusts a declaration it read (a worker's new declaration reaches calls within it). */
   cacheMs: 1_000,
-  /** How often a long poll looks at the store for tasks dispatched on other replicas. */
-  pollEveryMs: 250,
+  /**
+   * An idle long poll's safety re-check: the task wake-up and remoteTaskNextAt find every task, so
+   * this only bounds a wake-up lost other than by a lost LISTEN connection (that one resyncs).
+   */
+  pollEveryMs: 30_000,
+  /** How soon a poll looks again while the store's wake-ups cannot be subscribed to (it is down). */
+  retryMs: 1_000,
 } as const;
 
 export interface RemoteCallsOptions {
@@ -55,6 +62,7 @@ export class RemoteCalls {
   private readonly cacheMs: number;
   private readonly cache = new Map<string, { at: number; info: Promise<RemoteToolInfo | null> }>();
   private readonly dispatched = new EventEmitter();
+  private subscribed: Promise<unknown> | null = null;
 
   constructor(private readonly store: JournalStore, options: RemoteCallsOptions = {}) {
     this.cacheMs = options.cacheMs ?? REMOTE_DEFAULTS.cacheMs;
@@ -115,22 +123,53 @@ export class RemoteCalls {
     this.dispatched.emit('task', namespace);
   }
 
-  /** Resolves at the next dispatch on this replica for `namespace`, after `ms`, or when `signal` fires. */
-  woken(namespace: string, ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
+  /**
+   * Subscribes this replica to the store's task wake-ups, once: true when subscribed (false while
+   * the store is down; the next call tries again). A resync (the LISTEN connection came back, its
+   * notifications lost) wakes every poll.
+   */
+  private async subscribe(): Promise<boolean> {
+    this.subscribed ??= this.store.wakeupSubscribe({
+      onTask: (namespace) => this.dispatched.emit('task', namespace),
+      onResync: () => this.dispatched.emit('task', null),
+    }).catch((err: unknown) => {
+      this.subscribed = null;
+      throw err;
+    });
+    return this.subscribed.then(() => true, () => false);
+  }
+
+  /**
+   * Listens for task wake-ups of `namespace` (a dispatch on this replica or, through the store, on
+   * any) from now on, so the caller can look at the store and then `wait`: a wake-up landing in
+   * between ends the next wait at once. `wait(ms)` resolves at a wake-up, after `ms`, or when
+   * `signal` fires; `close` stops listening.
+   */
+  async listen(namespace: string, signal: AbortSignal): Promise<{ wait: (ms: number) => Promise<void>; close: () => void }> {
+    const live = await this.subscribe();
+    let fired = false;
+    let wake: (() => void) | null = null;
+    const onTask = (ns: string | null): void => {
+      if (ns !== namespace && ns !== null) return;
+      fired = true;
+      wake?.();
+    };
+    this.dispatched.on('task', onTask);
+    const wait = (ms: number): Promise<void> => new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
-        this.dispatched.off('task', onTask);
         signal.removeEventListener('abort', done);
+        wake = null;
+        fired = false;
         resolve();
       };
-      const onTask = (ns: string): void => {
-        if (ns === namespace) done();
-      };
-      const timer = setTimeout(done, ms);
-      this.dispatched.on('task', onTask);
-      if (signal.aborted) done();
-      else signal.addEventListener('abort', done, { once: true });
+      const timer = setTimeout(done, live ? ms : Math.min(ms, REMOTE_DEFAULTS.retryMs));
+      if (fired || signal.aborted) done();
+      else {
+        wake = done;
+        signal.addEventListener('abort', done, { once: true });
+      }
     });
+    return { wait, close: () => this.dispatched.off('task', onTask) };
   }
 }

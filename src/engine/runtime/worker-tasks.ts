@@ -113,9 +113,10 @@ export class WorkerTasks {
   }
 
   /**
-   * PollTask: claims one task of the worker's tools, waiting up to `waitMs` for one (woken at once
-   * by a dispatch on this replica, otherwise looking again every pollEveryMs). Null when none came
-   * or `signal` fired (the caller went away).
+   * PollTask: claims one task of the worker's tools, waiting up to `waitMs` for one: woken by a
+   * task wake-up (created or retried on any replica), or at the time the next task becomes
+   * claimable by time alone (remoteTaskNextAt), or at the slow safety re-check. Null when none
+   * came or `signal` fired (the caller went away).
    */
   async poll(params: { namespace: string; workerId: string; tools: string[]; queue: string; waitMs: number | null; signal: AbortSignal }): Promise<RemoteTask | null> {
     const waitMs = Math.min(params.waitMs ?? WORKER_DEFAULTS.pollWaitMs, WORKER_DEFAULTS.pollWaitMs);
@@ -124,13 +125,21 @@ export class WorkerTasks {
     }
     const tools = params.tools.length > 0 ? params.tools : await this.toolsOf(params.namespace, params.workerId);
     const until = Date.now() + waitMs;
-    for (;;) {
-      if (params.signal.aborted) return null;
-      const [task] = await this.store.remoteTaskClaim({ namespace: params.namespace, workerId: params.workerId, tools, queue: params.queue, limit: 1 });
-      if (task) return task;
-      const left = until - Date.now();
-      if (left <= 0) return null;
-      await this.remote.woken(params.namespace, Math.min(left, this.remote.pollEveryMs), params.signal);
+    const which = { namespace: params.namespace, tools, queue: params.queue };
+    // Listening before each look at the store: a task created meanwhile ends the wait at once.
+    const wakeups = await this.remote.listen(params.namespace, params.signal);
+    try {
+      for (;;) {
+        if (params.signal.aborted) return null;
+        const [task] = await this.store.remoteTaskClaim({ ...which, workerId: params.workerId, limit: 1 });
+        if (task) return task;
+        const next = await this.store.remoteTaskNextAt(which);
+        const left = until - Date.now();
+        if (left <= 0) return null;
+        await wakeups.wait(Math.min(left, next ?? Infinity, this.remote.pollEveryMs));
+      }
+    } finally {
+      wakeups.close();
     }
   }
 

@@ -3,7 +3,7 @@ import { newEntry, type JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Run } from '../../journal/run.js';
 import type {
   JournalResolveParams, JournalResolveResult, RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams,
-  RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams,
+  RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskNextAtParams, RemoteTaskRetryParams,
   RemoteToolDeclaration, RemoteToolInfo, RemoteToolListParams, WorkerHeartbeatParams,
 } from '../store.js';
 
@@ -20,6 +20,8 @@ export interface RemoteTaskHost {
   runFacts(runId: string): { run: Run; entries: readonly JournalEntry[]; winners: ReadonlyMap<number, number> } | undefined;
   /** journalResolve; must do all its work before its first await. */
   resolve(params: JournalResolveParams): Promise<JournalResolveResult>;
+  /** A task of `namespace` became claimable (created, or pending again). */
+  taskWoken(namespace: string): void;
 }
 
 interface WorkerRecord {
@@ -87,6 +89,7 @@ export class MemoryRemoteTasks {
       deadlineAt: new Date(params.deadlineAt.getTime()), lastError: null, createdAt: now,
     };
     this.tasks.set(id, task);
+    this.host.taskWoken(task.namespace);
     return structuredClone(task);
   }
 
@@ -109,6 +112,17 @@ export class MemoryRemoteTasks {
       claimed.push(structuredClone(task));
     }
     return claimed;
+  }
+
+  async remoteTaskNextAt(params: RemoteTaskNextAtParams): Promise<number | null> {
+    const t = this.host.now().getTime();
+    let next: number | null = null;
+    for (const task of this.tasks.values()) {
+      if (task.namespace !== params.namespace || task.queue !== params.queue || !params.tools.includes(task.tool)) continue;
+      const at = task.state === 'pending' ? task.availableAt.getTime() : task.state === 'claimed' ? task.claimExpiresAt?.getTime() : undefined;
+      if (at !== undefined && at > t && (next === null || at - t < next)) next = at - t;
+    }
+    return next;
   }
 
   async remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null> {
@@ -153,6 +167,7 @@ export class MemoryRemoteTasks {
     task.claimExpiresAt = null;
     task.availableAt = new Date(t + params.delayMs);
     task.lastError = structuredClone(params.error);
+    this.host.taskWoken(task.namespace);
     return true;
   }
 

@@ -6,7 +6,7 @@ import type {
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, LeaseSessionParams, OrphanedRun,
-  RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams,
+  RemoteTask, RemoteTaskClaimParams, RemoteTaskNextAtParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams,
   RemoteToolInfo, RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult,
   RunDigestSetParams, RunGetParams, RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListEndedChildrenParams, RunListOrphansParams, RunListParams,
   RunListResult, RunListTimedOutParams, RunListUnroutableParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult,
@@ -73,6 +73,7 @@ export class MemoryStore implements JournalStore {
       now: () => table.now(),
       runFacts: (runId) => table.runs.get(runId),
       resolve: (params) => this.journal.journalResolve(params),
+      taskWoken: (namespace) => table.wakeups.notifyTask(namespace),
     });
   }
 
@@ -325,6 +326,10 @@ export class MemoryStore implements JournalStore {
 
   remoteTaskClaim(params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
     return this.remote.remoteTaskClaim(params);
+  }
+
+  remoteTaskNextAt(params: RemoteTaskNextAtParams): Promise<number | null> {
+    return this.remote.remoteTaskNextAt(params);
   }
 
   remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null> {

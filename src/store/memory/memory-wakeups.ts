@@ -3,6 +3,7 @@ export interface WakeupSubscriber {
   runId?: string;
   onRun?: (runId: string) => void;
   onPending?: () => void;
+  onTask?: (namespace: string) => void;
   onResync?: () => void;
 }
 
@@ -31,6 +32,14 @@ export class MemoryWakeups {
         const onPending = s.onPending;
         queueMicrotask(() => this.subscribers.has(s) && onPending());
       }
+    }
+  }
+
+  /** A remote task of `namespace` became claimable (migration 0016's trigger, in memory). */
+  notifyTask(namespace: string): void {
+    for (const s of this.subscribers) {
+      const onTask = s.onTask;
+      if (onTask) queueMicrotask(() => this.subscribers.has(s) && onTask(namespace));
     }
   }
 

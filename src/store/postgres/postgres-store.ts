@@ -6,7 +6,7 @@ import type {
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, OrphanedRun, RemoteTask,
-  RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo,
+  RemoteTaskClaimParams, RemoteTaskNextAtParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo,
   RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunDigestSetParams, RunGetParams,
   RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult,
   RunListTimedOutParams, RunListUnroutableParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams,
@@ -330,6 +330,10 @@ export class PostgresStore implements JournalStore {
 
   remoteTaskClaim(params: RemoteTaskClaimParams): Promise<RemoteTask[]> {
     return remote.remoteTaskClaim(this.db, params);
+  }
+
+  remoteTaskNextAt(params: RemoteTaskNextAtParams): Promise<number | null> {
+    return remote.remoteTaskNextAt(this.db, params);
   }
 
   remoteTaskHeartbeat(params: RemoteTaskFence): Promise<RemoteTask | null> {

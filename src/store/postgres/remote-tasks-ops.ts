@@ -3,7 +3,7 @@ import { newEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type RunStatus } from '../../journal/run.js';
 import { isRunId } from '../run-id.js';
 import type {
-  RemoteTask, RemoteTaskClaimParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams,
+  RemoteTask, RemoteTaskClaimParams, RemoteTaskNextAtParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams,
   RemoteTaskFence, RemoteTaskRetryParams, RemoteToolInfo, RemoteToolListParams, WorkerHeartbeatParams,
 } from '../store.js';
 import { notASuspension } from '../store-errors.js';
@@ -60,6 +60,12 @@ export async function remoteTaskClaim(db: PgAccess, params: RemoteTaskClaimParam
   if (params.limit <= 0 || params.tools.length === 0) return [];
   const { rows } = await db.query<tq.TaskRow>(tq.taskClaim(params));
   return rows.map(tq.toTask).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+}
+
+export async function remoteTaskNextAt(db: PgAccess, params: RemoteTaskNextAtParams): Promise<number | null> {
+  if (params.tools.length === 0) return null;
+  const { rows } = await db.query<{ ms: string | null }>(tq.taskNextAt(params));
+  return rows[0]?.ms == null ? null : Number(rows[0].ms);
 }
 
 export async function remoteTaskHeartbeat(db: PgAccess, params: RemoteTaskFence): Promise<RemoteTask | null> {

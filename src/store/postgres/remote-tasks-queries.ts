@@ -108,6 +108,18 @@ export function taskClaim(p: { namespace: string; workerId: string; tools: strin
   };
 }
 
+/** Milliseconds until the next task of these tools becomes claimable by time alone (a retry's backoff, a lapsing claim); NULL: none. */
+export function taskNextAt(p: { namespace: string; tools: string[]; queue: string }): pg.QueryConfig {
+  return {
+    name: 'remote_tasks_next_at',
+    text: `SELECT CEIL(EXTRACT(EPOCH FROM MIN(at) - clock_timestamp()) * 1000)::bigint AS ms FROM (
+        SELECT CASE WHEN t.state = 'pending' THEN t.available_at ELSE t.claim_expires_at END AS at FROM remote_tasks t
+         WHERE t.namespace = $1 AND t.tool = ANY($2::text[]) AND t.queue = $3 AND t.state <> 'done'
+      ) s WHERE at > clock_timestamp()`,
+    values: [p.namespace, p.tools, p.queue],
+  };
+}
+
 /** The holder's task, locked (the fence of heartbeats, retries and results); no row: fenced. */
 export function taskHeld(p: { runId: string; seq: number; namespace: string; workerId: string; attempt: number }): pg.QueryConfig {
   return {

@@ -8,12 +8,14 @@ export interface WakeupSubscriber {
   runId?: string;
   onRun?: (runId: string) => void;
   onPending?: () => void;
+  onTask?: (namespace: string) => void;
   onResync?: () => void;
 }
 
-/** The channels the triggers in 0001_init.sql notify; both carry a run id as payload. */
+/** The channels the triggers in 0001_init.sql notify (a run id as payload) and 0016's (a namespace). */
 export const RUN_CHANNEL = 'waymark_run';
 export const PENDING_CHANNEL = 'waymark_pending';
+export const TASK_CHANNEL = 'waymark_task';
 
 export interface WakeupListenerOptions extends ReconnectBackoff {
   client: pg.ClientConfig;
@@ -84,7 +86,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
     client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload ?? ''));
     try {
       await client.connect();
-      await client.query(`LISTEN ${RUN_CHANNEL}; LISTEN ${PENDING_CHANNEL}`);
+      await client.query(`LISTEN ${RUN_CHANNEL}; LISTEN ${PENDING_CHANNEL}; LISTEN ${TASK_CHANNEL}`);
     } catch (err) {
       client.removeAllListeners('end');
       await client.end().catch(() => {});
@@ -126,6 +128,8 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
         this.call(s, () => s.onRun!(payload));
       } else if (channel === PENDING_CHANNEL && s.onPending) {
         this.call(s, () => s.onPending!());
+      } else if (channel === TASK_CHANNEL && s.onTask) {
+        this.call(s, () => s.onTask!(payload));
       }
     }
   }
