@@ -16,6 +16,7 @@ import { consoleRow, measureConsole } from './console.js';
 import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
 import { measureStartup, startupRows } from './startup.js';
+import { measureResetStreams } from './reset-streams.js';
 import { measureTimers } from './timers.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
@@ -179,6 +180,12 @@ try {
   const timersAfter = await measureTimers(await db.create('bench_timers_memory'), TIMER_RUNS, true);
   row('timers: 1 s sleep lateness, sweeper alone (5 s interval)', `${TIMER_RUNS} runs at once`, fmt(timersBefore.p50Ms, 0), fmt(timersBefore.p99Ms, 0));
   row('timers: 1 s sleep lateness, in-memory timers', `${TIMER_RUNS} runs at once`, fmt(timersAfter.p50Ms, 1), fmt(timersAfter.p99Ms, 1));
+
+  progress('StartRun (no wait) from one client, alone and while another process opens and resets 2,000 StartRun streams');
+  const reset = await measureResetStreams(await db.create('bench_reset_streams'));
+  row('StartRun, no wait, sequential, alone', 'one client', fmt(reset.aloneP50Ms, 1), fmt(reset.aloneP99Ms, 1));
+  row(`StartRun while ${reset.resets} reset streams arrive (issue 29)`, `answering ${fmt(reset.answeringAfterMs, 0)} ms after the last reset`,
+    fmt(reset.duringP50Ms, 1), fmt(reset.duringP99Ms, 1));
 
   progress('command line: waymark --version, waymark workflows list against a local waymark dev, waymark dev start to serving');
   rows.push(...startupRows(await measureStartup(quick ? 3 : 5)));
