@@ -31,8 +31,10 @@ export interface GrpcServer extends WaymarkChild {
  */
 async function startWaymark(command: 'server' | 'sweeper', databaseUrl: string, env: Record<string, string>,
   ready: (line: { msg?: string; address?: string }) => boolean) {
-  const child = spawn(process.execPath, [path.join(root, 'bin/waymark.js'), command], {
-    cwd: root,
+  // BENCH_SERVER_ROOT: run another checkout's server (a before/after in one sitting; WAYMARK_FROM_SOURCE=1 there).
+  const serverRoot = process.env.BENCH_SERVER_ROOT ?? root;
+  const child = spawn(process.execPath, [path.join(serverRoot, 'bin/waymark.js'), command], {
+    cwd: serverRoot,
     env: {
       ...process.env, DATABASE_URL: databaseUrl, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_METRICS_ADDR: '127.0.0.1:0',
       WAYMARK_WORKFLOWS: 'bench/workflows.ts', WAYMARK_LOG_LEVEL: 'info', WAYMARK_SHUTDOWN_GRACE_MS: '5000',

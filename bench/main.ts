@@ -17,6 +17,7 @@ import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
 import { measureStartup, startupRows } from './startup.js';
 import { measureResetStreams } from './reset-streams.js';
+import { IDLE_HOLD_MS, measureIdle } from './idle.js';
 import { measureTimers } from './timers.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
@@ -186,6 +187,11 @@ try {
   row('StartRun, no wait, sequential, alone', 'one client', fmt(reset.aloneP50Ms, 1), fmt(reset.aloneP99Ms, 1));
   row(`StartRun while ${reset.resets} reset streams arrive (issue 29)`, `answering ${fmt(reset.answeringAfterMs, 0)} ms after the last reset`,
     fmt(reset.duringP50Ms, 1), fmt(reset.duringP99Ms, 1));
+  progress(`idle: server CPU over ${IDLE_HOLD_MS / 1000} s with 1,000 idle event streams, then 500 idle long polls`);
+  const idleStreams = await measureIdle(await db.create('bench_idle_streams'), 1_000, 0);
+  const idlePolls = await measureIdle(await db.create('bench_idle_polls'), 0, 500);
+  row(`idle: server CPU per ${IDLE_HOLD_MS / 1000} s held, 1,000 StreamRunEvents on a parked run (goal < 0.05 core)`, `${fmt(idleStreams.cores, 3)} cores`, '', '');
+  row(`idle: server CPU per ${IDLE_HOLD_MS / 1000} s held, 500 PollTask long polls (goal < 0.05 core)`, `${fmt(idlePolls.cores, 3)} cores`, '', '');
 
   progress('command line: waymark --version, waymark workflows list against a local waymark dev, waymark dev start to serving');
   rows.push(...startupRows(await measureStartup(quick ? 3 : 5)));
