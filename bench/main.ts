@@ -187,6 +187,7 @@ try {
   row('StartRun, no wait, sequential, alone', 'one client', fmt(reset.aloneP50Ms, 1), fmt(reset.aloneP99Ms, 1));
   row(`StartRun while ${reset.resets} reset streams arrive (issue 29)`, `answering ${fmt(reset.answeringAfterMs, 0)} ms after the last reset`,
     fmt(reset.duringP50Ms, 1), fmt(reset.duringP99Ms, 1));
+
   progress(`idle: server CPU over ${IDLE_HOLD_MS / 1000} s with 1,000 idle event streams, then 500 idle long polls`);
   const idleStreams = await measureIdle(await db.create('bench_idle_streams'), 1_000, 0);
   const idlePolls = await measureIdle(await db.create('bench_idle_polls'), 0, 500);
