@@ -17,6 +17,7 @@ import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { AdminService } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { FlowSchema, FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
+import { McpService } from '../../src/gen/waymark/v1/mcp_service_pb.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
@@ -103,6 +104,7 @@ let authed: ApiServer;
 let authedRuns: Client<typeof RunService>;
 let authedAdmin: Client<typeof AdminService>;
 let flows: Client<typeof FlowService>;
+let mcp: Client<typeof McpService>;
 const AUTH_SECRET = 'the-tables-stream-token-secret-32-chars';
 
 beforeAll(async () => {
@@ -121,6 +123,7 @@ beforeAll(async () => {
   runs = createClient(RunService, transport(api.address));
   signals = createClient(SignalService, transport(api.address));
   flows = createClient(FlowService, transport(api.address));
+  mcp = createClient(McpService, transport(api.address));
   smallRuns = createClient(RunService, transport(small.address));
   smallSignals = createClient(SignalService, transport(small.address));
   limited = await startApiServer({ prefix: 'waymark_tables_limited', clientLimits: { ratePerSecond: 0.001, burst: 20, streams: 1 } });
@@ -321,6 +324,7 @@ describe('docs/api.md "Errors"', () => {
     'NOT_FOUND RUN_NOT_FOUND': () => failure(runs.getRun({ runId: UNKNOWN_RUN })),
     'NOT_FOUND WORKFLOW_NOT_FOUND': () => failure(runs.startRun({ workflow: 'nope', input: json({}) })),
     'NOT_FOUND FLOW_NOT_FOUND': () => failure(flows.getFlow({ name: 'no-such-flow' })),
+    'NOT_FOUND MCP_SERVER_NOT_FOUND': () => failure(mcp.removeMcpServer({ name: 'no-such-server' })),
     'ALREADY_EXISTS FLOW_NAME_TAKEN': () => failure(flows.registerFlow({ flow: fromJson(FlowSchema, { name: 'refund', start: 'done', nodes: [{ id: 'done', end: {} }] }) })),
     'NOT_FOUND APPROVAL_NOT_FOUND': () => failure(signals.getApproval({ id: `${UNKNOWN_RUN}:1` })),
     'NOT_FOUND NAMESPACE_NOT_FOUND': async () => {
