@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import type { WaymarkProcess } from '../support/waymark-process.js';
-import { EffectSink } from './support/effect-sink.js';
-import { chaosEnv, Driver, kill, startServer, startSweeper } from './support/cluster.js';
+import type { EffectSink } from './support/effect-sink.js';
+import { ChaosCluster, chaosEnv, kill, startServer, type Driver } from './support/cluster.js';
 
 /*
  * The dead-session reclaim with real processes (docs/recovery.md "Dead sessions"). Leases here last
@@ -15,26 +14,20 @@ import { chaosEnv, Driver, kill, startServer, startSweeper } from './support/clu
 
 const LONG_LEASE = { WAYMARK_LEASE_TTL_MS: '600000' };
 
-let db: TestDatabase;
+let cluster: ChaosCluster;
 let driver: Driver;
 let sink: EffectSink;
-let sweeper: WaymarkProcess;
 const servers: WaymarkProcess[] = [];
 
 beforeAll(async () => {
-  db = await createTestDatabase('waymark_chaos_dead_session');
-  sink = await EffectSink.start();
-  sweeper = await startSweeper(chaosEnv(db.url, LONG_LEASE));
-  driver = await Driver.open(db.url);
+  cluster = await ChaosCluster.open('waymark_chaos_dead_session', LONG_LEASE);
+  ({ driver, sink } = cluster);
 });
 
 afterAll(async () => {
   for (const s of servers) if (s.child.pid && s.child.exitCode === null && s.child.signalCode === null) process.kill(s.child.pid, 'SIGCONT');
-  await Promise.all(servers.map((s) => s.stop()));
-  await sweeper?.stop();
-  await driver?.close();
-  await sink?.close();
-  await db?.drop();
+  cluster?.servers.push(...servers);
+  await cluster?.close();
 });
 
 async function holdAll(tags: string[], pid: number): Promise<string[]> {
@@ -49,17 +42,17 @@ describe('dead sessions: a killed replica\'s runs continue at once, a stalled on
     const frozen = new Set<number>();
     sink.hold((d) => frozen.has(d.pid)); // every effect of C and A waits mid-flight
 
-    const c = await startServer(chaosEnv(db.url, LONG_LEASE));
+    const c = await startServer(chaosEnv(cluster.db.url, LONG_LEASE));
     servers.push(c);
     frozen.add(c.child.pid!);
     const stalledIds = await holdAll(['c0', 'c1'], c.child.pid!);
     process.kill(c.child.pid!, 'SIGSTOP');
 
-    const a = await startServer(chaosEnv(db.url, LONG_LEASE));
+    const a = await startServer(chaosEnv(cluster.db.url, LONG_LEASE));
     servers.push(a);
     frozen.add(a.child.pid!);
     const killedIds = await holdAll(['a0', 'a1', 'a2'], a.child.pid!);
-    const b = await startServer(chaosEnv(db.url, LONG_LEASE));
+    const b = await startServer(chaosEnv(cluster.db.url, LONG_LEASE));
     servers.push(b);
 
     await kill(a);
@@ -69,7 +62,7 @@ describe('dead sessions: a killed replica\'s runs continue at once, a stalled on
       expect(await driver.store.runGet({ runId, namespace: 'default' }))
         .toMatchObject({ status: 'SUCCEEDED', output: 'pair', leaseEpoch: 3, recoveryCount: 0 });
     }
-    const reclaimed = sweeper.logs.filter((l) => l.msg === 'sweep acted').flatMap((l) => l.recovered as string[]);
+    const reclaimed = cluster.sweeper.logs.filter((l) => l.msg === 'sweep acted').flatMap((l) => l.recovered as string[]);
     expect(reclaimed.sort()).toEqual([...killedIds].sort());
 
     // The stalled holder's runs: the statements that took A's runs passed over them (C's session is

@@ -1,10 +1,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWaymarkClient, fromValue, type WaymarkClient } from '../../clients/ts/src/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
-import { EffectSink } from './support/effect-sink.js';
-import { chaosEnv, Driver, kill, startSweeper } from './support/cluster.js';
+import { ChaosCluster, chaosEnv, kill } from './support/cluster.js';
 
 /*
  * A rolling deploy with real processes (issue 29; docs/recovery.md "Routing"): replica A serves
@@ -23,30 +21,19 @@ const V2 = path.resolve('test/chaos/fixtures/rolling-v2.ts');
 const ENV = { WAYMARK_REPLICA_TTL_MS: '6000' };
 const RUNS = 4; // per version and phase
 
-let db: TestDatabase;
-let driver: Driver;
-let sink: EffectSink;
-let sweeper: WaymarkProcess;
-const servers: WaymarkProcess[] = [];
+let cluster: ChaosCluster;
 
 beforeAll(async () => {
-  db = await createTestDatabase('waymark_chaos_rolling');
-  sink = await EffectSink.start();
-  sweeper = await startSweeper(chaosEnv(db.url, ENV));
-  driver = await Driver.open(db.url);
+  cluster = await ChaosCluster.open('waymark_chaos_rolling', ENV);
 });
 
 afterAll(async () => {
-  await Promise.all(servers.map((s) => s.stop()));
-  await sweeper?.stop();
-  await driver?.close();
-  await sink?.close();
-  await db?.drop();
+  await cluster?.close();
 });
 
 async function replica(workflows: string): Promise<{ p: WaymarkProcess; client: WaymarkClient }> {
-  const p = WaymarkProcess.start(['server'], { env: chaosEnv(db.url, { ...ENV, WAYMARK_WORKFLOWS: workflows }) });
-  servers.push(p);
+  const p = WaymarkProcess.start(['server'], { env: chaosEnv(cluster.db.url, { ...ENV, WAYMARK_WORKFLOWS: workflows }) });
+  cluster.servers.push(p);
   const address = await p.listening();
   await p.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('replica registered'));
   return { p, client: createWaymarkClient({ address }) };
@@ -56,10 +43,10 @@ async function replica(workflows: string): Promise<{ p: WaymarkProcess; client: 
 async function parked(client: WaymarkClient, tags: string[]): Promise<{ id: string; digest: string; approvalId: string }[]> {
   const runs: { id: string; digest: string; tag: string }[] = [];
   for (const tag of tags) {
-    const { run } = await client.startRun('rolling', { sink: sink.url, tag }, { idempotencyKey: `rolling-${tag}` });
+    const { run } = await client.startRun('rolling', { sink: cluster.sink.url, tag }, { idempotencyKey: `rolling-${tag}` });
     runs.push({ id: run.id, digest: run.workflowDigest, tag });
   }
-  await driver.waitUntil(async () => (await driver.statuses(runs.map((r) => r.id))).SUSPENDED === runs.length, 60_000);
+  await cluster.driver.waitUntil(async () => (await cluster.driver.statuses(runs.map((r) => r.id))).SUSPENDED === runs.length, 60_000);
   const out: { id: string; digest: string; approvalId: string }[] = [];
   for (const r of runs) {
     let approvalId = '';
@@ -71,7 +58,7 @@ async function parked(client: WaymarkClient, tags: string[]): Promise<{ id: stri
 
 /** Status entries per run, in order: `RUNNING`, `SUSPENDED`, `drift`, ... and what follows each RUNNING. */
 async function statusTrail(ids: string[]): Promise<Map<string, { names: string[]; runningThenRunning: number; drift: unknown[] }>> {
-  const { rows } = await driver.pool.query<{ run_id: string; seq: number; kind: string; name: string; payload: unknown }>(
+  const { rows } = await cluster.driver.pool.query<{ run_id: string; seq: number; kind: string; name: string; payload: unknown }>(
     'SELECT run_id, seq, kind, name, payload FROM journal WHERE run_id = ANY($1::uuid[]) ORDER BY run_id, seq', [ids]);
   const trail = new Map<string, { names: string[]; runningThenRunning: number; drift: unknown[] }>();
   let previous: { run_id: string; kind: string; name: string } | null = null;
@@ -104,7 +91,7 @@ describe('rolling deploy: two versions side by side, the old replica SIGKILLed',
     const live = v1Runs.slice(0, RUNS);
     for (const r of live) await b.client.approve(r.approvalId, { by: 'ops' });
     for (const r of v2Runs) await a.client.approve(r.approvalId, { by: 'ops' });
-    await driver.waitEnded([...live, ...v2Runs].map((r) => r.id), 60_000);
+    await cluster.driver.waitEnded([...live, ...v2Runs].map((r) => r.id), 60_000);
     for (const r of live) {
       const got = (await b.client.getRun(r.id)).run;
       expect({ output: fromValue(got.output), digest: got.workflowDigest }).toEqual({ output: { approved: true, version: 'v1' }, digest: d1 });
@@ -115,10 +102,10 @@ describe('rolling deploy: two versions side by side, the old replica SIGKILLed',
     await kill(a.p);
     const late = v1Runs.slice(RUNS);
     for (const r of late) await b.client.approve(r.approvalId, { by: 'ops' });
-    await driver.waitEnded(late.map((r) => r.id), 90_000);
+    await cluster.driver.waitEnded(late.map((r) => r.id), 90_000);
 
     const all = [...v1Runs, ...v2Runs].map((r) => r.id);
-    expect(await driver.statuses(all)).toEqual({ SUCCEEDED: all.length });
+    expect(await cluster.driver.statuses(all)).toEqual({ SUCCEEDED: all.length });
     for (const r of late) {
       const got = (await b.client.getRun(r.id)).run;
       expect({ output: fromValue(got.output), digest: got.workflowDigest }).toEqual({ output: { approved: true, version: 'v2' }, digest: d2 });
@@ -130,13 +117,13 @@ describe('rolling deploy: two versions side by side, the old replica SIGKILLed',
     const handedBack = [...trail.values()].reduce((n, t) => n + t.runningThenRunning, 0);
     const runningEntries = [...trail.values()].reduce((n, t) => n + t.names.filter((s) => s === 'RUNNING').length, 0);
     const expected = [...v1Tags, ...v1LateTags, ...v2Tags].flatMap((tag) => [`${tag}:before`, `${tag}:after`]);
-    const figures = sink.figures(expected, 'v');
+    const figures = cluster.sink.figures(expected, 'v');
     console.log(`chaos: rolling-deploy runs=${all.length} running_entries=${runningEntries} (2 per run expected) ` +
       `running_then_running=${handedBack} drifted=${late.length} duplicates=${figures.duplicates} lost=${figures.lost} redundant=${figures.redundant}`);
     expect(handedBack).toBe(0);
     // Each run executed twice: up to its approval, then after it; nothing else wrote RUNNING.
     expect(runningEntries).toBe(2 * all.length);
     expect(figures).toMatchObject({ duplicates: 0, lost: 0, unkeyed: 0 });
-    expect(await driver.journalViolations(all)).toEqual({ gaps: 0, doubleTerminals: 0, orphanTerminals: 0 });
+    expect(await cluster.driver.journalViolations(all)).toEqual({ gaps: 0, doubleTerminals: 0, orphanTerminals: 0 });
   }, 300_000);
 });

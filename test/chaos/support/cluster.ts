@@ -4,7 +4,9 @@ import { RunEngine } from '../../../src/engine/run-engine.js';
 import { Registry } from '../../../src/engine/registry.js';
 import { loadUserModule } from '../../../src/engine/user-module.js';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import { WaymarkProcess } from '../../support/waymark-process.js';
+import { EffectSink } from './effect-sink.js';
 
 /*
  * Real `waymark` processes for the chaos tests, and a driver in the test process that creates runs
@@ -189,3 +191,29 @@ export class Driver {
     await this.pool.end();
   }
 }
+
+/**
+ * What most chaos tests stand on: a database of their own, the effect sink, one sweeper process
+ * and the driver; `servers` collects the replicas a test starts, stopped (with the rest) by close().
+ */
+export class ChaosCluster {
+  readonly servers: WaymarkProcess[] = [];
+
+  private constructor(readonly db: TestDatabase, readonly sink: EffectSink, readonly sweeper: WaymarkProcess, readonly driver: Driver) {}
+
+  static async open(database: string, env: Record<string, string> = {}): Promise<ChaosCluster> {
+    const db = await createTestDatabase(database);
+    const sink = await EffectSink.start();
+    const sweeper = await startSweeper(chaosEnv(db.url, env));
+    return new ChaosCluster(db, sink, sweeper, await Driver.open(db.url));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.stop()));
+    await this.sweeper.stop();
+    await this.driver.close();
+    await this.sink.close();
+    await this.db.drop();
+  }
+}
+
