@@ -8,7 +8,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { JournalStore, RunLeaseAcquireRunningResult, RunRouting, ServedWorkflow } from '../../store/store.js';
 import { toJson } from '../replay/content-key.js';
 import { errorRecord } from '../replay/error-codec.js';
-import { ExecutionAbortedError, FlowDriftError, InvalidInputError, InvalidOutputError } from '../errors.js';
+import { ExecutionAbortedError, InvalidInputError, InvalidOutputError } from '../errors.js';
 import { zodViolations } from '../replay/payload-schema.js';
 import type { Registry } from '../registry.js';
 import type { Workflow } from '../author/workflow.js';
@@ -18,6 +18,7 @@ import { PARENT_TIMED_OUT_ENDING, runChildrenCancel, runTimedOutRecord, type Run
 import * as resolutions from './resolutions.js';
 import { waitingOf, type Waiting } from './suspension.js';
 import { deadlineWatch } from './deadline-watch.js';
+import { chooseDefinition, type DefinitionChoice } from './definition-choice.js';
 import { executionStopped, type ExecuteOutcome, type ExecuteResult, type ExecutionEvents, type LeasedStart } from './execute-result.js';
 import { WorkflowContextImpl } from './workflow-context.js';
 import { childStarter } from './child-start.js';
@@ -225,34 +226,16 @@ export class RunDriver {
       }
     }
     const log = this.logger.child({ runId, workflow: run.workflowName });
-    let workflow: Workflow;
-    let drifted = false;
+    let choice: DefinitionChoice;
     try {
-      workflow = await this.definitionOf(run);
+      choice = await chooseDefinition({ store: this.store, run, lease, log, definitionOf: (r) => this.definitionOf(r) });
     } catch (error) {
-      if (!(error instanceof WorkflowNotFoundError)) return executionStopped(runId, error, this.logger);
-      // Routing: not ours to execute (an inline execution on the wrong replica). Handed back
-      // PENDING for a replica that serves it; the sweeper reports it while none does.
-      return this.handBack(lease, run, log, 'this replica does not serve the workflow');
+      return executionStopped(runId, error, this.logger);
     }
-    if (run.workflowDigest !== workflow.digest) {
-      if (await this.digestServedElsewhere(run)) return this.handBack(lease, run, log, 'a live replica serves the digest the run is pinned to');
-      if (workflow.drift === 'strict') {
-        const drift = new FlowDriftError(run.id, workflow.name, run.workflowDigest, workflow.digest);
-        return this.end(lease, run, { status: 'FAILED', error: errorRecord(drift) }, log);
-      }
-      log.warn({ from: run.workflowDigest, to: workflow.digest }, 'executing against a changed definition (drift policy warn); the journal decides replay per content key');
-      try {
-        // Journaled and re-pinned before anything executes on the new code: GetRun shows the digest
-        // the run executes on, and the journal when and why it changed (docs/recovery.md "Routing").
-        ({ run } = await this.store.runDigestSet({
-          lease, drift: { from: run.workflowDigest, to: workflow.digest, policy: 'warn', reason: 'no live replica serves the digest the run was pinned to' },
-        }));
-      } catch (error) {
-        return executionStopped(runId, error, this.logger);
-      }
-      drifted = true;
-    }
+    if (choice.kind === 'hand-back') return this.handBack(lease, run, log, choice.why);
+    if (choice.kind === 'fail') return this.end(lease, run, { status: 'FAILED', error: errorRecord(choice.error) }, log);
+    const { workflow, drifted } = choice;
+    run = choice.run;
     let deadlineIn: number | null = null;
     if (run.deadlineAt !== null) {
       try {
@@ -368,15 +351,6 @@ export class RunDriver {
     }
     log.info({ digest: run.workflowDigest }, `run handed back for another replica: ${why}`);
     return { runId: run.id, outcome: 'pending', run: { ...run, status: 'PENDING', leaseHolder: null, leaseExpiresAt: null }, waitingOn: [], error: null, handedBack: true };
-  }
-
-  /** Whether a live replica serves the run's exact digest (a run goes there rather than drift). */
-  private async digestServedElsewhere(run: Run): Promise<boolean> {
-    try {
-      return (await this.store.replicaList()).some((r) => r.workflows.some((w) => w.name === run.workflowName && w.digest === run.workflowDigest));
-    } catch {
-      return false;
-    }
   }
 
   /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
