@@ -98,10 +98,14 @@ describe('Postgres restarted during a run', () => {
           reconnectMs.push(Date.now() - upAt);
         }
       }
-      await driver.waitEnded(ids, 240_000);
+      const ended = await driver.waitEnded(ids, 240_000).then(() => null, (err: unknown) => err);
 
       const statuses = await driver.statuses(ids);
-      if (statuses.FAILED) {
+      if (statuses.FAILED || ended) {
+        const { rows: open } = await driver.pool.query(`SELECT r.id, r.status, r.lease_holder, r.lease_expires_at > now() AS lease_live, r.recovery_count,
+            (SELECT jsonb_agg(jsonb_build_array(j.seq, j.kind, j.name, j.status) ORDER BY j.seq) FROM journal j WHERE j.run_id = r.id AND j.seq >= r.next_seq - 4) AS tail
+          FROM runs r WHERE r.id = ANY($1::uuid[]) AND r.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`, [ids]);
+        console.log(`chaos: pg-restart open runs ${JSON.stringify(open)}`);
         const { rows } = await driver.pool.query(`SELECT id, error, recovery_count FROM runs WHERE id = ANY($1::uuid[]) AND status = 'FAILED'`, [ids]);
         console.log(`chaos: pg-restart failed runs ${JSON.stringify(rows)}`);
         const warnings = new Map<string, number>();
@@ -114,6 +118,7 @@ describe('Postgres restarted during a run', () => {
         }
         console.log(`chaos: pg-restart warnings ${JSON.stringify([...warnings])}`);
       }
+      if (ended) throw ended;
       const figures = sink.figures(expected, 'p');
       const journal = await driver.journalViolations(ids);
       const streams = await Promise.all(followed);

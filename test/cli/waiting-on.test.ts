@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WaymarkProcess } from '../support/waymark-process.js';
@@ -10,15 +10,18 @@ import { WaymarkProcess } from '../support/waymark-process.js';
  * through such parks (a backoff, a timer) until the run ends or waits on an approval or a signal.
  */
 
-let unavailable: Server;
+let unavailable: ChildProcess;
 let server: WaymarkProcess;
 let address: string;
 let url: string;
 
 beforeAll(async () => {
-  unavailable = createServer((_, res) => res.writeHead(503).end('later'));
-  await new Promise<void>((resolve) => unavailable.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(unavailable.address() as { port: number }).port}/status`;
+  // In a process of its own: the tests call the CLI with spawnSync, which blocks this process, so a
+  // server here could not answer the run's http tool until the tool's own timeout (30 s).
+  unavailable = spawn(process.execPath, ['-e', `require('node:http').createServer((_, res) => res.writeHead(503).end('later'))
+    .listen(0, '127.0.0.1', function () { console.log(this.address().port); })`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => createInterface({ input: unavailable.stdout! }).once('line', resolve));
+  url = `http://127.0.0.1:${port}/status`;
   server = WaymarkProcess.start(['server', '--workflows', path.resolve('test/cli/fixtures/backoff-workflows.ts')], {
     env: { DATABASE_URL: 'memory:', WAYMARK_ADDR: '127.0.0.1:0' },
   });
@@ -27,11 +30,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await new Promise((resolve) => unavailable.close(resolve));
+  unavailable?.kill();
 });
 
+// A minute per call, not the default 10 s: the subject is what the run waits on, not how fast a
+// loaded machine answers.
 function waymark(...args: string[]) {
-  return spawnSync(process.execPath, [path.resolve('bin/waymark.js'), ...args, '--addr', address], { encoding: 'utf8' });
+  return spawnSync(process.execPath, [path.resolve('bin/waymark.js'), ...args, '--addr', address, '--timeout', '60s'], { encoding: 'utf8' });
 }
 
 describe('waiting_on', () => {
