@@ -102,12 +102,10 @@ export async function startReplicaServices(params: {
   });
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
   const webhooks = new WebhookDispatcher(store, logger.child({ component: 'webhooks' }), config.webhooks);
-  let started = false;
   let announced: Promise<void> | null = null;
   let executorStarted = false;
   const announce = (): Promise<void> => {
     announced ??= (async () => {
-      started = true;
       // Before anything is claimed: from here on this process's death ends its leases at once
       // (docs/recovery.md "Dead sessions"), not at their expiry.
       await store.leaseSessionOpen({ holder });
@@ -117,13 +115,7 @@ export async function startReplicaServices(params: {
   };
 
   return {
-    registry, engine, executor, timers, sweeper, metrics, metricsServer, webhooks,
-    /**
-     * The lease session and the replica's presence (what it serves), nothing claimed yet: done
-     * before the server logs "listening", so a client that starts a run the moment it reads that
-     * line finds the workflow served (a StartRun routed here waits PENDING the moment until start()).
-     */
-    announce,
+    registry, engine, executor, timers, sweeper, metrics, metricsServer, webhooks, announce,
     async start() {
       await announce();
       if (executorStarted) return;
@@ -136,7 +128,7 @@ export async function startReplicaServices(params: {
     async stop(graceMs) {
       await sweeper?.stop();
       await webhooks.stop();
-      if (started) {
+      if (announced) {
         await presence.stop();
         if (executorStarted) {
           await timers?.stop();
