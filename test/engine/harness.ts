@@ -1,3 +1,4 @@
+import { afterEach, beforeEach, vi } from 'vitest';
 import { z } from 'zod';
 import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
@@ -62,3 +63,21 @@ export function shape(entries: JournalEntry[]): string[] {
 }
 
 export const anyInput = z.object({}).passthrough();
+
+/**
+ * Fakes the timers and Date (not setImmediate) around every test of the calling file, so "idle for
+ * 10 s" is exact and nothing sleeps; settle() then lets pending promise chains run.
+ */
+export function useFakeTimers(): void {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+}
+
+/** Lets every pending promise chain run (setImmediate is not faked: it is the real event loop turning). */
+export async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}

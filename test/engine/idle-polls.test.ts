@@ -1,10 +1,11 @@
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { newEntry } from '../../src/journal/journal-entry.js';
 import { Registry } from '../../src/engine/registry.js';
 import { RemoteCalls } from '../../src/engine/runtime/remote-calls.js';
 import { WorkerTasks } from '../../src/engine/runtime/worker-tasks.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { RemoteTask } from '../../src/store/store.js';
+import { settle, useFakeTimers } from './harness.js';
 import { startRun } from '../conformance/harness.js';
 
 /*
@@ -15,18 +16,7 @@ import { startRun } from '../conformance/harness.js';
  * N every 250 ms). The task is created straight in the store, as another replica would.
  */
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-});
-
-/** Lets every pending promise chain run (setImmediate is not faked: it is the real event loop turning). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
+useFakeTimers();
 
 const tool = {
   name: 'charge_back', description: 'charge back', inputSchema: null, outputSchema: null, mutating: true, policy: 'allow' as const,

@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import type { JournalEntry } from '../../src/journal/journal-entry.js';
 import { runEvents } from '../../src/engine/read/run-events.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { settle, useFakeTimers } from './harness.js';
 import { startRun, step } from '../conformance/harness.js';
 
 /*
@@ -11,18 +12,7 @@ import { startRun, step } from '../conformance/harness.js';
  * idle streams issue over the window, which must not grow with N (it was N per second).
  */
 
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
-});
-
-afterEach(() => {
-  vi.useRealTimers();
-});
-
-/** Lets every pending promise chain run (setImmediate is not faked: it is the real event loop turning). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
+useFakeTimers();
 
 async function idleReads(n: number): Promise<{ reads: number; delivered: number }> {
   const store = new MemoryStore();
