@@ -31,19 +31,18 @@ async function resetStreams(address: string, count: number, burst = 50): Promise
   const session = http2.connect(`http://${address}`);
   session.on('error', () => undefined); // the server may end a connection that abuses it: that is allowed
   await new Promise<void>((resolve) => session.once('connect', () => resolve()));
-  for (let sent = 0; sent < count && !session.destroyed && !session.closed; sent += burst) {
-    for (let i = 0; i < burst && sent + i < count && !session.destroyed && !session.closed; i++) {
-      try {
-        const stream = session.request({
-          ':method': 'POST', ':path': '/waymark.v1.RunService/StartRun', 'content-type': 'application/grpc', te: 'trailers',
-        });
-        stream.on('error', () => undefined);
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-      } catch {
-        break; // the session went away under us: the server refused the rest
-      }
+  const open = (): boolean => !session.destroyed && !session.closed;
+  for (let sent = 0; sent < count && open(); sent++) {
+    try {
+      const stream = session.request({
+        ':method': 'POST', ':path': '/waymark.v1.RunService/StartRun', 'content-type': 'application/grpc', te: 'trailers',
+      });
+      stream.on('error', () => undefined);
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+    } catch {
+      break; // the session went away under us: the server refused the rest
     }
-    await new Promise((resolve) => setImmediate(resolve));
+    if ((sent + 1) % burst === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   const at = Date.now();
   session.destroy();
@@ -75,17 +74,11 @@ export async function measureResetStreams(databaseUrl: string, resets = 2_000, c
     for (let i = 0; i < calls; i++) alone.push(await start(i));
     const during: number[] = [];
     let resetsDone: number | null = null;
-    let answeringAfterMs = Number.NaN;
     // The resets come from another process, so this one's event loop measures only the server.
     const resetting = resetFromChild(server.address, resets).then((at) => (resetsDone = at));
-    for (let i = 0; i < calls || resetsDone === null; i++) {
-      const latency = await start(i);
-      if (resetsDone === null) during.push(latency);
-      else if (Number.isNaN(answeringAfterMs)) answeringAfterMs = Date.now() - resetsDone;
-      if (i > calls * 50) break; // the resets never finished: report what was measured
-    }
-    await resetting;
-    if (Number.isNaN(answeringAfterMs)) answeringAfterMs = 0;
+    while (resetsDone === null) during.push(await start(during.length));
+    await start(0); // the first call sent after the burst
+    const answeringAfterMs = Date.now() - (await resetting);
     return {
       resets, aloneP50Ms: percentile(alone, 50), aloneP99Ms: percentile(alone, 99),
       duringP50Ms: percentile(during, 50), duringP99Ms: percentile(during, 99), answeringAfterMs,
