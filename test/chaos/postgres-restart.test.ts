@@ -106,6 +106,10 @@ describe('Postgres restarted during a run', () => {
             (SELECT jsonb_agg(jsonb_build_array(j.seq, j.kind, j.name, j.status) ORDER BY j.seq) FROM journal j WHERE j.run_id = r.id AND j.seq >= r.next_seq - 4) AS tail
           FROM runs r WHERE r.id = ANY($1::uuid[]) AND r.status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`, [ids]);
         console.log(`chaos: pg-restart open runs ${JSON.stringify(open)}`);
+        // Whether a replica or sweeper died (runs nobody claims, reported unroutable) and what it said last.
+        console.log(`chaos: pg-restart processes ${JSON.stringify(processes.map((p) => ({
+          pid: p.child.pid, exit: p.child.exitCode ?? p.child.signalCode, stderr: p.stderr.slice(-600),
+        })))}`);
         const { rows } = await driver.pool.query(`SELECT id, error, recovery_count FROM runs WHERE id = ANY($1::uuid[]) AND status = 'FAILED'`, [ids]);
         console.log(`chaos: pg-restart failed runs ${JSON.stringify(rows)}`);
         const warnings = new Map<string, number>();
