@@ -85,7 +85,7 @@ export async function runLeaseRelease(db: PgAccess, params: RunLeaseReleaseParam
 
 export async function runClaim(db: PgAccess, params: RunClaimParams): Promise<Lease[]> {
   if (params.limit <= 0) return [];
-  const serves = params.serves ? servesJson(params.serves) : null;
+  const serves = params.serves ? rq.servesJson(params.serves) : null;
   const { rows } = await db.query<rq.LeaseRow & { created_at: Date }>(rq.runClaim({
     holder: params.holder, ttlMs: params.ttlMs, limit: params.limit, namespace: params.namespace ?? null, serves, flows: params.flows ?? false,
   }));
@@ -141,15 +141,4 @@ export async function runCountByStatus(db: PgAccess): Promise<RunCountByStatusRe
   const { rows } = await db.query<{ status: RunStatus; n: number }>(sq.runCountByStatus());
   for (const row of rows) counts[row.status] = row.n;
   return counts;
-}
-
-/** A claimer's `serves` as the claim statement's jsonb parameter, built once per list (an executor passes the same one on every claim). */
-const servesParams = new WeakMap<object, string>();
-function servesJson(serves: NonNullable<RunClaimParams['serves']>): string {
-  let json = servesParams.get(serves);
-  if (json === undefined) {
-    json = JSON.stringify(serves.map((w) => ({ name: w.name, digest: w.digest })));
-    servesParams.set(serves, json);
-  }
-  return json;
 }

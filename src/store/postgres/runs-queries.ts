@@ -136,8 +136,7 @@ export function runLeaseAcquireRunning(p: {
         ${statusEntryInsert('changed')} RETURNING *
       )
       SELECT to_jsonb(changed) AS run, to_jsonb(entry) AS entry FROM changed, entry`,
-    values: [p.runId, p.holder, p.ttlMs, p.statuses, p.namespace, p.routing ? JSON.stringify(p.routing.serves.map(({ name, digest }) => ({ name, digest }))) : null,
-      p.routing?.flows ?? false],
+    values: [p.runId, p.holder, p.ttlMs, p.statuses, p.namespace, p.routing ? servesJson(p.routing.serves) : null, p.routing?.flows ?? false],
   };
 }
 
@@ -184,8 +183,19 @@ export function runLeaseRelease(lease: Lease): pg.QueryConfig {
   };
 }
 
+/** A holder's `serves` as the routing statements' jsonb parameter, built once per list (an executor and its takes pass the same one every time). */
+const servesParams = new WeakMap<object, string>();
+export function servesJson(serves: RunRouting['serves']): string {
+  let json = servesParams.get(serves);
+  if (json === undefined) {
+    json = JSON.stringify(serves.map((w) => ({ name: w.name, digest: w.digest })));
+    servesParams.set(serves, json);
+  }
+  return json;
+}
+
 /**
- * Whether run `alias` may be executed by a holder serving `serves` (JSON [{ name, digest }], NULL:
+ * Whether run `r` may be executed by a holder serving `serves` (JSON [{ name, digest }], NULL:
  * any run) and, when `flows`, the flows of the run's namespace: its exact digest, or its name while
  * no live replica serves its digest (the engine then applies the drift policy), or a flow. The one
  * routing rule of claims and takes (docs/recovery.md "Routing").
