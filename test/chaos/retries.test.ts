@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import type { WaymarkProcess } from '../support/waymark-process.js';
-import { EffectSink } from './support/effect-sink.js';
-import { chaosEnv, Driver, kill, NS, startServer, startSweeper } from './support/cluster.js';
+import type { EffectSink } from './support/effect-sink.js';
+import { ChaosCluster, chaosEnv, kill, NS, startServer, type Driver } from './support/cluster.js';
 
 /*
  * Retries and run timeouts across real crashes (docs/recovery.md "Retries across crashes"). Real
@@ -11,26 +10,19 @@ import { chaosEnv, Driver, kill, NS, startServer, startSweeper } from './support
  * the journal, says how many attempts reached the world.
  */
 
-let db: TestDatabase;
+let cluster: ChaosCluster;
 let driver: Driver;
 let sink: EffectSink;
-let sweeper: WaymarkProcess;
-const servers: WaymarkProcess[] = [];
+let servers: WaymarkProcess[];
 
 beforeAll(async () => {
-  db = await createTestDatabase('waymark_chaos_retries');
-  sink = await EffectSink.start();
-  sweeper = await startSweeper(chaosEnv(db.url));
-  servers.push(await startServer(chaosEnv(db.url)));
-  driver = await Driver.open(db.url);
+  cluster = await ChaosCluster.open('waymark_chaos_retries');
+  ({ driver, sink, servers } = cluster);
+  servers.push(await startServer(chaosEnv(cluster.db.url)));
 }, 180_000);
 
 afterAll(async () => {
-  await Promise.all(servers.map((s) => s.stop()));
-  await sweeper?.stop();
-  await driver?.close();
-  await sink?.close();
-  await db?.drop();
+  await cluster?.close();
 }, 120_000);
 
 async function toolAttempts(runId: string): Promise<{ status: string; attempt: number | null }[]> {
@@ -66,7 +58,7 @@ describe('retries and run timeouts across crashes', () => {
       // inside the wait (4 s, then 8 s: long enough for the kill to land before the next attempt).
       await driver.waitUntil(async () => (await toolAttempts(runId)).filter((e) => e.status === 'suspended').length >= n, 30_000);
       await kill(servers.pop()!);
-      servers.push(await startServer(chaosEnv(db.url)));
+      servers.push(await startServer(chaosEnv(cluster.db.url)));
     }
     await driver.waitEnded([runId], 60_000);
     const run = await driver.store.runGet({ runId, namespace: NS });
