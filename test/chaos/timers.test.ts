@@ -45,6 +45,8 @@ describe('timers fire on the replica that holds them', () => {
     const approval = await driver.start('timer-approval', {});
     await driver.waitEnded([...ids, retry, approval], 120_000);
     expect(await driver.statuses([...ids, retry, approval])).toEqual({ SUCCEEDED: n + 2 });
+    // The driver pins the digests the server computes, so no run executes under drift.
+    expect(await driver.driftCount([...ids, retry, approval])).toBe(0);
     for (const id of [...ids, retry, approval]) {
       const r = await resolutions(id);
       expect(r.map((x) => [x.status, x.source])).toEqual([['resolved', 'timeout']]);

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { RunEngine } from '../../../src/engine/run-engine.js';
 import { Registry } from '../../../src/engine/registry.js';
@@ -61,14 +63,29 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
+/** The digest of each workflow of `modulePath` as `waymark server` computes it (the built loader in a plain node process). */
+function serverDigests(modulePath: string): Map<string, string> {
+  const loader = pathToFileURL(path.resolve('dist/src/engine/user-module.js')).href;
+  const script = `const { loadUserModule } = await import(${JSON.stringify(loader)});
+    const { registry } = await loadUserModule(${JSON.stringify(modulePath)});
+    process.stdout.write(JSON.stringify(registry.workflows().map((w) => [w.name, w.digest])));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  return new Map(JSON.parse(out) as [string, string][]);
+}
+
 /** Creates runs and watches them end, from the test process, on the same database. */
 export class Driver {
   private constructor(readonly store: PostgresStore, readonly engine: RunEngine, readonly pool: pg.Pool) {}
 
-  static async open(databaseUrl: string): Promise<Driver> {
+  static async open(databaseUrl: string, modulePath = FIXTURES): Promise<Driver> {
     const store = await PostgresStore.connect({ url: databaseUrl, applicationName: 'chaos-driver', poolSize: 4 });
-    // The same loader as the servers, so runs pin the digests the servers compute.
-    const { registry } = await loadUserModule(FIXTURES, new Registry());
+    // vitest transforms the module itself, so the bodies' source text (part of the digest) differs
+    // from what `waymark server` loads: the driver pins the servers' digests, or every run would
+    // start under drift (a `drift` entry and a re-pin on its first execution).
+    const { registry: loaded } = await loadUserModule(modulePath, new Registry());
+    const digests = serverDigests(modulePath);
+    const registry = new Registry();
+    for (const wf of loaded.workflows()) registry.register(Object.freeze({ ...wf, digest: digests.get(wf.name) ?? wf.digest }));
     const engine = new RunEngine({ store, registry, holder: 'chaos-driver', leaseTtlMs: LEASE_TTL_MS });
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     pool.on('error', () => undefined); // an idle connection killed by a PG restart or DROP DATABASE; the pool replaces it
@@ -144,6 +161,13 @@ export class Driver {
     const { rows } = await this.pool.query<{ status: string; n: number }>(
       `SELECT status, count(*)::int AS n FROM runs WHERE id = ANY($1::uuid[]) GROUP BY status`, [ids]);
     return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+
+  /** How many of `ids` executed against a definition other than the one they pinned (`drift` entries). */
+  async driftCount(ids: string[]): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM journal WHERE run_id = ANY($1::uuid[]) AND kind = 'status' AND name = 'drift'`, [ids]);
+    return rows[0]!.n;
   }
 
   /**
