@@ -59,6 +59,13 @@ export interface SuspensionListDueParams {
   kinds?: string[];
 }
 
+/** deadlineNext's answer: the earliest deadline still ahead, and the store's clock it was read on. */
+export interface DeadlineNext {
+  /** The earliest deadline after `now` of an open suspension or an unfinished run; null: none. */
+  at: Date | null;
+  now: Date;
+}
+
 export interface RunListEndedChildrenParams {
   limit: number;
   graceMs: number;
@@ -132,6 +139,13 @@ export interface SweeperOps {
    * clock, earliest deadline first, in runs that are not terminal. `kinds` filters by entry kind.
    */
   suspensionListDue(params: SuspensionListDueParams): Promise<JournalEntry[]>;
+  /**
+   * Sweeper: the earliest deadline still in the future on the store's clock, of an open suspension
+   * (suspensionListDue's) or of an unfinished run (runListTimedOut's), so the sweeper can be there
+   * when it passes rather than at its next pass. Reads only; deadlines already passed are not
+   * reported (the pass that found them due resolves them).
+   */
+  deadlineNext(): Promise<DeadlineNext>;
   /**
    * Sweeper: ended (terminal) child runs whose parent is not terminal and whose `child` wait at
    * `parentSeq` has no winning resolution yet (the parent missed the wake-up in a crash). Only

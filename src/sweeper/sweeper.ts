@@ -4,6 +4,7 @@ import { SweeperLeaseLostError } from '../journal/errors.js';
 import type { RunError } from '../journal/run.js';
 import { PARENT_TIMED_OUT, RecoveryOperations } from '../engine/index.js';
 import type { JournalStore, SweeperLease, UnroutableRun } from '../store/store.js';
+import { DeadlineAlarm } from './deadline-alarm.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
 
@@ -87,6 +88,8 @@ export interface SweepReport {
 
 export interface SweeperEvents {
   sweep: [SweepReport];
+  /** The deadline alarm ran the deadline duties alone (run timeouts, due deadlines and sleeps) between sweeps. */
+  deadlines: [SweepReport];
   /** Runs of dead lease sessions recovered between sweeps (checkSessionsOnce). */
   reclaimed: [{ recovered: string[]; failed: string[] }];
   elected: [SweeperLease];
@@ -120,6 +123,7 @@ export class Sweeper {
   private readonly logger: Logger;
   /** The sweep loop and the session-check loop, while running. */
   private loops: Loop[] = [];
+  private readonly alarm: DeadlineAlarm;
   private state: 'new' | 'running' | 'stopped' = 'new';
 
   constructor(options: SweeperOptions) {
@@ -144,6 +148,11 @@ export class Sweeper {
     this.leader = new LeaderLease({ store: this.store, holder: this.holder, ttlMs: o.leaderTtlMs, logger: this.logger });
     this.leader.events.on('acquired', (lease) => this.events.emit('elected', lease));
     this.leader.events.on('lost', () => this.events.emit('demoted'));
+    // Twice the interval: a deadline that falls while the next pass runs already has its timer.
+    this.alarm = new DeadlineAlarm({
+      store: this.store, withinMs: 2 * this.intervalMs, leading: () => this.leader.current !== null,
+      fire: () => this.deadlinesOnce(), logger: this.logger,
+    });
   }
 
   /** Sweeps at once, then every intervalMs (the next sweep starts intervalMs after one ends). */
@@ -152,7 +161,7 @@ export class Sweeper {
     this.state = 'running';
     this.leader.start();
     this.logger.info({ holder: this.holder, intervalMs: this.intervalMs, sessionCheckMs: this.sessionCheckMs, graceMs: this.graceMs }, 'sweeper started');
-    this.loops.push(this.every(this.intervalMs, () => this.sweepOnce(), true));
+    this.loops.push(this.every(this.intervalMs, () => this.sweepOnce().finally(() => this.alarm.rearm()), true));
     if (this.sessionCheckMs > 0) this.loops.push(this.every(this.sessionCheckMs, () => this.checkSessionsOnce(), false));
   }
 
@@ -178,7 +187,7 @@ export class Sweeper {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
     for (const loop of this.loops) if (loop.timer) clearTimeout(loop.timer);
-    await Promise.all(this.loops.map((loop) => loop.done));
+    await Promise.all([...this.loops.map((loop) => loop.done), this.alarm.stop()]);
     await this.leader.stop();
     this.events.emit('stopped');
   }
@@ -209,18 +218,33 @@ export class Sweeper {
   }
 
   /** One pass over every duty, if this sweeper leads (tests call it directly). */
-  async sweepOnce(): Promise<SweepReport> {
+  sweepOnce(): Promise<SweepReport> {
+    return this.pass('sweep', (store, report) => this.duties(store, report));
+  }
+
+  /**
+   * Duties 0, 2 and 3 alone (run timeouts, due deadlines and sleeps), if this sweeper already
+   * leads: what the deadline alarm runs when a deadline passes between sweeps.
+   */
+  deadlinesOnce(): Promise<SweepReport> {
+    return this.pass('deadlines', async (store, report) => {
+      await this.timeoutDuty(store, report);
+      await this.deadlineDuty(store, report);
+    });
+  }
+
+  private async pass(kind: 'sweep' | 'deadlines', duties: (store: JournalStore, report: SweepReport) => Promise<void>): Promise<SweepReport> {
     const started = performance.now();
     const report: SweepReport = {
       leader: false, epoch: null, recovered: [], failed: [], byKind: { expired_lease: { recovered: [], failed: [] }, dead_session: { recovered: [], failed: [] } }, timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
       parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], durationMs: 0, fenced: false,
     };
-    const lease = this.leader.current ?? await this.leader.tryAcquire();
+    const lease = this.leader.current ?? (kind === 'sweep' ? await this.leader.tryAcquire() : null);
     if (lease) {
       report.leader = true;
       report.epoch = lease.epoch;
       try {
-        await this.duties(leaderFencedStore(this.store, lease), report);
+        await duties(leaderFencedStore(this.store, lease), report);
       } catch (error) {
         if (error instanceof SweeperLeaseLostError) {
           report.fenced = true;
@@ -243,30 +267,15 @@ export class Sweeper {
         timedOutChildrenCancelled: report.timedOutChildrenCancelled, timeouts: report.timeouts, sleeps: report.sleeps,
         parentsWoken: report.parentsWoken, childrenCancelled: report.childrenCancelled, childrenFailed: report.childrenFailed,
         fenced: report.fenced, durationMs: Math.round(report.durationMs),
-      }, 'sweep acted');
+      }, kind === 'sweep' ? 'sweep acted' : 'deadline alarm acted');
     }
-    this.events.emit('sweep', report);
+    this.events.emit(kind, report);
     return report;
   }
 
   private async duties(store: JournalStore, report: SweepReport): Promise<void> {
     const { batchSize: limit, graceMs } = this;
-    // 0. Run timeouts: runs past their deadline (the run row, database clock) fail with
-    // RunTimedOutError and their unfinished children are cancelled. First, so a run both expired and
-    // past its deadline is failed rather than recovered. The forced status fences any holder.
-    const engine = new RecoveryOperations({ store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger });
-    await this.batches(async () => {
-      const due = await store.runListTimedOut({ limit });
-      for (const run of due) {
-        const { timedOut, cancelled } = await engine.runTimeOut(run);
-        if (timedOut) {
-          report.timedOut.push(run.id);
-          this.logger.info({ runId: run.id, namespace: run.namespace, workflow: run.workflowName, deadline: run.deadlineAt }, 'run timed out: failed with RunTimedOutError');
-        }
-        report.timedOutChildrenCancelled += cancelled.length;
-      }
-      return due.length;
-    });
+    await this.timeoutDuty(store, report);
     // 1. Leases of holders whose session ended (a killed replica), then expired leases: claimable
     // again, or failed after maxRecoveries.
     await this.batches(async () => {
@@ -287,16 +296,8 @@ export class Sweeper {
       report.byKind.expired_lease.failed.push(...r.failed);
       return r.recovered.length + r.failed.length;
     });
-    // 2 and 3. Due deadlines and sleeps: their timeout resolution; the run becomes claimable.
-    await this.batches(async () => {
-      const { resolved } = await engine.suspensionsResolveDue({ limit });
-      for (const r of resolved) {
-        if (!r.applied) continue;
-        if (r.kind === 'sleep') report.sleeps++;
-        else report.timeouts++;
-      }
-      return resolved.length;
-    });
+    await this.deadlineDuty(store, report);
+    const engine = this.operations(store);
     // 4a. Parents waiting on a child that ended (the engine's own wake-up was lost in a crash).
     await this.batches(async () => {
       const children = await store.runListEndedChildren({ limit, graceMs });
@@ -335,6 +336,46 @@ export class Sweeper {
         runId: r.runId, namespace: r.namespace, workflow: r.workflowName, digest: r.workflowDigest, pendingSince: r.pendingSince,
       }, 'run waits for a replica that serves its workflow: no live replica can execute it (start one that serves it, or cancel the run)');
     }
+  }
+
+  private operations(store: JournalStore): RecoveryOperations {
+    return new RecoveryOperations({ store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger });
+  }
+
+  /**
+   * 0. Run timeouts: runs past their deadline (the run row, database clock) fail with
+   * RunTimedOutError and their unfinished children are cancelled. First in a sweep, so a run both
+   * expired and past its deadline is failed rather than recovered. The forced status fences any holder.
+   */
+  private async timeoutDuty(store: JournalStore, report: SweepReport): Promise<void> {
+    const engine = this.operations(store);
+    const limit = this.batchSize;
+    await this.batches(async () => {
+      const due = await store.runListTimedOut({ limit });
+      for (const run of due) {
+        const { timedOut, cancelled } = await engine.runTimeOut(run);
+        if (timedOut) {
+          report.timedOut.push(run.id);
+          this.logger.info({ runId: run.id, namespace: run.namespace, workflow: run.workflowName, deadline: run.deadlineAt }, 'run timed out: failed with RunTimedOutError');
+        }
+        report.timedOutChildrenCancelled += cancelled.length;
+      }
+      return due.length;
+    });
+  }
+
+  /** 2 and 3. Due deadlines and sleeps: their timeout resolution; the run becomes claimable. */
+  private async deadlineDuty(store: JournalStore, report: SweepReport): Promise<void> {
+    const engine = this.operations(store);
+    await this.batches(async () => {
+      const { resolved } = await engine.suspensionsResolveDue({ limit: this.batchSize });
+      for (const r of resolved) {
+        if (!r.applied) continue;
+        if (r.kind === 'sleep') report.sleeps++;
+        else report.timeouts++;
+      }
+      return resolved.length;
+    });
   }
 
   /** Repeats `batch` while it reports a full batch, up to maxBatches. */

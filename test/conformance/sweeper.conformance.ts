@@ -91,6 +91,33 @@ export function sweeperSection({ h }: SuiteContext): void {
     expect(noDeadline!.seq).toBe(0);
   });
 
+  it('deadlineNext is the earliest deadline still ahead, of an open suspension or an unfinished run', async () => {
+    const { store, advance } = h();
+    /** How far ahead the next deadline is on the store's clock, or null. */
+    const ahead = async (): Promise<number | null> => {
+      const next = await store.deadlineNext();
+      return next.at === null ? null : next.at.getTime() - next.now.getTime();
+    };
+    expect(await ahead()).toBeNull();
+    const now = (await store.clockNow()).getTime();
+    const at = (ms: number) => new Date(now + ms).toISOString();
+    const a = await startRun(store);
+    const [sleep] = await store.journalAppend({ lease: a.lease, entries: [
+      newEntry({ kind: 'sleep', name: 'nap', status: 'suspended', payload: { deadlineAt: at(5_000) } }),
+      suspension('later', { payload: { deadlineAt: at(60_000) } }),
+      suspension('no deadline'),
+    ] });
+    await store.runCreate(runParams({ timeoutMs: 30_000 }));
+    const within = (ms: number) => expect.toSatisfy((v: number) => v > ms - 2_000 && v <= ms);
+    expect(await ahead()).toEqual(within(5_000));
+    await store.journalResolve({ runId: a.run.id, suspensionSeq: sleep!.seq, entry: resolution({ woke: true }) });
+    expect(await ahead()).toEqual(within(30_000)); // the run's own deadline
+    await advance(31_000); // passed deadlines are the due lists' (suspensionListDue, runListTimedOut), not this
+    expect(await ahead()).toEqual(within(29_000));
+    await store.runStatusForce({ runId: a.run.id, status: 'CANCELLED' });
+    expect(await ahead()).toBeNull(); // a finished run's waits have no deadline left
+  });
+
   it('refuses a suspension whose deadlineAt is not a timestamp, writing nothing', async () => {
     const { store } = h();
     const { run, lease } = await startRun(store);

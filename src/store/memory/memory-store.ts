@@ -3,6 +3,7 @@ import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import type { Lease, Run } from '../../journal/run.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type {
+  DeadlineNext,
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, LeaseSessionParams, OrphanedRun,
@@ -176,6 +177,9 @@ export class MemoryStore implements JournalStore {
     return this.sweeper.runListOrphans(params);
   }
 
+  deadlineNext(): Promise<DeadlineNext> {
+    return this.sweeper.deadlineNext();
+  }
   runListTimedOut(params: RunListTimedOutParams): Promise<Run[]> {
     return this.sweeper.runListTimedOut(params);
   }

@@ -1,6 +1,7 @@
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import { isTerminalStatus, type Run, type RunError } from '../../journal/run.js';
 import type {
+  DeadlineNext,
   LeaseSessionParams, OrphanedRun, RunListEndedChildrenParams, RunListOrphansParams, RunListTimedOutParams,
   RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult, SuspensionListDueParams, SweeperLease,
   SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams,
@@ -87,6 +88,20 @@ export class MemorySweeper {
     }
     due.sort((a, b) => a.at - b.at || compare(a.entry.runId, b.entry.runId) || a.entry.seq - b.entry.seq);
     return due.slice(0, Math.max(0, params.limit)).map((d) => clone(d.entry));
+  }
+  async deadlineNext(): Promise<DeadlineNext> {
+    const now = this.t.now();
+    let at = Number.POSITIVE_INFINITY;
+    for (const rec of this.t.runs.values()) {
+      if (isTerminalStatus(rec.run.status)) continue;
+      const runAt = rec.run.deadlineAt?.getTime();
+      if (runAt !== undefined && runAt > now.getTime()) at = Math.min(at, runAt);
+      for (const entry of rec.entries) {
+        const due = suspensionDeadline(entry)?.getTime();
+        if (due !== undefined && due > now.getTime() && !rec.winners.has(entry.seq)) at = Math.min(at, due);
+      }
+    }
+    return { at: Number.isFinite(at) ? new Date(at) : null, now };
   }
   async runListEndedChildren(params: RunListEndedChildrenParams): Promise<Run[]> {
     const before = this.t.now().getTime() - params.graceMs;

@@ -6,6 +6,20 @@ import { JOURNAL_COLUMNS } from './journal-queries.js';
  * with the suspension (journal-queries journalAppend) and deleted when it is resolved or its run ends.
  */
 
+/**
+ * The earliest deadline after now: of an open suspension (rows go when it is resolved or its run
+ * ends) or of an unfinished run. Two index range scans (suspension_deadlines_due, runs_deadline).
+ */
+export function deadlineNext(): pg.QueryConfig {
+  return {
+    name: 'deadlines_next',
+    text: `SELECT LEAST(
+        (SELECT min(deadline_at) FROM suspension_deadlines WHERE deadline_at > clock_timestamp()),
+        (SELECT min(deadline_at) FROM runs WHERE deadline_at > clock_timestamp() AND status IN ('PENDING', 'RUNNING', 'SUSPENDED'))
+      ) AS at, clock_timestamp() AS now`,
+  };
+}
+
 /** Open suspensions whose deadline passed (database clock), earliest first, in runs not yet terminal. */
 export function suspensionListDue(p: { limit: number; kinds: string[] | null }): pg.QueryConfig {
   const columns = JOURNAL_COLUMNS.split(',').map((c) => `j.${c.trim()}`).join(', ');

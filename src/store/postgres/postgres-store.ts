@@ -3,6 +3,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import type { Lease, Run } from '../../journal/run.js';
 import type {
+  DeadlineNext,
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, OrphanedRun, RemoteTask,
@@ -180,6 +181,9 @@ export class PostgresStore implements JournalStore {
     return sweeper.runListOrphans(this.db, params);
   }
 
+  deadlineNext(): Promise<DeadlineNext> {
+    return sweeper.deadlineNext(this.db);
+  }
   runListTimedOut(params: RunListTimedOutParams): Promise<Run[]> {
     return sweeper.runListTimedOut(this.db, params);
   }

@@ -3,11 +3,12 @@ import { SweeperLeaseLostError } from '../../journal/errors.js';
 import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { Run, RunError, RunStatus } from '../../journal/run.js';
 import type {
+  DeadlineNext,
   OrphanedRun, RunListEndedChildrenParams, RunListOrphansParams, RunListTimedOutParams, RunRecoverDeadSessionsParams,
   RunRecoverExpiredParams, RunRecoverExpiredResult, SuspensionListDueParams, SweeperLease, SweeperLeaseAcquireParams,
   SweeperLeaseReleaseParams, SweeperLeaseRenewParams,
 } from '../sweeper-params.js';
-import { suspensionListDue as dueStatement } from './deadlines-queries.js';
+import { deadlineNext as deadlineNextStatement, suspensionListDue as dueStatement } from './deadlines-queries.js';
 import * as jq from './journal-queries.js';
 import type { PgAccess } from './pg-access.js';
 import * as rq from './runs-queries.js';
@@ -48,6 +49,11 @@ export async function suspensionListDue(db: PgAccess, params: SuspensionListDueP
   if (params.limit <= 0) return [];
   const { rows } = await db.query<jq.JournalRow>(dueStatement({ limit: params.limit, kinds: params.kinds?.length ? params.kinds : null }));
   return rows.map(jq.toEntry);
+}
+
+export async function deadlineNext(db: PgAccess): Promise<DeadlineNext> {
+  const { rows } = await db.query<{ at: Date | null; now: Date }>(deadlineNextStatement());
+  return { at: rows[0]!.at, now: rows[0]!.now };
 }
 
 export async function runListEndedChildren(db: PgAccess, params: RunListEndedChildrenParams): Promise<Run[]> {
