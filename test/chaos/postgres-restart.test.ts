@@ -82,23 +82,36 @@ describe('Postgres restarted during a run', () => {
       processes.push(...await Promise.all([1, 2].map(() => startServer(chaosEnv(url, ENV)))));
 
       const reconnectMs: number[] = [];
-      for (let r = 1; r <= RESTARTS; r++) {
-        const threshold = Math.floor((expected.length * r) / (RESTARTS + 1));
-        await sink.waitFor(() => sink.deliveries.length >= threshold, 120_000);
-        await pg.stop();
-        await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
-        await startPg();
-        const upAt = Date.now();
-        const before = sink.deliveries.length;
-        // Runs may all have finished their effects before this restart (fast runs); then there is
-        // no next delivery to time, and waiting for one would only run into the timeout.
-        const allDelivered = () => new Set(sink.deliveries.map((d) => d.effect)).size >= expected.length;
-        if (!allDelivered()) {
-          await sink.waitFor(() => sink.deliveries.length > before, 120_000).catch(() => undefined);
-          reconnectMs.push(Date.now() - upAt);
+      // Each stage says when it ended, so a failure shows where progress stopped; the waits add up
+      // to less than the test's timeout, so the diagnosis below always prints.
+      const t0 = Date.now();
+      const stage = (what: string) => console.log(`chaos: pg-restart +${Date.now() - t0} ms ${what} (deliveries ${sink.deliveries.length}/${expected.length})`);
+      let ended: unknown = null;
+      try {
+        for (let r = 1; r <= RESTARTS; r++) {
+          const threshold = Math.floor((expected.length * r) / (RESTARTS + 1));
+          await sink.waitFor(() => sink.deliveries.length >= threshold, 60_000);
+          stage(`restart ${r}: stopping postgres`);
+          await pg.stop();
+          await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+          await startPg();
+          stage(`restart ${r}: postgres up`);
+          const upAt = Date.now();
+          const before = sink.deliveries.length;
+          // Runs may all have finished their effects before this restart (fast runs); then there is
+          // no next delivery to time, and waiting for one would only run into the timeout.
+          const allDelivered = () => new Set(sink.deliveries.map((d) => d.effect)).size >= expected.length;
+          if (!allDelivered()) {
+            await sink.waitFor(() => sink.deliveries.length > before, 60_000).catch(() => undefined);
+            reconnectMs.push(Date.now() - upAt);
+          }
         }
+        await driver.waitEnded(ids, 150_000);
+        stage('every run ended');
+      } catch (err) {
+        stage(`stopped: ${(err as Error).message}`);
+        ended = err;
       }
-      const ended = await driver.waitEnded(ids, 240_000).then(() => null, (err: unknown) => err);
 
       const statuses = await driver.statuses(ids);
       if (statuses.FAILED || ended) {
