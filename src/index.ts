@@ -28,7 +28,7 @@ export {
   InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
   EffectTimeoutError, NonRetryableError, RetriesExhaustedError, RunTimedOutError,
-  FlowNameTakenError, FlowNotFoundError, FlowRunError, InvalidFlowError,
+  FlowNameTakenError, FlowNotFoundError, FlowRunError, InvalidFlowError, McpServerNotFoundError, McpToolDriftError,
 } from './engine/errors.js';
 export type { RetryOptions } from './engine/author/retry.js';
 export type { FieldViolation } from './engine/errors.js';

@@ -90,8 +90,14 @@ export async function runAgentLoop(
   }
   // A name may be a remote tool's (docs/workers.md): its declaration is read from the store.
   const tools = await Promise.all((options.tools ?? []).map((t): Tool | Promise<Tool> => (typeof t === 'string' ? host.resolveTool(t) : t)));
-  const byName = new Map(tools.map((t) => [t.name, t]));
-  const specs: ToolSpec[] = tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
+  const byName = new Map<string, Tool>();
+  for (const [i, t] of tools.entries()) {
+    const name = modelToolName(t.name);
+    const taken = byName.get(name);
+    if (taken) throw new InvalidInputError('the options of ctx.agent', [{ field: `tools[${i}]`, description: `"${t.name}" and "${taken.name}" both reach the model as "${name}"` }]);
+    byName.set(name, t);
+  }
+  const specs: ToolSpec[] = [...byName].map(([name, t]) => ({ name, description: t.description, inputSchema: t.inputSchema }));
   const conversation: Json[] = typeof request.prompt === 'string'
     ? [{ role: 'user', content: request.prompt }]
     : (toJson(request.prompt, 'the messages of ctx.agent') as Json[]);
@@ -148,7 +154,7 @@ export async function runAgentLoop(
     for (const tc of record.toolCalls) {
       const { output, outcome } = await runToolCall(host, byName, tc);
       parts.push({ type: 'tool-result', toolCallId: tc.toolCallId, toolName: tc.toolName, output });
-      toolCalls.push({ toolCallId: tc.toolCallId, toolName: tc.toolName, input: tc.input, outcome });
+      toolCalls.push({ toolCallId: tc.toolCallId, toolName: byName.get(tc.toolName)?.name ?? tc.toolName, input: tc.input, outcome });
     }
     const toolMessage: Json = { role: 'tool', content: parts };
     conversation.push(toolMessage);
@@ -270,6 +276,21 @@ async function runToolCall(host: AgentHost, byName: Map<string, Tool>, tc: Recor
     case 'error':
       return { output: { type: 'error-text', value: `${outcome.error.name}: ${outcome.error.message}` }, outcome: 'error' };
   }
+}
+
+const MODEL_TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The name a tool has for the model. Providers accept letters, digits, "_" and "-" (up to 64), so
+ * an MCP tool `billing.refund` is offered as `billing__refund`; every other character becomes "_"
+ * (docs/agents.md "MCP tools"). Names that already fit are sent as they are, so the request digest
+ * of an agent without MCP tools is what it always was.
+ */
+export function modelToolName(name: string): string {
+  if (MODEL_TOOL_NAME.test(name)) return name;
+  const dot = name.indexOf('.');
+  const wire = dot > 0 ? `${name.slice(0, dot)}__${name.slice(dot + 1)}` : name;
+  return wire.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
 
 function describeError(error: unknown): string {

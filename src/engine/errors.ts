@@ -79,6 +79,28 @@ export class McpServerNotFoundError extends WaymarkError {
   }
 }
 
+/**
+ * A run calls an MCP tool it pinned (docs/mcp.md "Drift"), but the server no longer lists that tool,
+ * or lists it with another input schema. The call is not sent: the run was built against the pinned
+ * schema, and arguments made for it may mean something else now. Not retried; the run fails with
+ * it unless the code catches it. `pinSeq` is the journal entry of the pin, for `invalidate`.
+ */
+export class McpToolDriftError extends WaymarkError {
+  readonly reason = 'MCP_TOOL_DRIFT';
+  readonly nonRetryable = true;
+  readonly choices = ['repin', 'restart', 'abandon'] as const;
+  constructor(
+    readonly server: string,
+    readonly tool: string,
+    readonly change: 'vanished' | 'schema_changed',
+    readonly pinSeq: number | null,
+  ) {
+    const what = change === 'vanished' ? 'no longer lists it' : 'lists it with another input schema';
+    const repin = pinSeq === null ? 'resume the run invalidating its pin' : `resume the run with invalidate ${pinSeq} (its pin) to list the tools again`;
+    super(`MCP tool "${server}.${tool}" drifted: the run pinned it, but server "${server}" ${what}; nothing was sent. ${repin}, resume with drift recovery "restart" (a new run with the same input) or "abandon", or restore the tool on the server`);
+  }
+}
+
 /** The run pinned a different definition of its workflow than the one registered now. */
 export class FlowDriftError extends WaymarkError {
   readonly reason = 'FLOW_DRIFT';

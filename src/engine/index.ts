@@ -22,7 +22,7 @@ export { isTool } from './author/tool.js';
 export type { Tool } from './author/tool.js';
 export { isWorkflow } from './author/workflow.js';
 export type { Workflow } from './author/workflow.js';
-export { ApprovalNotFoundError, DefinitionError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidInputError, InvalidResolutionError, InvalidateTargetError, JournalCorruptError, McpServerNotFoundError, NonDeterminismError, NotJsonError, ToolNotFoundError } from './errors.js';
+export { ApprovalNotFoundError, DefinitionError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidInputError, InvalidResolutionError, InvalidateTargetError, JournalCorruptError, McpServerNotFoundError, McpToolDriftError, NonDeterminismError, NotJsonError, ToolNotFoundError } from './errors.js';
 export type { FieldViolation } from './errors.js';
 export type { FlowRecord } from './flow/flow-catalog.js';
 export type { FlowDefinition } from './flow/flow-definition.js';

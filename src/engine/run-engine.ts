@@ -242,6 +242,10 @@ export class RunEngine {
     runId: string; namespace: string; invalidate?: number[]; execute?: boolean; drift?: 'restart' | 'abandon';
   }): Promise<{ run: Run; execution: ExecuteResult | null; restartedAs: Run | null; runId: string; runnable: boolean }> {
     const run = await this.store.runGet({ runId: params.runId, namespace: params.namespace });
+    // A run failed by a drifted MCP tool (docs/mcp.md "Drift") takes the same recoveries as drifted code.
+    if (params.drift && run.status === 'FAILED' && run.error?.name === 'McpToolDriftError') {
+      return { ...(await this.recoverDrift(run, params.drift)), runId: run.id, runnable: false };
+    }
     const workflow = await this.driver.definitionOf(run);
     if (run.workflowDigest !== workflow.digest) {
       if (params.drift) return { ...(await this.recoverDrift(run, params.drift)), runId: run.id, runnable: false };

@@ -3,7 +3,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
-import type { McpTransport } from '../../src/store/store.js';
+import type { McpToolRule, McpTransport } from '../../src/store/store.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
+import type { Registry } from '../../src/engine/registry.js';
+import { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
+import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import { FakeClock, NS, TTL } from '../engine/harness.js';
 
 /* The counting MCP server (fixtures/counting-mcp-server.mjs) as the tests start it: over Streamable HTTP, or as a stdio command. */
 
@@ -25,8 +30,8 @@ export function deliveriesLog(): { file: string; read(): Delivery[]; of(tool: st
 }
 
 /** Starts the server over Streamable HTTP; resolves once it listens. */
-export async function startHttpMcpServer(deliveries: string): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [FIXTURE, '--http'], { env: { ...process.env, MCP_DELIVERIES: deliveries }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startHttpMcpServer(deliveries: string, env: Record<string, string> = {}): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [FIXTURE, '--http'], { env: { ...process.env, MCP_DELIVERIES: deliveries, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -50,4 +55,21 @@ export async function startHttpMcpServer(deliveries: string): Promise<{ url: str
 /** The registration transport of the server as a stdio command (the replica starts it). */
 export function stdioMcpTransport(deliveries: string): McpTransport {
   return { kind: 'stdio', command: process.execPath, args: [FIXTURE, '--stdio'], env: { MCP_DELIVERIES: deliveries } };
+}
+
+export const allowRule: McpToolRule = { policy: 'allow', mutating: null, timeoutMs: null };
+
+/**
+ * An engine on a memory store with `servers` registered in namespace NS (default transport: `url`
+ * over Streamable HTTP) and a real SdkMcpConnector; the caller closes `mcp`.
+ */
+export async function mcpEngine(registry: Registry, url: string, servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>) {
+  const clock = new FakeClock();
+  const store = new MemoryStore({ clock: clock.now });
+  for (const [name, s] of Object.entries(servers)) {
+    await store.mcpServerPut({ namespace: NS, name, transport: s.transport ?? { kind: 'http', url, headers: {} }, tools: s.tools ?? {} });
+  }
+  const mcp = new SdkMcpConnector({ store });
+  const engine = new RunEngine({ store, registry, holder: 'replica-1', leaseTtlMs: TTL, clock: clock.now, mcp });
+  return { store, engine, mcp };
 }

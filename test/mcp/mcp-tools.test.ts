@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/index.js';
-import { RunEngine } from '../../src/engine/run-engine.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
-import { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
-import { MemoryStore } from '../../src/store/memory/memory-store.js';
+import type { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
 import type { McpToolRule, McpTransport } from '../../src/store/store.js';
-import { FakeClock, NS, shape, TTL } from '../engine/harness.js';
-import { deliveriesLog, startHttpMcpServer, stdioMcpTransport } from './mcp-fixture.js';
+import { NS, shape } from '../engine/harness.js';
+import { allowRule, deliveriesLog, mcpEngine, startHttpMcpServer, stdioMcpTransport } from './mcp-fixture.js';
 
 /*
  * ctx.tool('server.tool') against real MCP servers (docs/mcp.md): the counting server of
@@ -30,17 +28,11 @@ afterAll(async () => {
   log.remove();
 });
 
-const allow: McpToolRule = { policy: 'allow', mutating: null, timeoutMs: null };
+const allow = allowRule;
 
 async function setup(workflows: Workflow[], servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>) {
-  const clock = new FakeClock();
-  const store = new MemoryStore({ clock: clock.now });
-  for (const [name, s] of Object.entries(servers)) {
-    await store.mcpServerPut({ namespace: NS, name, transport: s.transport ?? { kind: 'http', url: http.url, headers: {} }, tools: s.tools ?? {} });
-  }
-  const mcp = new SdkMcpConnector({ store });
+  const { store, engine, mcp } = await mcpEngine(new Registry().register(...workflows), http.url, servers);
   connectors.push(mcp);
-  const engine = new RunEngine({ store, registry: new Registry().register(...workflows), holder: 'replica-1', leaseTtlMs: TTL, clock: clock.now, mcp });
   return { store, engine };
 }
 

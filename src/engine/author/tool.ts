@@ -69,6 +69,11 @@ export interface Tool<In = unknown, Out = unknown> {
    * stand-in built from the worker's declaration, called by name through ctx.tool's remote path.
    */
   readonly remote?: boolean;
+  /**
+   * A tool of an MCP server (docs/mcp.md): a stand-in built from the run's pinned tool list, called
+   * by its `server.tool` name through ctx.tool's MCP path.
+   */
+  readonly mcp?: boolean;
   /** Carries the argument type for `ctx.tool(tool, args)`; never set. */
   readonly __args?: In;
 }

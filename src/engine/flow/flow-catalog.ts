@@ -12,6 +12,12 @@ import { flowDigest, type FlowDefinition } from './flow-definition.js';
 import { validateFlow, type FlowKnowledge } from './flow-validation.js';
 import { flowWorkflow } from './flow-workflow.js';
 
+/**
+ * For each MCP tool name (`server.tool`) a flow uses, null when it exists or why not; the RunDriver
+ * supplies it (runtime/mcp-flow-tools.ts), since flows reach MCP only through it.
+ */
+export type FlowMcpTools = (namespace: string, flow: FlowDefinition) => Promise<Map<string, string | null>>;
+
 /** Built Workflows kept per (namespace, digest); a flow version never changes, so entries never go stale. */
 const CACHE_MAX = 512;
 
@@ -23,7 +29,7 @@ const CACHE_MAX = 512;
 export class FlowCatalog {
   private readonly built = new Map<string, Workflow>();
 
-  constructor(private readonly store: JournalStore, private readonly registry: Registry) {}
+  constructor(private readonly store: JournalStore, private readonly registry: Registry, private readonly mcpTools: FlowMcpTools | null = null) {}
 
   /**
    * Validates `flow` (InvalidFlowError with every field violation, nothing stored) and stores it
@@ -45,8 +51,11 @@ export class FlowCatalog {
     const runtime = this.registry.agentRuntime;
     // Remote tools declared by the namespace's workers count too (docs/workers.md): a flow's tool node calls them by name.
     const remoteNames = new Set((await this.store.remoteToolList({ namespace })).map((t) => t.declaration.name));
+    // MCP tools (`server.tool`) are checked against the namespace's registrations (flow-mcp-tools.ts).
+    const mcpTools = this.mcpTools ? await this.mcpTools(namespace, flow) : new Map<string, string | null>();
     const knows: FlowKnowledge = {
       tool: (name) => this.registry.hasTool(name) || remoteNames.has(name),
+      mcpTool: (name) => (mcpTools.has(name) ? mcpTools.get(name)! : `names tool "${name}", which is not registered`),
       workflow: (name) => codeNames.has(name) || flowNames.has(name) || name === flow.name,
       ...(runtime ? {
         model: (name: string) => {

@@ -23,6 +23,8 @@ import { checkGraph } from './flow-graph.js';
 export interface FlowKnowledge {
   /** Whether a tool of this name is registered (or built in). */
   tool(name: string): boolean;
+  /** For an MCP tool name (`server.tool`): null when it exists, else why not. Absent: MCP names are unknown tools. */
+  mcpTool?: (name: string) => string | null;
   /** Null when the model name resolves; else why it does not. Absent: no agent runtime. */
   model?: (name: string) => string | null;
   /** Whether a workflow or flow of this name can be started from this flow's namespace. */
@@ -187,7 +189,8 @@ function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck):
         if (problem) fail(`${here}.model`, problem);
       }
       (a.tools ?? []).forEach((t, j) => {
-        if (!knows.tool(t)) fail(`${here}.tools[${j}]`, `names tool "${t}", which is not registered`);
+        const problem = toolProblem(knows, t);
+        if (problem) fail(`${here}.tools[${j}]`, problem);
       });
       if (!a.prompt) fail(`${here}.prompt`, 'an agent needs a prompt');
       templates(a.prompt, 'prompt');
@@ -199,7 +202,10 @@ function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck):
     case 'tool': {
       const t = node.tool!;
       if (!t.tool) fail(`${here}.tool`, 'names no tool');
-      else if (!knows.tool(t.tool)) fail(`${here}.tool`, `names tool "${t.tool}", which is not registered`);
+      else {
+        const problem = toolProblem(knows, t.tool);
+        if (problem) fail(`${here}.tool`, problem);
+      }
       templates(t.arguments, 'arguments');
       into(t.into);
       break;
@@ -238,6 +244,13 @@ function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck):
     case 'branch':
       break;
   }
+}
+
+/** Null when `name` is a tool the server knows: registered, built in, remote, or an MCP tool (docs/mcp.md). */
+function toolProblem(knows: FlowKnowledge, name: string): string | null {
+  if (knows.tool(name)) return null;
+  if (knows.mcpTool && name.includes('.')) return knows.mcpTool(name);
+  return `names tool "${name}", which is not registered`;
 }
 
 function checkTemplate(text: string, field: string, declared: ReadonlySet<string>, fail: NodeCheck['fail']): void {

@@ -7,6 +7,7 @@ import { isRetryTimer, MODEL_RETRY_DEFAULT, retryPolicy } from '../author/retry.
 import { perform } from './effect-runner.js';
 import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError, ToolNotFoundError } from '../errors.js';
 import { remoteToolStandIn } from './remote-calls.js';
+import { mcpToolName, mcpToolStandIn } from './mcp-calls.js';
 import type { Execution } from './execution.js';
 import type { Registry } from '../registry.js';
 import type { Tool } from '../author/tool.js';
@@ -29,6 +30,7 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
     signal: exec.abort.signal,
     tool: (name) => registry.tool(name),
     async resolveTool(name) {
+      if (mcpToolName(name)) return mcpToolStandIn(exec, name, scope);
       if (registry.hasTool(name) || !exec.remote) return registry.tool(name);
       const info = await exec.remote.declaration(exec.run.namespace, name);
       if (!info) throw new ToolNotFoundError(name);
@@ -95,8 +97,9 @@ async function callTool(exec: Execution, scope: string, ctx: WorkflowContext, to
     return { status: 'denied', denial: value as unknown as ToolDenial };
   }
   try {
-    // A remote tool's stand-in is called by name: ctx.tool's remote path dispatches it to a worker.
-    return { status: 'ok', value: (await (tool.remote ? ctx.tool(tool.name, args) : ctx.tool(tool, args))) as Json };
+    // A remote or MCP tool's stand-in is called by name: ctx.tool's remote path dispatches it to a
+    // worker, its MCP path calls the server (policy and schema from the run's pin).
+    return { status: 'ok', value: (await (tool.remote || tool.mcp ? ctx.tool(tool.name, args) : ctx.tool(tool, args))) as Json };
   } catch (error) {
     if (error instanceof ToolApprovalDeniedError) {
       const by = error.deniedBy;

@@ -4,9 +4,10 @@ import type { McpServerRecord } from '../../store/store.js';
 import type { Json } from '../../journal/run.js';
 import { canonicalJson, schemaHash, sha256Hex } from '../replay/content-key.js';
 import { TOOL_RETRY_DEFAULT } from '../author/retry.js';
-import type { ToolPolicy } from '../author/tool.js';
+import { z } from 'zod';
+import { TOOL_BRAND, type Tool, type ToolPolicy } from '../author/tool.js';
 import { WaymarkError } from '../../journal/errors.js';
-import { InvalidInputError, McpServerNotFoundError, ToolNotFoundError } from '../errors.js';
+import { InvalidInputError, McpServerNotFoundError, McpToolDriftError, ToolNotFoundError } from '../errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { perform } from './effect-runner.js';
 import type { Execution } from './execution.js';
@@ -44,7 +45,20 @@ export function mcpToolName(name: string): { server: string; tool: string } | nu
   return { server: name.slice(0, dot), tool: name.slice(dot + 1) };
 }
 
-const pins = new WeakMap<Execution, Map<string, Promise<McpPin>>>();
+/**
+ * A server's pin in one execution. `fresh`: listed by this execution (the listing is current);
+ * otherwise it came from the journal (a replay or resume), and the first live call of this
+ * execution compares the pinned tool with what the server lists now (`current`, once per server).
+ */
+interface PinState {
+  pin: Promise<McpPin>;
+  fresh: boolean;
+  /** The pin's journal entry when it was replayed (for McpToolDriftError's `invalidate`). */
+  seq: number | null;
+  current: Promise<McpToolListing[]> | null;
+}
+
+const pins = new WeakMap<Execution, Map<string, PinState>>();
 
 /**
  * The pin of `server` for this execution: the first call reserves the pin's identity synchronously
@@ -52,23 +66,57 @@ const pins = new WeakMap<Execution, Map<string, Promise<McpPin>>>();
  * result comes back without asking the server.
  */
 export function mcpPin(exec: Execution, server: string, scope: string): Promise<McpPin> {
+  return pinState(exec, server, scope).pin;
+}
+
+function pinState(exec: Execution, server: string, scope: string): PinState {
   let byServer = pins.get(exec);
   if (!byServer) pins.set(exec, (byServer = new Map()));
   const known = byServer.get(server);
   if (known) return known;
   const call = exec.call('step', `mcp:${server}:tools/list`, null, scope);
-  const pinned = perform(exec, call, {
+  const state: PinState = { pin: null as unknown as Promise<McpPin>, fresh: false, seq: call.decision.action === 'return' ? call.decision.entry.seq : null, current: null };
+  state.pin = perform(exec, call, {
     twoPhase: false,
     retry: TOOL_RETRY_DEFAULT,
     execute: async (signal) => {
       const connector = mcpConnector(exec);
       const registration = await connector.server(exec.run.namespace, server);
       if (!registration) throw new McpServerNotFoundError(server);
-      return pinOf(registration, await connector.listTools(registration, signal)) as unknown as Json;
+      const pin = pinOf(registration, await connector.listTools(registration, signal));
+      state.fresh = true;
+      return pin as unknown as Json;
     },
   }).then((value) => value as unknown as McpPin);
-  byServer.set(server, pinned);
-  return pinned;
+  byServer.set(server, state);
+  return state;
+}
+
+/**
+ * A Tool standing for MCP tool `name` in an agent's tool list (docs/agents.md "MCP tools"): what
+ * the model sees (description, pinned input schema) and the pinned policy. Never executed here:
+ * the agent host calls it by name through ctx.tool's MCP path.
+ */
+export async function mcpToolStandIn(exec: Execution, name: string, scope: string): Promise<Tool> {
+  const target = mcpToolName(name)!;
+  const pin = await mcpPin(exec, target.server, scope);
+  const t = pin.tools.find((p) => p.name === target.tool);
+  if (!t) throw new ToolNotFoundError(name);
+  return Object.freeze({
+    [TOOL_BRAND]: true as const,
+    name,
+    description: t.description,
+    input: z.unknown(),
+    inputSchema: validatedAs2020(t.inputSchema),
+    policy: t.policy,
+    retry: TOOL_RETRY_DEFAULT,
+    timeoutMs: t.timeoutMs,
+    mcp: true,
+    isMutating: () => t.mutating,
+    execute: async (): Promise<unknown> => {
+      throw new Error(`internal: MCP tool "${name}" was executed in process; it is called through ctx.tool`);
+    },
+  });
 }
 
 /** The execution's connector; an execution without one (a preview, an engine built without MCP) cannot call a server. */
@@ -98,11 +146,32 @@ function validatedAs2020(schema: Json): Json {
   return rest;
 }
 
-/** One attempt of an MCP tool call, on the server's current registration (its transport may have changed; its tools are pinned). */
+/**
+ * One attempt of an MCP tool call, on the server's current registration (its transport may have
+ * changed; its tools are pinned). A pin from the journal is first checked against the server's
+ * current list (McpToolDriftError: the call is not sent).
+ */
 export async function mcpCallOnce(exec: Execution, target: { server: string; tool: string }, args: Json, idempotencyKey: string, signal: AbortSignal): Promise<Json> {
   const connector = mcpConnector(exec);
   const server = await connector.server(exec.run.namespace, target.server);
   if (!server) throw new McpServerNotFoundError(target.server);
+  const state = pins.get(exec)?.get(target.server);
+  if (state && !state.fresh) {
+    const current = (state.current ??= connector.listTools(server, signal));
+    let listed: McpToolListing[];
+    try {
+      listed = await current;
+    } catch (error) {
+      if (state.current === current) state.current = null; // the next attempt lists again
+      throw error;
+    }
+    const pinned = (await state.pin).tools.find((t) => t.name === target.tool);
+    const now = listed.find((t) => t.name === target.tool);
+    if (!now) throw new McpToolDriftError(target.server, target.tool, 'vanished', state.seq);
+    if (pinned && canonicalJson(pinned.inputSchema) !== canonicalJson(now.inputSchema)) {
+      throw new McpToolDriftError(target.server, target.tool, 'schema_changed', state.seq);
+    }
+  }
   return connector.callTool({ server, tool: target.tool, args, idempotencyKey, signal });
 }
 

@@ -13,6 +13,7 @@ import { zodViolations } from '../replay/payload-schema.js';
 import type { Registry } from '../registry.js';
 import type { Workflow } from '../author/workflow.js';
 import { FlowCatalog } from '../flow/flow-catalog.js';
+import { flowMcpTools } from './mcp-flow-tools.js';
 import { Execution, type ExecutionEnd } from './execution.js';
 import { PARENT_TIMED_OUT_ENDING, runChildrenCancel, runTimedOutRecord, type RunEnder } from './run-ending.js';
 import * as resolutions from './resolutions.js';
@@ -97,9 +98,9 @@ export class RunDriver {
     if (!(Number.isInteger(this.journalPageSize) && this.journalPageSize > 0)) {
       throw new RangeError(`journalPageSize must be a positive integer, got ${this.journalPageSize}`);
     }
-    this.flows = new FlowCatalog(this.store, this.registry);
-    this.remote = new RemoteCalls(options.store, options.remote);
     this.mcp = options.mcp ?? null;
+    this.flows = new FlowCatalog(this.store, this.registry, (namespace, flow) => flowMcpTools({ store: this.store, mcp: this.mcp, namespace, flow }));
+    this.remote = new RemoteCalls(options.store, options.remote);
     this.resumes = new ResumeCache(options.resumeCache);
   }
 
