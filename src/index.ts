@@ -18,6 +18,10 @@ export { RunEngine } from './engine/run-engine.js';
 export type { RunEngineOptions, RunStartParams } from './engine/run-engine.js';
 export type { ExecuteOutcome, ExecuteResult } from './engine/runtime/execute-result.js';
 export type { ReplayPreview } from './engine/runtime/resume-preview.js';
+/** The replay check of `waymark replay` for tests (docs/replay.md "In tests"). */
+export { replayJournal, type ReplayCheckOptions, type ReplayCheckReport, type ReplayWorkflows } from './engine/runtime/journal-replay.js';
+export type { ReplayDivergence } from './engine/runtime/call-order.js';
+export { parseJournalExport, JOURNAL_EXPORT_FORMAT, JOURNAL_EXPORT_VERSION, type JournalExport } from './engine/replay/journal-export.js';
 /** The in-memory store: for testing workflows (docs/workflows.md "Testing a workflow"). */
 export { MemoryStore } from './store/memory/memory-store.js';
 export type { ApprovalDecideParams, ResolveResult } from './engine/runtime/resolutions.js';
@@ -25,7 +29,7 @@ export type { SignalSendParams, SignalSendResult } from './engine/runtime/signal
 export type { Waiting } from './engine/runtime/suspension.js';
 export {
   ApprovalNotFoundError, ChildRunFailedError, DefinitionError, EffectFailedError, FlowDriftError, InvalidateTargetError,
-  InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalMissError, NonDeterminismError,
+  InvalidInputError, InvalidOutputError, InvalidResolutionError, JournalCorruptError, JournalExportError, JournalMissError, NonDeterminismError,
   NotJsonError, SignalTimeoutError, ToolApprovalDeniedError, ToolNotFoundError,
   EffectTimeoutError, NonRetryableError, RetriesExhaustedError, RunTimedOutError,
   FlowNameTakenError, FlowNotFoundError, FlowRunError, InvalidFlowError, McpServerNotFoundError, McpToolDriftError,

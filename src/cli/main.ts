@@ -12,10 +12,14 @@ Usage:
   waymark migrate                       apply database migrations and exit
   waymark bootstrap-key [--name NAME]   create an admin API key in the store (DATABASE_URL) and
                                         print it once: the first key of a deployment
+  waymark replay --workflows FILE JOURNAL…
+                                        replay journal exports (waymark runs export) against the
+                                        module's code with no live call and no database; exit 1 on
+                                        any divergence (docs/replay.md)
   waymark help | --help | --version     each command also takes --help: waymark dev --help
 
 Operator commands (a client of a running server, local or remote; docs/cli.md):
-  waymark runs start|get|list|cancel|journal|events|resume|provenance
+  waymark runs start|get|list|cancel|journal|events|resume|provenance|export
   waymark approvals list|get|complete
   waymark signals send
   waymark workflows list
@@ -95,11 +99,16 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`waymark ${pkg.version}\n`);
     return 0;
   }
+  if (first === 'replay') {
+    // Not a server command: it opens no database and reads no server setting.
+    const { runReplayCommand } = await import('./replay-command.js');
+    return runReplayCommand(argv.slice(1), process.env, { stdout: process.stdout, stderr: process.stderr });
+  }
   const { SERVER_COMMANDS, serverCommandHelp } = await import('./server-commands.js');
   const { closestName } = await import('./client/closest-name.js');
   const spec = SERVER_COMMANDS.find((c) => c.name === first);
   if (!spec) {
-    const known = [...SERVER_COMMANDS.map((c) => c.name), ...CLIENT_GROUPS, 'help', 'version'];
+    const known = [...SERVER_COMMANDS.map((c) => c.name), ...CLIENT_GROUPS, 'replay', 'help', 'version'];
     const flags = ['--help', '--version'];
     const near = closestName(first, first.startsWith('-') ? flags : known);
     const what = first.startsWith('-') ? `unknown option ${first}` : `unknown command "${first}"`;

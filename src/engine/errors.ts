@@ -137,6 +137,14 @@ export class JournalCorruptError extends WaymarkError {
   }
 }
 
+/** A file that is not a journal export `waymark replay` can read (docs/replay.md "The file"). */
+export class JournalExportError extends WaymarkError {
+  readonly reason = 'INVALID_JOURNAL_EXPORT';
+  constructor(readonly detail: string) {
+    super(`not a journal export this version of waymark reads: ${detail}; export it again with waymark runs export`);
+  }
+}
+
 /** `invalidate` named a seq that is not an effect of the run. */
 export class InvalidateTargetError extends WaymarkError {
   readonly reason = 'INVALID_INVALIDATE_TARGET';

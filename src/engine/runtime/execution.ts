@@ -8,7 +8,7 @@ import type { Json, Lease, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import { contentKey, idempotencyKey } from '../replay/content-key.js';
 import { NonDeterminismError } from '../errors.js';
-import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type ReplayDecision } from '../replay/replay.js';
+import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type EffectRecord, type ReplayDecision } from '../replay/replay.js';
 import type { Call } from './call.js';
 import { AppendQueue, isRefusal, type ProduceEntries } from './append-queue.js';
 import { LeaseRenewal } from './lease-renewal.js';
@@ -59,6 +59,13 @@ export interface ExecutionOptions {
   remote?: RemoteCalls | null;
   /** MCP servers (docs/mcp.md); absent: `ctx.tool('server.tool')` fails when it must call one. */
   mcp?: McpConnector | null;
+  /** Told of every call as it is matched (the replay check's order watch, runtime/call-order.ts); it must not change the call. */
+  observer?: CallObserver | null;
+}
+
+/** Sees each call the moment Execution.call matched it: the effect it took (if any) and the verdict, nondeterministic included. */
+export interface CallObserver {
+  called(call: Call, record: EffectRecord | undefined, decision: ReplayDecision): void;
 }
 
 const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
@@ -216,6 +223,7 @@ export class Execution {
     const call = new ReservedCall(identity, kind, name, this.run.id);
     // The call is its own expectation (kind, name): replayDecide says whether the journal agrees.
     const decision = replayDecide(record, { index: this.index, resolutionIsValid, call });
+    this.options.observer?.called(call, record, decision);
     if (decision.action === 'nondeterministic') {
       throw new NonDeterminismError(this.run.id, scope, decision.expected, decision.found, decision.detail);
     }

@@ -6,7 +6,7 @@ import type { Json, Run, RunError } from '../../journal/run.js';
 import { toJson } from '../replay/content-key.js';
 import { errorRecord } from '../replay/error-codec.js';
 import { InvalidInputError } from '../errors.js';
-import { Execution } from './execution.js';
+import { Execution, type CallObserver } from './execution.js';
 import type { PreviewCounts, PreviewItem } from './preview-tally.js';
 import { zodViolations } from '../replay/payload-schema.js';
 import type { Registry } from '../registry.js';
@@ -14,7 +14,7 @@ import { JournalIndex, latestAttempt } from '../replay/replay.js';
 import { invalidationEntries } from '../replay/invalidation.js';
 import { waitingOf, type Waiting } from './suspension.js';
 import type { RemoteCalls } from './remote-calls.js';
-import type { Workflow } from '../author/workflow.js';
+import type { Workflow, WorkflowContext } from '../author/workflow.js';
 import { WorkflowContextImpl } from './workflow-context.js';
 
 /*
@@ -63,6 +63,10 @@ export async function replayHistory(params: {
   logger?: Logger;
   /** Remote tools' declarations (docs/workers.md); absent: a name no in-process tool has is unknown. */
   remote?: RemoteCalls | null;
+  /** Told of every call as it is matched (the replay check, runtime/journal-replay.ts). */
+  observer?: CallObserver | null;
+  /** Wraps the ctx the body gets (the replay check watches when calls settle). */
+  wrapContext?: (ctx: WorkflowContext) => WorkflowContext;
 }): Promise<ReplayPreview> {
   const { run, workflow, registry } = params;
   let entries = params.entries;
@@ -73,9 +77,10 @@ export async function replayHistory(params: {
   }
   const execution = new Execution({
     run, entries, mode: 'preview', store: null, lease: null, leaseTtlMs: 0, renewEveryMs: 0,
-    now: async () => new Date(), logger: params.logger ?? silent, remote: params.remote ?? null,
+    now: async () => new Date(), logger: params.logger ?? silent, remote: params.remote ?? null, observer: params.observer ?? null,
   });
-  const ctx = new WorkflowContextImpl(execution, registry, async () => null);
+  const impl = new WorkflowContextImpl(execution, registry, async () => null);
+  const ctx = params.wrapContext ? params.wrapContext(impl) : impl;
   const parsed = workflow.input.safeParse(run.input);
   const end = await execution.start(async () => {
     if (!parsed.success) throw new InvalidInputError(`the input of workflow "${workflow.name}"`, zodViolations(parsed.error));
