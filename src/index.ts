@@ -21,7 +21,7 @@ export type { ReplayPreview } from './engine/runtime/resume-preview.js';
 /** The replay check of `waymark replay` for tests (docs/replay.md "In tests"). */
 export { replayJournal, type ReplayCheckOptions, type ReplayCheckReport, type ReplayWorkflows } from './engine/runtime/journal-replay.js';
 export type { ReplayDivergence } from './engine/runtime/call-order.js';
-export { parseJournalExport, JOURNAL_EXPORT_FORMAT, JOURNAL_EXPORT_VERSION, type JournalExport } from './engine/replay/journal-export.js';
+export { parseJournalExport, JOURNAL_EXPORT_FORMAT, type JournalExport } from './engine/replay/journal-export.js';
 /** The in-memory store: for testing workflows (docs/workflows.md "Testing a workflow"). */
 export { MemoryStore } from './store/memory/memory-store.js';
 export type { ApprovalDecideParams, ResolveResult } from './engine/runtime/resolutions.js';

@@ -46,7 +46,7 @@ export type { ReplayPreview } from './runtime/resume-preview.js';
 export { replayJournal } from './runtime/journal-replay.js';
 export type { ReplayCheckOptions, ReplayCheckReport, ReplayWorkflows } from './runtime/journal-replay.js';
 export type { ReplayDivergence } from './runtime/call-order.js';
-export { JOURNAL_EXPORT_FORMAT, JOURNAL_EXPORT_VERSION, parseJournalExport } from './replay/journal-export.js';
+export { JOURNAL_EXPORT_FORMAT, parseJournalExport } from './replay/journal-export.js';
 export type { JournalExport } from './replay/journal-export.js';
 export type { Waiting } from './runtime/suspension.js';
 export { WORKER_DEFAULTS } from './runtime/worker-tasks.js';

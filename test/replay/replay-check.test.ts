@@ -20,17 +20,19 @@ type Body = (ctx: WorkflowContext) => Promise<unknown>;
 const flow = (body: Body): Workflow => defineWorkflow({ name: 'flow', input: z.null() }, async (ctx) => body(ctx));
 
 /** Runs `body` to its end on a fresh engine and returns the export of its journal, as parsed JSON. */
-async function recorded(body: Body): Promise<{ doc: any; names: string[] }> {
+async function recorded(body: Body, options: { omitDefaults?: boolean } = {}): Promise<{ doc: any; names: string[] }> {
   const store = new MemoryStore();
   const engine = new RunEngine({ store, registry: new Registry().register(flow(body)), holder: 'test', leaseTtlMs: 30_000 });
   const { run } = await engine.runStart({ namespace: 'default', workflowName: 'flow', input: null, execute: true });
   const entries = await store.journalList({ runId: run.id });
   const finished = await store.runGet({ runId: run.id, namespace: 'default' });
   expect(finished.status).toBe('SUCCEEDED');
+  // The CLI writes every field; the console's export (console/src/journal-file.ts) leaves defaults out.
+  const emit = { alwaysEmitImplicit: options.omitDefaults !== true };
   const doc = {
-    format: 'waymark.journal-export', version: 1, exportedAt: new Date().toISOString(),
-    run: toJson(RunSchema, runToProto(finished), { alwaysEmitImplicit: true }),
-    entries: entries.map((e) => toJson(JournalEntrySchema, entryToProto(e), { alwaysEmitImplicit: true })),
+    format: 'waymark.journal.v1', exportedAt: new Date().toISOString(),
+    run: toJson(RunSchema, runToProto(finished), emit),
+    entries: entries.map((e) => toJson(JournalEntrySchema, entryToProto(e), emit)),
   };
   return { doc, names: entries.filter((e) => e.kind === 'step' || e.kind === 'tool').map((e) => e.name) };
 }
@@ -138,9 +140,16 @@ describe('replayJournal: other verdicts', () => {
     expect(strict.divergences).toEqual([expect.objectContaining({ verdict: 'orphaned', kind: 'step', name: 'charge' })]);
   });
 
+  it('reads the console\'s export, which leaves fields at their default out', async () => {
+    const { doc } = await recorded(steps, { omitDefaults: true });
+    expect(doc.entries[0].seq).toBeUndefined();
+    expect(await replayJournal([flow(steps)], JSON.stringify(doc))).toMatchObject({ ok: true, hits: 2, recordedStatus: 'SUCCEEDED' });
+  });
+
   it('refuses a file of another version or with a gap in its seqs', async () => {
     const { doc } = await recorded(steps);
-    await expect(replayJournal([flow(steps)], { ...doc, version: 2 })).rejects.toThrow(JournalExportError);
+    await expect(replayJournal([flow(steps)], { ...doc, format: 'waymark.journal.v2' })).rejects.toThrow(JournalExportError);
+    await expect(replayJournal([flow(steps)], { ...doc, format: 'waymark.journal.v2' })).rejects.toThrow(/it is format waymark.journal.v2 and this reader knows waymark.journal.v1/);
     await expect(replayJournal([flow(steps)], { ...doc, entries: doc.entries.slice(1) })).rejects.toThrow(/has seq 1; an export holds the whole journal/);
     await expect(replayJournal([flow(steps)], '{"format":')).rejects.toThrow(/it is not JSON/);
   });

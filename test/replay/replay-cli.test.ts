@@ -57,8 +57,7 @@ afterAll(async () => {
 describe('waymark runs export', () => {
   it('writes a versioned document holding the run and every entry as GetJournal returns it', async () => {
     const doc = JSON.parse(await readFile(journals[0]!, 'utf8'));
-    expect(doc.format).toBe('waymark.journal-export');
-    expect(doc.version).toBe(1);
+    expect(doc.format).toBe('waymark.journal.v1');
     expect(doc.run.workflowName).toBe('order');
     expect(doc.run.workflowVersion).toBe('1');
     expect(doc.run.workflowDigest).toMatch(/^[0-9a-f]{64}$/);
@@ -136,7 +135,7 @@ describe('waymark replay', () => {
     const notExport = path.join(dir, 'not-export.json');
     await writeFile(notExport, JSON.stringify({ format: 'something-else' }));
     const bad = await replay('--workflows', module, journals[0]!, notExport, path.join(dir, 'absent.json'));
-    expect(bad.stdout).toContain(`unreadable  ${notExport}: not a journal export this version of waymark reads: its "format" is not "waymark.journal-export"`);
+    expect(bad.stdout).toContain(`unreadable  ${notExport}: not a journal export this version of waymark reads: its "format" is not "waymark.journal.v1"`);
     expect(bad.stdout).toContain(`unreadable  ${path.join(dir, 'absent.json')}: cannot read it (ENOENT)`);
     expect(bad.code).toBe(2);
   });

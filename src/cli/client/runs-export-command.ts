@@ -16,9 +16,11 @@ import { EXIT } from './exit-codes.js';
  * that looks whole.
  */
 
-/** The `format` and `version` fields of an export; docs/replay.md says what a new version may change. */
-export const EXPORT_FORMAT = 'waymark.journal-export';
-export const EXPORT_VERSION = 1;
+/**
+ * The `format` field, with its version: the console's journal export and offline viewer use the same
+ * one (console/src/journal-file.ts), so either reads the other's files; docs/replay.md "The file".
+ */
+export const EXPORT_FORMAT = 'waymark.journal.v1';
 
 const EMIT = { alwaysEmitImplicit: true } as const;
 
@@ -57,7 +59,7 @@ const exportRun: CommandSpec = {
     }
     let count = 0;
     try {
-      const head = { format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: new Date().toISOString(), run: toJson(RunSchema, run, EMIT) };
+      const head = { format: EXPORT_FORMAT, exportedAt: new Date().toISOString(), run: toJson(RunSchema, run, EMIT) };
       await write(stream, `${JSON.stringify(head, null, 1).replace(/\n}$/, '')},\n "entries": [`);
       for await (const entry of client.journal(runId, call(inv))) {
         await write(stream, `${count === 0 ? '' : ','}\n  ${JSON.stringify(toJson(JournalEntrySchema, entry, EMIT))}`);

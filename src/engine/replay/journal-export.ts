@@ -6,14 +6,15 @@ import { JournalExportError } from '../errors.js';
 
 /*
  * The export is the API's own JSON (the proto3 JSON mapping of Run and JournalEntry, as
- * `waymark runs journal -o json` prints them) inside a small envelope with a format name and a
- * version. A reader accepts its own version and refuses any other with a message, never guesses:
- * a version 2 may change what an entry means. Kinds unknown to this version are kept as they are
+ * `waymark runs journal -o json` prints them) inside a small envelope whose `format` names the
+ * version (`waymark.journal.v1`, as the console's export). A reader accepts its own version and
+ * refuses any other with a message, never guesses: a v2 may change what an entry means. Fields
+ * at their default may be absent (the console omits them), and unknown fields are ignored. Kinds unknown to this version are kept as they are
  * (the proto says to treat them as opaque) and replay as any effect would.
  */
 
-export const JOURNAL_EXPORT_FORMAT = 'waymark.journal-export';
-export const JOURNAL_EXPORT_VERSION = 1;
+/** The format this reader knows, version included; the console's export writes it too (console/src/journal-file.ts). */
+export const JOURNAL_EXPORT_FORMAT = 'waymark.journal.v1';
 
 /** An export read back: the run as the journal's replay needs it, and its entries in seq order. */
 export interface JournalExport {
@@ -107,10 +108,11 @@ export function parseJournalExport(exported: unknown): JournalExport {
       throw new JournalExportError(`it is not JSON (${(err as Error).message})`);
     }
   }
-  if (!isObj(doc) || doc.format !== JOURNAL_EXPORT_FORMAT) throw new JournalExportError(`its "format" is not "${JOURNAL_EXPORT_FORMAT}"`);
-  if (doc.version !== JOURNAL_EXPORT_VERSION) {
-    throw new JournalExportError(`it is version ${JSON.stringify(doc.version)} and this reader knows version ${JOURNAL_EXPORT_VERSION}`);
+  if (!isObj(doc)) throw new JournalExportError('it is not a JSON object');
+  if (typeof doc.format === 'string' && /^waymark\.journal\.v\d+$/.test(doc.format) && doc.format !== JOURNAL_EXPORT_FORMAT) {
+    throw new JournalExportError(`it is format ${doc.format} and this reader knows ${JOURNAL_EXPORT_FORMAT}`);
   }
+  if (doc.format !== JOURNAL_EXPORT_FORMAT) throw new JournalExportError(`its "format" is not "${JOURNAL_EXPORT_FORMAT}"`);
   if (!isObj(doc.run)) throw new JournalExportError('"run" must be an object');
   if (!Array.isArray(doc.entries)) throw new JournalExportError('"entries" must be an array');
   const r = doc.run;
