@@ -18,6 +18,7 @@ import { fmt, repeat } from './stats.js';
 import { measureStartup, startupRows } from './startup.js';
 import { measureResetStreams } from './reset-streams.js';
 import { IDLE_HOLD_MS, measureIdle } from './idle.js';
+import { measureParked } from './parked.js';
 import { measureTimers } from './timers.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
@@ -181,6 +182,12 @@ try {
   const timersAfter = await measureTimers(await db.create('bench_timers_memory'), TIMER_RUNS, true);
   row('timers: 1 s sleep lateness, sweeper alone (5 s interval)', `${TIMER_RUNS} runs at once`, fmt(timersBefore.p50Ms, 0), fmt(timersBefore.p99Ms, 0));
   row('timers: 1 s sleep lateness, in-memory timers', `${TIMER_RUNS} runs at once`, fmt(timersAfter.p50Ms, 1), fmt(timersAfter.p99Ms, 1));
+
+  const PARKED = quick ? [1_000, 10_000] : [1_000, 100_000];
+  progress(`parked: a server's RSS and idle CPU with ${PARKED.join(', then ')} runs parked on it on 2 h sleeps`);
+  for (const f of await measureParked(await db.create('bench_parked'), PARKED, progress)) {
+    row(`parked: server RSS and idle CPU, ${f.parked.toLocaleString('en')} runs parked on 2 h sleeps`, `${fmt(f.rssMiB, 0)} MiB, ${fmt(f.cores, 3)} cores`, '', '');
+  }
 
   progress('StartRun (no wait) from one client, alone and while another process opens and resets 2,000 StartRun streams');
   const reset = await measureResetStreams(await db.create('bench_reset_streams'));

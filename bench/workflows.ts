@@ -56,3 +56,9 @@ export const localEcho = defineTool({
 });
 export const localCall = defineWorkflow({ name: 'bench-local-call', input: z.object({ n: z.number() }) }, async (ctx, { n }) => ctx.tool(localEcho, { n }));
 export const remoteCall = defineWorkflow({ name: 'bench-remote-call', input: z.object({ n: z.number() }) }, async (ctx, { n }) => ctx.tool('bench_remote_echo', { n }));
+
+/** Parked runs (bench/parked.ts): a run that sleeps for hours, so it stays parked while the server is measured. */
+export const park = defineWorkflow({ name: 'bench-park', input: z.object({ n: z.number() }) }, async (ctx) => {
+  await ctx.sleep('2h');
+  return 'woke';
+});
