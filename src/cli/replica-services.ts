@@ -82,7 +82,7 @@ export async function startReplicaServices(params: {
   const metrics = new Metrics();
   const holder = `${hostname()}:${process.pid}`;
   // MCP servers registered in the store (docs/mcp.md); connections open on a run's first call.
-  const mcp = new SdkMcpConnector({ store, logger: logger.child({ component: 'mcp' }) });
+  const mcp = new SdkMcpConnector({ store, logger: logger.child({ component: 'mcp' }), replica: holder });
   const engine = new RunEngine({
     store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger, mcp,
     resumeCache: { maxEntries: config.resumeCacheEntries },

@@ -21,6 +21,7 @@ import { isRunId } from '../store/run-id.js';
 import type { SignalSendParams, SignalSendResult } from './runtime/signal-inbox.js';
 import type { Waiting } from './runtime/suspension.js';
 import type { FlowRecord, McpServerPutParams, McpServerPutResult, McpServerRecord, RemoteTask, ServedWorkflow } from '../store/store.js';
+import type { McpServerHealth } from './runtime/mcp-connector.js';
 import { McpServerNotFoundError } from './errors.js';
 import type { FlowDefinition } from './flow/flow-definition.js';
 import { WorkerTasks, type ServedToolView, type TaskCompleteResult } from './runtime/worker-tasks.js';
@@ -121,7 +122,7 @@ export class ReplicaEngine {
       // An execution stopped by a lost lease or a store failure reports no run: read where it stands.
       run = first.execution ? (first.execution.run ?? await store.runGet({ runId: first.run.id, namespace: start.namespace })) : first.run;
     }
-    const answer = await runWait({ store, remote: this.engine.remote, run, waitFor, signal: stop, ...this.#poll() });
+    const answer = await runWait({ store, remote: this.engine.remote, mcp: this.engine.driver.mcp, run, waitFor, signal: stop, ...this.#poll() });
     return { run: answer.run, created: isNew, waitingOn: answer.waitingOn, waitComplete: answer.reached };
   }
 
@@ -213,9 +214,10 @@ export class ReplicaEngine {
     return this.engine.store.mcpServerPut(params);
   }
 
-  /** ListMcpServers: the namespace's registrations, by name. */
-  mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> {
-    return this.engine.store.mcpServerList(params);
+  /** ListMcpServers: the namespace's registrations, by name, each with this replica's view of its connection (null: not tried). */
+  async mcpServerList(params: { namespace: string }): Promise<(McpServerRecord & { health: McpServerHealth | null })[]> {
+    const mcp = this.engine.driver.mcp;
+    return (await this.engine.store.mcpServerList(params)).map((s) => ({ ...s, health: mcp?.health(s.namespace, s.name) ?? null }));
   }
 
   /** RemoveMcpServer: McpServerNotFoundError when there is none of that name. */
@@ -282,7 +284,7 @@ export class ReplicaEngine {
   }
 
   #waits(run: Run): Promise<Waiting[]> {
-    return run.status === 'SUSPENDED' ? runWaits(this.engine, { runId: run.id, namespace: run.namespace }) : Promise.resolve([]);
+    return run.status === 'SUSPENDED' ? runWaits({ store: this.engine.store, remote: this.engine.remote, mcp: this.engine.driver.mcp }, { runId: run.id, namespace: run.namespace }) : Promise.resolve([]);
   }
 
   #poll(): { pollMs?: number } {

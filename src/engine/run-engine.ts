@@ -219,7 +219,7 @@ export class RunEngine {
 
   /** What a run waits on now: its open suspensions (read/run-waits.ts). */
   runWaits(params: { runId: string; namespace: string }): Promise<Waiting[]> {
-    return runWaits({ store: this.store, remote: this.remote }, params);
+    return runWaits({ store: this.store, remote: this.remote, mcp: this.driver.mcp }, params);
   }
 
   /** ResumeRun with dry_run: a replay-strict pass with zero live calls and zero writes. */

@@ -4,10 +4,12 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import pino, { type Logger } from 'pino';
-import type { McpConnector, McpToolListing } from '../engine/index.js';
+import type { McpConnector, McpServerHealth, McpToolListing } from '../engine/index.js';
 import type { Json } from '../journal/run.js';
 import type { JournalStore, McpServerRecord } from '../store/store.js';
 import { McpToolError } from './mcp-tool-error.js';
+import { McpHealth, type McpHealthOptions } from './mcp-health.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 /*
  * The replica's MCP client (docs/mcp.md), on the MCP SDK's Client: one connection per registered
@@ -34,15 +36,25 @@ export interface SdkMcpConnectorOptions {
   logger?: Logger;
   /** What servers see in `initialize` (default waymark). */
   clientName?: string;
+  /** The replica's holder id, named in health views (default `this-replica`). */
+  replica?: string;
+  /** The clock, sleep and reconnect backoff of the health book (mcp-health.ts). */
+  health?: Omit<McpHealthOptions, 'replica'>;
 }
 
 export class SdkMcpConnector implements McpConnector {
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly logger: Logger;
+  private readonly healthBook: McpHealth;
   private closed = false;
 
   constructor(private readonly options: SdkMcpConnectorOptions) {
     this.logger = options.logger ?? pino({ enabled: false });
+    this.healthBook = new McpHealth({ replica: options.replica ?? 'this-replica', ...options.health });
+  }
+
+  health(namespace: string, name: string): McpServerHealth | null {
+    return this.healthBook.view(namespace, name);
   }
 
   server(namespace: string, name: string): Promise<McpServerRecord | null> {
@@ -50,7 +62,7 @@ export class SdkMcpConnector implements McpConnector {
   }
 
   async listTools(server: McpServerRecord, signal: AbortSignal): Promise<McpToolListing[]> {
-    return this.using(server, async (client) => {
+    return this.using(server, signal, async (client) => {
       const tools: McpToolListing[] = [];
       let cursor: string | undefined;
       do {
@@ -71,7 +83,7 @@ export class SdkMcpConnector implements McpConnector {
 
   async callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal }): Promise<Json> {
     const { server, tool, args, idempotencyKey, signal } = params;
-    const result = await this.using(server, (client) => sending.run(idempotencyKey, () => client.callTool(
+    const result = await this.using(server, signal, (client) => sending.run(idempotencyKey, () => client.callTool(
       { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } },
       undefined,
       { signal, timeout: NO_SDK_TIMEOUT },
@@ -88,13 +100,19 @@ export class SdkMcpConnector implements McpConnector {
     await Promise.all(clients.map(async (c) => (await c.catch(() => null))?.close().catch(() => undefined)));
   }
 
-  /** Runs `fn` on the server's connection; a failure other than a tool's own error drops the connection. */
-  private async using<T>(server: McpServerRecord, fn: (client: Client) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` on the server's connection, opening one if there is none (no sooner than the
+   * server's reconnect backoff, mcp-health.ts). A transport failure drops the connection and counts
+   * against the server's health; an answer, a tool's error included, counts for it.
+   */
+  private async using<T>(server: McpServerRecord, signal: AbortSignal, fn: (client: Client) => Promise<T>): Promise<T> {
     if (this.closed) throw new Error('the MCP connector is closed (the replica is stopping)');
-    const key = JSON.stringify([server.namespace, server.name, server.transport]);
+    const { namespace, name } = server;
+    const key = JSON.stringify([namespace, name, server.transport]);
     let connecting = this.clients.get(key);
     if (!connecting) {
-      connecting = this.connect(server, () => this.clients.delete(key));
+      await this.healthBook.gate(namespace, name, signal);
+      connecting = this.clients.get(key) ?? this.connect(server, () => this.clients.delete(key));
       this.clients.set(key, connecting);
     }
     let client: Client;
@@ -102,15 +120,23 @@ export class SdkMcpConnector implements McpConnector {
       client = await connecting;
     } catch (error) {
       if (this.clients.get(key) === connecting) this.clients.delete(key);
+      if (!signal.aborted) this.healthBook.failed(namespace, name, error);
       throw error;
     }
     try {
-      return await fn(client);
+      const result = await fn(client);
+      this.healthBook.succeeded(namespace, name);
+      return result;
     } catch (error) {
-      if (!(error instanceof McpToolError) && this.clients.get(key) === connecting) {
+      if (error instanceof McpToolError || answered(error)) {
+        this.healthBook.succeeded(namespace, name);
+        throw error;
+      }
+      if (this.clients.get(key) === connecting) {
         this.clients.delete(key);
         void client.close().catch(() => undefined);
       }
+      if (!signal.aborted) this.healthBook.failed(namespace, name, error);
       throw error;
     }
   }
@@ -141,6 +167,11 @@ function transportOf(server: McpServerRecord): Transport {
       return fetch(url, { ...init, headers });
     },
   });
+}
+
+/** A JSON-RPC error the server sent (bad params, an unknown tool): it answered; a lost connection or a timeout is no answer. */
+function answered(error: unknown): boolean {
+  return error instanceof McpError && error.code !== ErrorCode.ConnectionClosed && error.code !== ErrorCode.RequestTimeout;
 }
 
 /** A value from the SDK as plain JSON (what the journal stores). */

@@ -38,6 +38,8 @@ describe('waymark mcp', { timeout: 120_000 }, () => {
     expect(table.stdout).toMatch(/^NAME\s+TRANSPORT\s+WHERE\s+TOOLS\n/);
     expect(table.stdout).toMatch(/billing\s+http\s+http:\/\/127\.0\.0\.1:9\/mcp\s+lookup=allow refund=ask,mutating/);
     expect(table.stdout).toMatch(/local\s+stdio\s+node server\.mjs --stdio\s+\(all, allow\)/);
+    // Health: nothing has called either server yet.
+    expect(table.stdout).toMatch(/\nNAME\s+HEALTH \(seen from the answering replica\)\nbilling\s+not tried\nlocal\s+not tried\n/);
     const listed = jsonLines((await cli('mcp', 'list', '-o', 'json')).stdout);
     expect(listed.map((s) => s.name)).toEqual(['billing', 'local']);
     expect(listed[0]).toMatchObject({ http: { headers: { authorization: '<redacted>' } }, tools: { refund: { policy: 'TOOL_POLICY_ASK', mutating: true, timeoutMs: 5000 } } });

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import type { McpToolRule, McpTransport } from '../../src/store/store.js';
 import { RunEngine } from '../../src/engine/run-engine.js';
 import type { Registry } from '../../src/engine/registry.js';
-import { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
+import { SdkMcpConnector, type SdkMcpConnectorOptions } from '../../src/mcp/sdk-mcp-connector.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock, NS, TTL } from '../engine/harness.js';
 
@@ -63,13 +63,16 @@ export const allowRule: McpToolRule = { policy: 'allow', mutating: null, timeout
  * An engine on a memory store with `servers` registered in namespace NS (default transport: `url`
  * over Streamable HTTP) and a real SdkMcpConnector; the caller closes `mcp`.
  */
-export async function mcpEngine(registry: Registry, url: string, servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>) {
+export async function mcpEngine(
+  registry: Registry, url: string, servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>,
+  connector: Omit<SdkMcpConnectorOptions, 'store'> = {},
+) {
   const clock = new FakeClock();
   const store = new MemoryStore({ clock: clock.now });
   for (const [name, s] of Object.entries(servers)) {
     await store.mcpServerPut({ namespace: NS, name, transport: s.transport ?? { kind: 'http', url, headers: {} }, tools: s.tools ?? {} });
   }
-  const mcp = new SdkMcpConnector({ store });
+  const mcp = new SdkMcpConnector({ store, ...connector });
   const engine = new RunEngine({ store, registry, holder: 'replica-1', leaseTtlMs: TTL, clock: clock.now, mcp });
-  return { store, engine, mcp };
+  return { store, engine, mcp, clock };
 }

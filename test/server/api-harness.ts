@@ -1,3 +1,4 @@
+import type { McpConnector } from '../../src/engine/index.js';
 import { fromJson, toJson, type DescMessage, type JsonValue, type MessageShape } from '@bufbuild/protobuf';
 import { ValueSchema, type Value } from '@bufbuild/protobuf/wkt';
 import { ConnectError, createClient, createRouterTransport, type Client, type Transport } from '@connectrpc/connect';
@@ -54,13 +55,15 @@ export function apiHarness(options: {
   store?: JournalStore; limits?: Partial<Limits>; items?: (Workflow | Tool)[]; streams?: number; shutdownSignal?: AbortSignal;
   /** A registry built by the test (e.g. with an agent runtime); `items` is then ignored. */
   registry?: Registry;
+  /** MCP servers' connector (docs/mcp.md); absent: runs cannot call MCP tools. */
+  mcp?: McpConnector;
 } = {}): ApiHarness {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const store = options.store ?? new MemoryStore({ limits });
   const logs: LogLine[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) });
   const registry = options.registry ?? new Registry().register(...(options.items ?? FIXTURE_ITEMS));
-  const engine = new RunEngine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger });
+  const engine = new RunEngine({ store, registry, holder: 'replica-a', leaseTtlMs: 30_000, logger, ...(options.mcp ? { mcp: options.mcp } : {}) });
   const deps: RouteDeps = {
     api: new ReplicaEngine({ engine, logger, followPollMs: 50 }), logger, limits, defaultNamespace: 'default', streams: new StreamGate(options.streams ?? 100),
   };

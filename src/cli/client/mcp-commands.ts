@@ -1,5 +1,6 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { McpToolRuleSchema} from '@waymark-dev/client';
+import type { McpServer, McpToolRuleSchema } from '@waymark-dev/client';
+import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { McpServerSchema, PutMcpServerResponseSchema, ToolPolicy } from '@waymark-dev/client';
 import { call, list, str, type CommandSpec } from './command-spec.js';
 import { EXIT, UsageError } from './exit-codes.js';
@@ -80,7 +81,7 @@ const add: CommandSpec = {
 
 const ls: CommandSpec = {
   group: 'mcp', name: 'list', args: [],
-  summary: 'Lists the MCP servers of the namespace: transport, exposed tools and their policies (header and env values are never shown).',
+  summary: 'Lists the MCP servers of the namespace: transport, exposed tools and their policies (header and env values are never shown), and each server\'s health as the answering replica sees it (last success, last error, reconnect backoff).',
   options: {},
   examples: ['waymark mcp list', 'waymark mcp list -o json'],
   async run(inv) {
@@ -96,7 +97,14 @@ const ls: CommandSpec = {
       const tools = Object.entries(s.tools).map(([n, r]) => `${n}=${POLICY_NAMES[r.policy] ?? '?'}${r.mutating === undefined ? '' : r.mutating ? ',mutating' : ',readonly'}`);
       return [s.name, t.case ?? '-', where, tools.join(' ') || '(all, allow)'];
     });
-    inv.out.print(rows.length === 0 ? 'no MCP servers are registered' : table(['NAME', 'TRANSPORT', 'WHERE', 'TOOLS'], rows, headerBold(inv.out)));
+    if (rows.length === 0) {
+      inv.out.print('no MCP servers are registered');
+      return EXIT.ok;
+    }
+    inv.out.print(table(['NAME', 'TRANSPORT', 'WHERE', 'TOOLS'], rows, headerBold(inv.out)));
+    // Health is the answering replica's view (each replica has its own connections): a table of its own, naming the replica.
+    const replica = servers.map((s) => s.health?.replica).find((r) => r) ?? 'the answering replica';
+    inv.out.print(`\n${table(['NAME', `HEALTH (seen from ${replica})`], servers.map((s) => [s.name, healthText(s.health)]), headerBold(inv.out))}`);
     return EXIT.ok;
   },
 };
@@ -114,5 +122,13 @@ const remove: CommandSpec = {
     return EXIT.ok;
   },
 };
+
+/** The answering replica's view of the server: `ok (last success …)`, `unreachable since … (3 failures): <error>`, or `not tried`. */
+function healthText(h: McpServer['health']): string {
+  if (!h) return 'not tried';
+  const at = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : 'never');
+  if (h.state === 'ok') return `ok (last success ${at(h.lastSuccessTime)})`;
+  return `unreachable (${h.consecutiveFailures} failure${h.consecutiveFailures === 1 ? '' : 's'}, last ${at(h.lastErrorTime)}: ${h.lastError}; last success ${at(h.lastSuccessTime)})`;
+}
 
 export const MCP_COMMANDS: CommandSpec[] = [add, ls, remove];

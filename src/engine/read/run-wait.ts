@@ -7,6 +7,7 @@ import type { RemoteCalls } from '../runtime/remote-calls.js';
 import type { Waiting } from '../runtime/suspension.js';
 import { statusOf } from './run-events.js';
 import { runWaits } from './run-waits.js';
+import type { McpConnector } from '../runtime/mcp-connector.js';
 
 /*
  * What a StartRun waits for (docs/api.md "Waiting for a run"), as a Temporal user's
@@ -41,6 +42,8 @@ export function waitReached(waitFor: WaitFor, run: Pick<Run, 'status'>, waitingO
 export interface RunWaitParams {
   store: JournalStore;
   remote: RemoteCalls;
+  /** MCP servers' health, for the waiting reason of a call whose server is unreachable. */
+  mcp?: McpConnector | null;
   /** The run as last seen; the wait follows its journal from there. */
   run: Run;
   waitFor: WaitFor;

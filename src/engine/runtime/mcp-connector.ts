@@ -14,6 +14,21 @@ export interface McpToolListing {
   annotations: Json | null;
 }
 
+/** How one replica last reached one MCP server. */
+export interface McpServerHealth {
+  /** `ok`: the last connect or request got an answer; `unreachable`: it failed at the transport. */
+  state: 'ok' | 'unreachable';
+  lastSuccessAt: Date | null;
+  lastError: string | null;
+  lastErrorAt: Date | null;
+  /** Transport failures since the last success. */
+  consecutiveFailures: number;
+  /** While unreachable: no new connection is tried before this time (the reconnect backoff). */
+  nextAttemptAt: Date | null;
+  /** The replica this view is from. */
+  replica: string;
+}
+
 /** What a replica does with MCP servers; src/mcp implements it with the MCP SDK. */
 export interface McpConnector {
   /** The registration of `name` in `namespace`, or null. */
@@ -26,6 +41,8 @@ export interface McpConnector {
    * a transport failure is thrown as itself (retried with the call's policy).
    */
   callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal }): Promise<Json>;
+  /** This replica's view of its connection to a server (docs/mcp.md "Connections and health"); null before any attempt. */
+  health(namespace: string, name: string): McpServerHealth | null;
   /** Closes every connection (the replica is stopping). */
   close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { McpServerSchema, type McpServer } from '../../gen/waymark/v1/mcp_service_pb.js';
-import type { McpServerRecord, McpToolRule, McpTransport } from '../../engine/index.js';
+import { McpServerHealthSchema, McpServerSchema, type McpServer, type McpServerHealth as McpServerHealthMessage } from '../../gen/waymark/v1/mcp_service_pb.js';
+import type { McpServerHealth, McpServerRecord, McpToolRule, McpTransport } from '../../engine/index.js';
 import type { RequestCheck } from './request-validation.js';
 import { POLICY_FROM_PROTO, POLICY_TO_PROTO } from './convert-tool-policy.js';
 
@@ -49,7 +49,7 @@ export function mcpServerFromProto(c: RequestCheck, server: McpServer): { name: 
 }
 
 /** A registration as the API shows it: header and environment values redacted. */
-export function mcpServerToProto(s: McpServerRecord): McpServer {
+export function mcpServerToProto(s: McpServerRecord & { health?: McpServerHealth | null }): McpServer {
   const redact = (m: Record<string, string>): Record<string, string> => Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED_VALUE]));
   const t = s.transport;
   return create(McpServerSchema, {
@@ -63,5 +63,14 @@ export function mcpServerToProto(s: McpServerRecord): McpServer {
     }])),
     createTime: timestampFromDate(s.createdAt),
     updateTime: timestampFromDate(s.updatedAt),
+    ...(s.health ? { health: healthToProto(s.health) } : {}),
+  });
+}
+
+function healthToProto(h: McpServerHealth): McpServerHealthMessage {
+  const at = (d: Date | null) => (d ? timestampFromDate(d) : undefined);
+  return create(McpServerHealthSchema, {
+    state: h.state, lastSuccessTime: at(h.lastSuccessAt), lastError: h.lastError ?? '', lastErrorTime: at(h.lastErrorAt),
+    consecutiveFailures: h.consecutiveFailures, nextAttemptTime: at(h.nextAttemptAt), replica: h.replica,
   });
 }

@@ -229,7 +229,11 @@ type McpServer struct {
 	// When the server was first registered.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// When its registration last changed.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// How the replica that answered last reached the server (output only; unset when it has not
+	// tried since it started). Each replica keeps its own connections, so another replica may see
+	// the server differently.
+	Health        *McpServerHealth `protobuf:"bytes,8,opt,name=health,proto3" json:"health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,6 +328,13 @@ func (x *McpServer) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *McpServer) GetHealth() *McpServerHealth {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
 type isMcpServer_Transport interface {
 	isMcpServer_Transport()
 }
@@ -342,6 +353,107 @@ func (*McpServer_Http) isMcpServer_Transport() {}
 
 func (*McpServer_Stdio) isMcpServer_Transport() {}
 
+// A replica's view of its connection to one MCP server (docs/mcp.md "Connections and health").
+type McpServerHealth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "ok" (the last exchange succeeded) or "unreachable" (the last connect or request failed).
+	State string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	// When the server last answered (a connect, a tools/list or a tools/call, a tool error
+	// included); unset if never.
+	LastSuccessTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_success_time,json=lastSuccessTime,proto3" json:"last_success_time,omitempty"`
+	// The last connect or transport failure, for people; empty if none.
+	LastError string `protobuf:"bytes,3,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// When it happened; unset if never.
+	LastErrorTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_error_time,json=lastErrorTime,proto3" json:"last_error_time,omitempty"`
+	// Failures since the last success.
+	ConsecutiveFailures uint32 `protobuf:"varint,5,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
+	// While unreachable: the replica does not try to connect again before this time (its backoff).
+	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
+	// The replica (its holder id) this view is from.
+	Replica       string `protobuf:"bytes,7,opt,name=replica,proto3" json:"replica,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerHealth) Reset() {
+	*x = McpServerHealth{}
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerHealth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerHealth) ProtoMessage() {}
+
+func (x *McpServerHealth) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerHealth.ProtoReflect.Descriptor instead.
+func (*McpServerHealth) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *McpServerHealth) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *McpServerHealth) GetLastSuccessTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSuccessTime
+	}
+	return nil
+}
+
+func (x *McpServerHealth) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *McpServerHealth) GetLastErrorTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastErrorTime
+	}
+	return nil
+}
+
+func (x *McpServerHealth) GetConsecutiveFailures() uint32 {
+	if x != nil {
+		return x.ConsecutiveFailures
+	}
+	return 0
+}
+
+func (x *McpServerHealth) GetNextAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptTime
+	}
+	return nil
+}
+
+func (x *McpServerHealth) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
+}
+
 // The server to register.
 type PutMcpServerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -355,7 +467,7 @@ type PutMcpServerRequest struct {
 
 func (x *PutMcpServerRequest) Reset() {
 	*x = PutMcpServerRequest{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +479,7 @@ func (x *PutMcpServerRequest) String() string {
 func (*PutMcpServerRequest) ProtoMessage() {}
 
 func (x *PutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +492,7 @@ func (x *PutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*PutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PutMcpServerRequest) GetNamespace() string {
@@ -410,7 +522,7 @@ type PutMcpServerResponse struct {
 
 func (x *PutMcpServerResponse) Reset() {
 	*x = PutMcpServerResponse{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +534,7 @@ func (x *PutMcpServerResponse) String() string {
 func (*PutMcpServerResponse) ProtoMessage() {}
 
 func (x *PutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +547,7 @@ func (x *PutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*PutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutMcpServerResponse) GetServer() *McpServer {
@@ -463,7 +575,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +587,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +600,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListMcpServersRequest) GetNamespace() string {
@@ -509,7 +621,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -521,7 +633,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -534,7 +646,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -557,7 +669,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +681,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +694,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RemoveMcpServerRequest) GetNamespace() string {
@@ -608,7 +720,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +732,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +745,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{10}
 }
 
 var File_waymark_v1_mcp_service_proto protoreflect.FileDescriptor
@@ -660,7 +772,7 @@ const file_waymark_v1_mcp_service_proto_rawDesc = "" +
 	"\bmutating\x18\x02 \x01(\bH\x00R\bmutating\x88\x01\x01\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\rR\ttimeoutMsB\v\n" +
-	"\t_mutating\"\xba\x03\n" +
+	"\t_mutating\"\xef\x03\n" +
 	"\tMcpServer\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x122\n" +
@@ -670,12 +782,22 @@ const file_waymark_v1_mcp_service_proto_rawDesc = "" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\x1aQ\n" +
+	"updateTime\x123\n" +
+	"\x06health\x18\b \x01(\v2\x1b.waymark.v1.McpServerHealthR\x06health\x1aQ\n" +
 	"\n" +
 	"ToolsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
 	"\x05value\x18\x02 \x01(\v2\x17.waymark.v1.McpToolRuleR\x05value:\x028\x01B\v\n" +
-	"\ttransport\"b\n" +
+	"\ttransport\"\xe7\x02\n" +
+	"\x0fMcpServerHealth\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12F\n" +
+	"\x11last_success_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0flastSuccessTime\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x03 \x01(\tR\tlastError\x12B\n" +
+	"\x0flast_error_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rlastErrorTime\x121\n" +
+	"\x14consecutive_failures\x18\x05 \x01(\rR\x13consecutiveFailures\x12F\n" +
+	"\x11next_attempt_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12\x18\n" +
+	"\areplica\x18\a \x01(\tR\areplica\"b\n" +
 	"\x13PutMcpServerRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12-\n" +
 	"\x06server\x18\x02 \x01(\v2\x15.waymark.v1.McpServerR\x06server\"_\n" +
@@ -711,48 +833,53 @@ func file_waymark_v1_mcp_service_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_mcp_service_proto_rawDescData
 }
 
-var file_waymark_v1_mcp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_waymark_v1_mcp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_waymark_v1_mcp_service_proto_goTypes = []any{
 	(*McpHttpTransport)(nil),        // 0: waymark.v1.McpHttpTransport
 	(*McpStdioTransport)(nil),       // 1: waymark.v1.McpStdioTransport
 	(*McpToolRule)(nil),             // 2: waymark.v1.McpToolRule
 	(*McpServer)(nil),               // 3: waymark.v1.McpServer
-	(*PutMcpServerRequest)(nil),     // 4: waymark.v1.PutMcpServerRequest
-	(*PutMcpServerResponse)(nil),    // 5: waymark.v1.PutMcpServerResponse
-	(*ListMcpServersRequest)(nil),   // 6: waymark.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),  // 7: waymark.v1.ListMcpServersResponse
-	(*RemoveMcpServerRequest)(nil),  // 8: waymark.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil), // 9: waymark.v1.RemoveMcpServerResponse
-	nil,                             // 10: waymark.v1.McpHttpTransport.HeadersEntry
-	nil,                             // 11: waymark.v1.McpStdioTransport.EnvEntry
-	nil,                             // 12: waymark.v1.McpServer.ToolsEntry
-	(ToolPolicy)(0),                 // 13: waymark.v1.ToolPolicy
-	(*timestamppb.Timestamp)(nil),   // 14: google.protobuf.Timestamp
+	(*McpServerHealth)(nil),         // 4: waymark.v1.McpServerHealth
+	(*PutMcpServerRequest)(nil),     // 5: waymark.v1.PutMcpServerRequest
+	(*PutMcpServerResponse)(nil),    // 6: waymark.v1.PutMcpServerResponse
+	(*ListMcpServersRequest)(nil),   // 7: waymark.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),  // 8: waymark.v1.ListMcpServersResponse
+	(*RemoveMcpServerRequest)(nil),  // 9: waymark.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil), // 10: waymark.v1.RemoveMcpServerResponse
+	nil,                             // 11: waymark.v1.McpHttpTransport.HeadersEntry
+	nil,                             // 12: waymark.v1.McpStdioTransport.EnvEntry
+	nil,                             // 13: waymark.v1.McpServer.ToolsEntry
+	(ToolPolicy)(0),                 // 14: waymark.v1.ToolPolicy
+	(*timestamppb.Timestamp)(nil),   // 15: google.protobuf.Timestamp
 }
 var file_waymark_v1_mcp_service_proto_depIdxs = []int32{
-	10, // 0: waymark.v1.McpHttpTransport.headers:type_name -> waymark.v1.McpHttpTransport.HeadersEntry
-	11, // 1: waymark.v1.McpStdioTransport.env:type_name -> waymark.v1.McpStdioTransport.EnvEntry
-	13, // 2: waymark.v1.McpToolRule.policy:type_name -> waymark.v1.ToolPolicy
+	11, // 0: waymark.v1.McpHttpTransport.headers:type_name -> waymark.v1.McpHttpTransport.HeadersEntry
+	12, // 1: waymark.v1.McpStdioTransport.env:type_name -> waymark.v1.McpStdioTransport.EnvEntry
+	14, // 2: waymark.v1.McpToolRule.policy:type_name -> waymark.v1.ToolPolicy
 	0,  // 3: waymark.v1.McpServer.http:type_name -> waymark.v1.McpHttpTransport
 	1,  // 4: waymark.v1.McpServer.stdio:type_name -> waymark.v1.McpStdioTransport
-	12, // 5: waymark.v1.McpServer.tools:type_name -> waymark.v1.McpServer.ToolsEntry
-	14, // 6: waymark.v1.McpServer.create_time:type_name -> google.protobuf.Timestamp
-	14, // 7: waymark.v1.McpServer.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 8: waymark.v1.PutMcpServerRequest.server:type_name -> waymark.v1.McpServer
-	3,  // 9: waymark.v1.PutMcpServerResponse.server:type_name -> waymark.v1.McpServer
-	3,  // 10: waymark.v1.ListMcpServersResponse.servers:type_name -> waymark.v1.McpServer
-	2,  // 11: waymark.v1.McpServer.ToolsEntry.value:type_name -> waymark.v1.McpToolRule
-	4,  // 12: waymark.v1.McpService.PutMcpServer:input_type -> waymark.v1.PutMcpServerRequest
-	6,  // 13: waymark.v1.McpService.ListMcpServers:input_type -> waymark.v1.ListMcpServersRequest
-	8,  // 14: waymark.v1.McpService.RemoveMcpServer:input_type -> waymark.v1.RemoveMcpServerRequest
-	5,  // 15: waymark.v1.McpService.PutMcpServer:output_type -> waymark.v1.PutMcpServerResponse
-	7,  // 16: waymark.v1.McpService.ListMcpServers:output_type -> waymark.v1.ListMcpServersResponse
-	9,  // 17: waymark.v1.McpService.RemoveMcpServer:output_type -> waymark.v1.RemoveMcpServerResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	13, // 5: waymark.v1.McpServer.tools:type_name -> waymark.v1.McpServer.ToolsEntry
+	15, // 6: waymark.v1.McpServer.create_time:type_name -> google.protobuf.Timestamp
+	15, // 7: waymark.v1.McpServer.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 8: waymark.v1.McpServer.health:type_name -> waymark.v1.McpServerHealth
+	15, // 9: waymark.v1.McpServerHealth.last_success_time:type_name -> google.protobuf.Timestamp
+	15, // 10: waymark.v1.McpServerHealth.last_error_time:type_name -> google.protobuf.Timestamp
+	15, // 11: waymark.v1.McpServerHealth.next_attempt_time:type_name -> google.protobuf.Timestamp
+	3,  // 12: waymark.v1.PutMcpServerRequest.server:type_name -> waymark.v1.McpServer
+	3,  // 13: waymark.v1.PutMcpServerResponse.server:type_name -> waymark.v1.McpServer
+	3,  // 14: waymark.v1.ListMcpServersResponse.servers:type_name -> waymark.v1.McpServer
+	2,  // 15: waymark.v1.McpServer.ToolsEntry.value:type_name -> waymark.v1.McpToolRule
+	5,  // 16: waymark.v1.McpService.PutMcpServer:input_type -> waymark.v1.PutMcpServerRequest
+	7,  // 17: waymark.v1.McpService.ListMcpServers:input_type -> waymark.v1.ListMcpServersRequest
+	9,  // 18: waymark.v1.McpService.RemoveMcpServer:input_type -> waymark.v1.RemoveMcpServerRequest
+	6,  // 19: waymark.v1.McpService.PutMcpServer:output_type -> waymark.v1.PutMcpServerResponse
+	8,  // 20: waymark.v1.McpService.ListMcpServers:output_type -> waymark.v1.ListMcpServersResponse
+	10, // 21: waymark.v1.McpService.RemoveMcpServer:output_type -> waymark.v1.RemoveMcpServerResponse
+	19, // [19:22] is the sub-list for method output_type
+	16, // [16:19] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_mcp_service_proto_init() }
@@ -772,7 +899,7 @@ func file_waymark_v1_mcp_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_mcp_service_proto_rawDesc), len(file_waymark_v1_mcp_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

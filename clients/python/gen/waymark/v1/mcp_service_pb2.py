@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from waymark.v1 import worker_service_pb2 as waymark_dot_v1_dot_worker__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cwaymark/v1/mcp_service.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwaymark/v1/worker_service.proto\"\xa5\x01\n\x10McpHttpTransport\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x43\n\x07headers\x18\x02 \x03(\x0b\x32).waymark.v1.McpHttpTransport.HeadersEntryR\x07headers\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xb3\x01\n\x11McpStdioTransport\x12\x18\n\x07\x63ommand\x18\x01 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x02 \x03(\tR\x04\x61rgs\x12\x38\n\x03\x65nv\x18\x03 \x03(\x0b\x32&.waymark.v1.McpStdioTransport.EnvEntryR\x03\x65nv\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8a\x01\n\x0bMcpToolRule\x12.\n\x06policy\x18\x01 \x01(\x0e\x32\x16.waymark.v1.ToolPolicyR\x06policy\x12\x1f\n\x08mutating\x18\x02 \x01(\x08H\x00R\x08mutating\x88\x01\x01\x12\x1d\n\ntimeout_ms\x18\x03 \x01(\rR\ttimeoutMsB\x0b\n\t_mutating\"\xba\x03\n\tMcpServer\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x32\n\x04http\x18\x03 \x01(\x0b\x32\x1c.waymark.v1.McpHttpTransportH\x00R\x04http\x12\x35\n\x05stdio\x18\x04 \x01(\x0b\x32\x1d.waymark.v1.McpStdioTransportH\x00R\x05stdio\x12\x36\n\x05tools\x18\x05 \x03(\x0b\x32 .waymark.v1.McpServer.ToolsEntryR\x05tools\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x1aQ\n\nToolsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.waymark.v1.McpToolRuleR\x05value:\x02\x38\x01\x42\x0b\n\ttransport\"b\n\x13PutMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12-\n\x06server\x18\x02 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\"_\n\x14PutMcpServerResponse\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x15ListMcpServersRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\"I\n\x16ListMcpServersResponse\x12/\n\x07servers\x18\x01 \x03(\x0b\x32\x15.waymark.v1.McpServerR\x07servers\"J\n\x16RemoveMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\x19\n\x17RemoveMcpServerResponse2\xa3\x02\n\nMcpService\x12V\n\x0cPutMcpServer\x12\x1f.waymark.v1.PutMcpServerRequest\x1a .waymark.v1.PutMcpServerResponse\"\x03\x90\x02\x02\x12\\\n\x0eListMcpServers\x12!.waymark.v1.ListMcpServersRequest\x1a\".waymark.v1.ListMcpServersResponse\"\x03\x90\x02\x01\x12_\n\x0fRemoveMcpServer\x12\".waymark.v1.RemoveMcpServerRequest\x1a#.waymark.v1.RemoveMcpServerResponse\"\x03\x90\x02\x02\x42\xae\x01\n\x0e\x63om.waymark.v1B\x0fMcpServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cwaymark/v1/mcp_service.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwaymark/v1/worker_service.proto\"\xa5\x01\n\x10McpHttpTransport\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x43\n\x07headers\x18\x02 \x03(\x0b\x32).waymark.v1.McpHttpTransport.HeadersEntryR\x07headers\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xb3\x01\n\x11McpStdioTransport\x12\x18\n\x07\x63ommand\x18\x01 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x02 \x03(\tR\x04\x61rgs\x12\x38\n\x03\x65nv\x18\x03 \x03(\x0b\x32&.waymark.v1.McpStdioTransport.EnvEntryR\x03\x65nv\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8a\x01\n\x0bMcpToolRule\x12.\n\x06policy\x18\x01 \x01(\x0e\x32\x16.waymark.v1.ToolPolicyR\x06policy\x12\x1f\n\x08mutating\x18\x02 \x01(\x08H\x00R\x08mutating\x88\x01\x01\x12\x1d\n\ntimeout_ms\x18\x03 \x01(\rR\ttimeoutMsB\x0b\n\t_mutating\"\xef\x03\n\tMcpServer\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x32\n\x04http\x18\x03 \x01(\x0b\x32\x1c.waymark.v1.McpHttpTransportH\x00R\x04http\x12\x35\n\x05stdio\x18\x04 \x01(\x0b\x32\x1d.waymark.v1.McpStdioTransportH\x00R\x05stdio\x12\x36\n\x05tools\x18\x05 \x03(\x0b\x32 .waymark.v1.McpServer.ToolsEntryR\x05tools\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x33\n\x06health\x18\x08 \x01(\x0b\x32\x1b.waymark.v1.McpServerHealthR\x06health\x1aQ\n\nToolsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.waymark.v1.McpToolRuleR\x05value:\x02\x38\x01\x42\x0b\n\ttransport\"\xe7\x02\n\x0fMcpServerHealth\x12\x14\n\x05state\x18\x01 \x01(\tR\x05state\x12\x46\n\x11last_success_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0flastSuccessTime\x12\x1d\n\nlast_error\x18\x03 \x01(\tR\tlastError\x12\x42\n\x0flast_error_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rlastErrorTime\x12\x31\n\x14\x63onsecutive_failures\x18\x05 \x01(\rR\x13\x63onsecutiveFailures\x12\x46\n\x11next_attempt_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12\x18\n\x07replica\x18\x07 \x01(\tR\x07replica\"b\n\x13PutMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12-\n\x06server\x18\x02 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\"_\n\x14PutMcpServerResponse\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x15ListMcpServersRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\"I\n\x16ListMcpServersResponse\x12/\n\x07servers\x18\x01 \x03(\x0b\x32\x15.waymark.v1.McpServerR\x07servers\"J\n\x16RemoveMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\x19\n\x17RemoveMcpServerResponse2\xa3\x02\n\nMcpService\x12V\n\x0cPutMcpServer\x12\x1f.waymark.v1.PutMcpServerRequest\x1a .waymark.v1.PutMcpServerResponse\"\x03\x90\x02\x02\x12\\\n\x0eListMcpServers\x12!.waymark.v1.ListMcpServersRequest\x1a\".waymark.v1.ListMcpServersResponse\"\x03\x90\x02\x01\x12_\n\x0fRemoveMcpServer\x12\".waymark.v1.RemoveMcpServerRequest\x1a#.waymark.v1.RemoveMcpServerResponse\"\x03\x90\x02\x02\x42\xae\x01\n\x0e\x63om.waymark.v1B\x0fMcpServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -57,21 +57,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MCPTOOLRULE']._serialized_start=461
   _globals['_MCPTOOLRULE']._serialized_end=599
   _globals['_MCPSERVER']._serialized_start=602
-  _globals['_MCPSERVER']._serialized_end=1044
-  _globals['_MCPSERVER_TOOLSENTRY']._serialized_start=950
-  _globals['_MCPSERVER_TOOLSENTRY']._serialized_end=1031
-  _globals['_PUTMCPSERVERREQUEST']._serialized_start=1046
-  _globals['_PUTMCPSERVERREQUEST']._serialized_end=1144
-  _globals['_PUTMCPSERVERRESPONSE']._serialized_start=1146
-  _globals['_PUTMCPSERVERRESPONSE']._serialized_end=1241
-  _globals['_LISTMCPSERVERSREQUEST']._serialized_start=1243
-  _globals['_LISTMCPSERVERSREQUEST']._serialized_end=1296
-  _globals['_LISTMCPSERVERSRESPONSE']._serialized_start=1298
-  _globals['_LISTMCPSERVERSRESPONSE']._serialized_end=1371
-  _globals['_REMOVEMCPSERVERREQUEST']._serialized_start=1373
-  _globals['_REMOVEMCPSERVERREQUEST']._serialized_end=1447
-  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_start=1449
-  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_end=1474
-  _globals['_MCPSERVICE']._serialized_start=1477
-  _globals['_MCPSERVICE']._serialized_end=1768
+  _globals['_MCPSERVER']._serialized_end=1097
+  _globals['_MCPSERVER_TOOLSENTRY']._serialized_start=1003
+  _globals['_MCPSERVER_TOOLSENTRY']._serialized_end=1084
+  _globals['_MCPSERVERHEALTH']._serialized_start=1100
+  _globals['_MCPSERVERHEALTH']._serialized_end=1459
+  _globals['_PUTMCPSERVERREQUEST']._serialized_start=1461
+  _globals['_PUTMCPSERVERREQUEST']._serialized_end=1559
+  _globals['_PUTMCPSERVERRESPONSE']._serialized_start=1561
+  _globals['_PUTMCPSERVERRESPONSE']._serialized_end=1656
+  _globals['_LISTMCPSERVERSREQUEST']._serialized_start=1658
+  _globals['_LISTMCPSERVERSREQUEST']._serialized_end=1711
+  _globals['_LISTMCPSERVERSRESPONSE']._serialized_start=1713
+  _globals['_LISTMCPSERVERSRESPONSE']._serialized_end=1786
+  _globals['_REMOVEMCPSERVERREQUEST']._serialized_start=1788
+  _globals['_REMOVEMCPSERVERREQUEST']._serialized_end=1862
+  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_start=1864
+  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_end=1889
+  _globals['_MCPSERVICE']._serialized_start=1892
+  _globals['_MCPSERVICE']._serialized_end=2183
 # @@protoc_insertion_point(module_scope)

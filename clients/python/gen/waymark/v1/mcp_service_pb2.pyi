@@ -197,6 +197,7 @@ class McpServer(_message.Message):
     TOOLS_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    HEALTH_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The namespace whose runs may call it (output only: PutMcpServerRequest names the namespace)."""
     name: _builtins.str
@@ -221,6 +222,13 @@ class McpServer(_message.Message):
     def update_time(self) -> _timestamp_pb2.Timestamp:
         """When its registration last changed."""
 
+    @_builtins.property
+    def health(self) -> Global___McpServerHealth:
+        """How the replica that answered last reached the server (output only; unset when it has not
+        tried since it started). Each replica keeps its own connections, so another replica may see
+        the server differently.
+        """
+
     def __init__(
         self,
         *,
@@ -231,16 +239,71 @@ class McpServer(_message.Message):
         tools: _abc.Mapping[_builtins.str, Global___McpToolRule] | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
+        health: Global___McpServerHealth | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "http", b"http", "stdio", b"stdio", "transport", b"transport", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "health", b"health", "http", b"http", "stdio", b"stdio", "transport", b"transport", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "http", b"http", "name", b"name", "namespace", b"namespace", "stdio", b"stdio", "tools", b"tools", "transport", b"transport", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "health", b"health", "http", b"http", "name", b"name", "namespace", b"namespace", "stdio", b"stdio", "tools", b"tools", "transport", b"transport", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_transport: _TypeAlias = _typing.Literal["http", "stdio"]  # noqa: Y015
     _WhichOneofArgType_transport: _TypeAlias = _typing.Literal["transport", b"transport"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_transport) -> _WhichOneofReturnType_transport | None: ...
 
 Global___McpServer: _TypeAlias = McpServer  # noqa: Y015
+
+@_typing.final
+class McpServerHealth(_message.Message):
+    """A replica's view of its connection to one MCP server (docs/mcp.md "Connections and health")."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATE_FIELD_NUMBER: _builtins.int
+    LAST_SUCCESS_TIME_FIELD_NUMBER: _builtins.int
+    LAST_ERROR_FIELD_NUMBER: _builtins.int
+    LAST_ERROR_TIME_FIELD_NUMBER: _builtins.int
+    CONSECUTIVE_FAILURES_FIELD_NUMBER: _builtins.int
+    NEXT_ATTEMPT_TIME_FIELD_NUMBER: _builtins.int
+    REPLICA_FIELD_NUMBER: _builtins.int
+    state: _builtins.str
+    """"ok" (the last exchange succeeded) or "unreachable" (the last connect or request failed)."""
+    last_error: _builtins.str
+    """The last connect or transport failure, for people; empty if none."""
+    consecutive_failures: _builtins.int
+    """Failures since the last success."""
+    replica: _builtins.str
+    """The replica (its holder id) this view is from."""
+    @_builtins.property
+    def last_success_time(self) -> _timestamp_pb2.Timestamp:
+        """When the server last answered (a connect, a tools/list or a tools/call, a tool error
+        included); unset if never.
+        """
+
+    @_builtins.property
+    def last_error_time(self) -> _timestamp_pb2.Timestamp:
+        """When it happened; unset if never."""
+
+    @_builtins.property
+    def next_attempt_time(self) -> _timestamp_pb2.Timestamp:
+        """While unreachable: the replica does not try to connect again before this time (its backoff)."""
+
+    def __init__(
+        self,
+        *,
+        state: _builtins.str = ...,
+        last_success_time: _timestamp_pb2.Timestamp | None = ...,
+        last_error: _builtins.str = ...,
+        last_error_time: _timestamp_pb2.Timestamp | None = ...,
+        consecutive_failures: _builtins.int = ...,
+        next_attempt_time: _timestamp_pb2.Timestamp | None = ...,
+        replica: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["last_error_time", b"last_error_time", "last_success_time", b"last_success_time", "next_attempt_time", b"next_attempt_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["consecutive_failures", b"consecutive_failures", "last_error", b"last_error", "last_error_time", b"last_error_time", "last_success_time", b"last_success_time", "next_attempt_time", b"next_attempt_time", "replica", b"replica", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___McpServerHealth: _TypeAlias = McpServerHealth  # noqa: Y015
 
 @_typing.final
 class PutMcpServerRequest(_message.Message):

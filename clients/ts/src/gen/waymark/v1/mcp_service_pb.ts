@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/mcp_service.proto.
  */
 export const file_waymark_v1_mcp_service: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXltYXJrL3YxL21jcF9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIosBChBNY3BIdHRwVHJhbnNwb3J0EgsKA3VybBgBIAEoCRI6CgdoZWFkZXJzGAIgAygLMikud2F5bWFyay52MS5NY3BIdHRwVHJhbnNwb3J0LkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKTAQoRTWNwU3RkaW9UcmFuc3BvcnQSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEjMKA2VudhgDIAMoCzImLndheW1hcmsudjEuTWNwU3RkaW9UcmFuc3BvcnQuRW52RW50cnkaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJtCgtNY3BUb29sUnVsZRImCgZwb2xpY3kYASABKA4yFi53YXltYXJrLnYxLlRvb2xQb2xpY3kSFQoIbXV0YXRpbmcYAiABKAhIAIgBARISCgp0aW1lb3V0X21zGAMgASgNQgsKCV9tdXRhdGluZyLxAgoJTWNwU2VydmVyEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEiwKBGh0dHAYAyABKAsyHC53YXltYXJrLnYxLk1jcEh0dHBUcmFuc3BvcnRIABIuCgVzdGRpbxgEIAEoCzIdLndheW1hcmsudjEuTWNwU3RkaW9UcmFuc3BvcnRIABIvCgV0b29scxgFIAMoCzIgLndheW1hcmsudjEuTWNwU2VydmVyLlRvb2xzRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBpFCgpUb29sc0VudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLndheW1hcmsudjEuTWNwVG9vbFJ1bGU6AjgBQgsKCXRyYW5zcG9ydCJPChNQdXRNY3BTZXJ2ZXJSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIlCgZzZXJ2ZXIYAiABKAsyFS53YXltYXJrLnYxLk1jcFNlcnZlciJOChRQdXRNY3BTZXJ2ZXJSZXNwb25zZRIlCgZzZXJ2ZXIYASABKAsyFS53YXltYXJrLnYxLk1jcFNlcnZlchIPCgdjcmVhdGVkGAIgASgIIioKFUxpc3RNY3BTZXJ2ZXJzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkiQAoWTGlzdE1jcFNlcnZlcnNSZXNwb25zZRImCgdzZXJ2ZXJzGAEgAygLMhUud2F5bWFyay52MS5NY3BTZXJ2ZXIiOQoWUmVtb3ZlTWNwU2VydmVyUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCSIZChdSZW1vdmVNY3BTZXJ2ZXJSZXNwb25zZTKjAgoKTWNwU2VydmljZRJWCgxQdXRNY3BTZXJ2ZXISHy53YXltYXJrLnYxLlB1dE1jcFNlcnZlclJlcXVlc3QaIC53YXltYXJrLnYxLlB1dE1jcFNlcnZlclJlc3BvbnNlIgOQAgISXAoOTGlzdE1jcFNlcnZlcnMSIS53YXltYXJrLnYxLkxpc3RNY3BTZXJ2ZXJzUmVxdWVzdBoiLndheW1hcmsudjEuTGlzdE1jcFNlcnZlcnNSZXNwb25zZSIDkAIBEl8KD1JlbW92ZU1jcFNlcnZlchIiLndheW1hcmsudjEuUmVtb3ZlTWNwU2VydmVyUmVxdWVzdBojLndheW1hcmsudjEuUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2UiA5ACAkKuAQoOY29tLndheW1hcmsudjFCD01jcFNlcnZpY2VQcm90b1ABWkJnaXRodWIuY29tL3dheW1hcmstZGV2L3dheW1hcmsvY2xpZW50cy9nby9nZW4vd2F5bWFyay92MTt3YXltYXJrdjGiAgNXWFiqAgpXYXltYXJrLlYxygIKV2F5bWFya1xWMeICFldheW1hcmtcVjFcR1BCTWV0YWRhdGHqAgtXYXltYXJrOjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp, file_waymark_v1_worker_service]);
+  fileDesc("Chx3YXltYXJrL3YxL21jcF9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIosBChBNY3BIdHRwVHJhbnNwb3J0EgsKA3VybBgBIAEoCRI6CgdoZWFkZXJzGAIgAygLMikud2F5bWFyay52MS5NY3BIdHRwVHJhbnNwb3J0LkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKTAQoRTWNwU3RkaW9UcmFuc3BvcnQSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEjMKA2VudhgDIAMoCzImLndheW1hcmsudjEuTWNwU3RkaW9UcmFuc3BvcnQuRW52RW50cnkaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJtCgtNY3BUb29sUnVsZRImCgZwb2xpY3kYASABKA4yFi53YXltYXJrLnYxLlRvb2xQb2xpY3kSFQoIbXV0YXRpbmcYAiABKAhIAIgBARISCgp0aW1lb3V0X21zGAMgASgNQgsKCV9tdXRhdGluZyKeAwoJTWNwU2VydmVyEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEiwKBGh0dHAYAyABKAsyHC53YXltYXJrLnYxLk1jcEh0dHBUcmFuc3BvcnRIABIuCgVzdGRpbxgEIAEoCzIdLndheW1hcmsudjEuTWNwU3RkaW9UcmFuc3BvcnRIABIvCgV0b29scxgFIAMoCzIgLndheW1hcmsudjEuTWNwU2VydmVyLlRvb2xzRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZoZWFsdGgYCCABKAsyGy53YXltYXJrLnYxLk1jcFNlcnZlckhlYWx0aBpFCgpUb29sc0VudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLndheW1hcmsudjEuTWNwVG9vbFJ1bGU6AjgBQgsKCXRyYW5zcG9ydCKGAgoPTWNwU2VydmVySGVhbHRoEg0KBXN0YXRlGAEgASgJEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAMgASgJEjMKD2xhc3RfZXJyb3JfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYBSABKA0SNQoRbmV4dF9hdHRlbXB0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3JlcGxpY2EYByABKAkiTwoTUHV0TWNwU2VydmVyUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSJQoGc2VydmVyGAIgASgLMhUud2F5bWFyay52MS5NY3BTZXJ2ZXIiTgoUUHV0TWNwU2VydmVyUmVzcG9uc2USJQoGc2VydmVyGAEgASgLMhUud2F5bWFyay52MS5NY3BTZXJ2ZXISDwoHY3JlYXRlZBgCIAEoCCIqChVMaXN0TWNwU2VydmVyc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJIkAKFkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2USJgoHc2VydmVycxgBIAMoCzIVLndheW1hcmsudjEuTWNwU2VydmVyIjkKFlJlbW92ZU1jcFNlcnZlclJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgwKBG5hbWUYAiABKAkiGQoXUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2UyowIKCk1jcFNlcnZpY2USVgoMUHV0TWNwU2VydmVyEh8ud2F5bWFyay52MS5QdXRNY3BTZXJ2ZXJSZXF1ZXN0GiAud2F5bWFyay52MS5QdXRNY3BTZXJ2ZXJSZXNwb25zZSIDkAICElwKDkxpc3RNY3BTZXJ2ZXJzEiEud2F5bWFyay52MS5MaXN0TWNwU2VydmVyc1JlcXVlc3QaIi53YXltYXJrLnYxLkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2UiA5ACARJfCg9SZW1vdmVNY3BTZXJ2ZXISIi53YXltYXJrLnYxLlJlbW92ZU1jcFNlcnZlclJlcXVlc3QaIy53YXltYXJrLnYxLlJlbW92ZU1jcFNlcnZlclJlc3BvbnNlIgOQAgJCrgEKDmNvbS53YXltYXJrLnYxQg9NY3BTZXJ2aWNlUHJvdG9QAVpCZ2l0aHViLmNvbS93YXltYXJrLWRldi93YXltYXJrL2NsaWVudHMvZ28vZ2VuL3dheW1hcmsvdjE7d2F5bWFya3YxogIDV1hYqgIKV2F5bWFyay5WMcoCCldheW1hcmtcVjHiAhZXYXltYXJrXFYxXEdQQk1ldGFkYXRh6gILV2F5bWFyazo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_waymark_v1_worker_service]);
 
 /**
  * An MCP server reached over Streamable HTTP.
@@ -182,6 +182,15 @@ export type McpServer = Message<"waymark.v1.McpServer"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 7;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * How the replica that answered last reached the server (output only; unset when it has not
+   * tried since it started). Each replica keeps its own connections, so another replica may see
+   * the server differently.
+   *
+   * @generated from field: waymark.v1.McpServerHealth health = 8;
+   */
+  health?: McpServerHealth | undefined;
 };
 
 /**
@@ -190,6 +199,70 @@ export type McpServer = Message<"waymark.v1.McpServer"> & {
  */
 export const McpServerSchema: GenMessage<McpServer> = /*@__PURE__*/
   messageDesc(file_waymark_v1_mcp_service, 3);
+
+/**
+ * A replica's view of its connection to one MCP server (docs/mcp.md "Connections and health").
+ *
+ * @generated from message waymark.v1.McpServerHealth
+ */
+export type McpServerHealth = Message<"waymark.v1.McpServerHealth"> & {
+  /**
+   * "ok" (the last exchange succeeded) or "unreachable" (the last connect or request failed).
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * When the server last answered (a connect, a tools/list or a tools/call, a tool error
+   * included); unset if never.
+   *
+   * @generated from field: google.protobuf.Timestamp last_success_time = 2;
+   */
+  lastSuccessTime?: Timestamp | undefined;
+
+  /**
+   * The last connect or transport failure, for people; empty if none.
+   *
+   * @generated from field: string last_error = 3;
+   */
+  lastError: string;
+
+  /**
+   * When it happened; unset if never.
+   *
+   * @generated from field: google.protobuf.Timestamp last_error_time = 4;
+   */
+  lastErrorTime?: Timestamp | undefined;
+
+  /**
+   * Failures since the last success.
+   *
+   * @generated from field: uint32 consecutive_failures = 5;
+   */
+  consecutiveFailures: number;
+
+  /**
+   * While unreachable: the replica does not try to connect again before this time (its backoff).
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_time = 6;
+   */
+  nextAttemptTime?: Timestamp | undefined;
+
+  /**
+   * The replica (its holder id) this view is from.
+   *
+   * @generated from field: string replica = 7;
+   */
+  replica: string;
+};
+
+/**
+ * Describes the message waymark.v1.McpServerHealth.
+ * Use `create(McpServerHealthSchema)` to create a new message.
+ */
+export const McpServerHealthSchema: GenMessage<McpServerHealth> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_mcp_service, 4);
 
 /**
  * The server to register.
@@ -217,7 +290,7 @@ export type PutMcpServerRequest = Message<"waymark.v1.PutMcpServerRequest"> & {
  * Use `create(PutMcpServerRequestSchema)` to create a new message.
  */
 export const PutMcpServerRequestSchema: GenMessage<PutMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 4);
+  messageDesc(file_waymark_v1_mcp_service, 5);
 
 /**
  * The stored registration.
@@ -245,7 +318,7 @@ export type PutMcpServerResponse = Message<"waymark.v1.PutMcpServerResponse"> & 
  * Use `create(PutMcpServerResponseSchema)` to create a new message.
  */
 export const PutMcpServerResponseSchema: GenMessage<PutMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 5);
+  messageDesc(file_waymark_v1_mcp_service, 6);
 
 /**
  * Which namespace to list.
@@ -266,7 +339,7 @@ export type ListMcpServersRequest = Message<"waymark.v1.ListMcpServersRequest"> 
  * Use `create(ListMcpServersRequestSchema)` to create a new message.
  */
 export const ListMcpServersRequestSchema: GenMessage<ListMcpServersRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 6);
+  messageDesc(file_waymark_v1_mcp_service, 7);
 
 /**
  * The namespace's servers.
@@ -287,7 +360,7 @@ export type ListMcpServersResponse = Message<"waymark.v1.ListMcpServersResponse"
  * Use `create(ListMcpServersResponseSchema)` to create a new message.
  */
 export const ListMcpServersResponseSchema: GenMessage<ListMcpServersResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 7);
+  messageDesc(file_waymark_v1_mcp_service, 8);
 
 /**
  * The server to remove.
@@ -315,7 +388,7 @@ export type RemoveMcpServerRequest = Message<"waymark.v1.RemoveMcpServerRequest"
  * Use `create(RemoveMcpServerRequestSchema)` to create a new message.
  */
 export const RemoveMcpServerRequestSchema: GenMessage<RemoveMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 8);
+  messageDesc(file_waymark_v1_mcp_service, 9);
 
 /**
  * Empty on success.
@@ -330,7 +403,7 @@ export type RemoveMcpServerResponse = Message<"waymark.v1.RemoveMcpServerRespons
  * Use `create(RemoveMcpServerResponseSchema)` to create a new message.
  */
 export const RemoveMcpServerResponseSchema: GenMessage<RemoveMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 9);
+  messageDesc(file_waymark_v1_mcp_service, 10);
 
 /**
  * Registers the MCP servers whose tools a namespace's runs may call (docs/mcp.md).
