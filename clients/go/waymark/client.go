@@ -46,6 +46,8 @@ type Client struct {
 	Runs    waymarkv1.RunServiceClient
 	Signals waymarkv1.SignalServiceClient
 	Flows   waymarkv1.FlowServiceClient
+	// Mcp is the McpService stub (MCP servers whose tools runs call, docs/mcp.md).
+	Mcp waymarkv1.McpServiceClient
 	// Workers is the WorkerService stub, which package worker (clients/go/worker) serves tools
 	// through; ListTools is the call an application makes itself.
 	Workers waymarkv1.WorkerServiceClient
@@ -175,6 +177,7 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	c.Signals = waymarkv1.NewSignalServiceClient(conn)
 	c.Workers = waymarkv1.NewWorkerServiceClient(conn)
 	c.Flows = waymarkv1.NewFlowServiceClient(conn)
+	c.Mcp = waymarkv1.NewMcpServiceClient(conn)
 	if o.failFast > 0 {
 		if err := c.waitReady(address, o.failFast); err != nil {
 			_ = conn.Close()

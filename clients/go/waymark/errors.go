@@ -29,6 +29,7 @@ const (
 	ReasonInvalidFlow         = "INVALID_FLOW"
 	ReasonFlowNotFound        = "FLOW_NOT_FOUND"
 	ReasonFlowNameTaken       = "FLOW_NAME_TAKEN"
+	ReasonMcpServerNotFound   = "MCP_SERVER_NOT_FOUND"
 )
 
 // FieldViolation is one invalid field of a request (google.rpc.BadRequest).
@@ -125,6 +126,12 @@ type FlowNotFoundError struct {
 	Version string
 }
 
+// McpServerNotFoundError: the namespace has no MCP server of that name (NOT_FOUND).
+type McpServerNotFoundError struct {
+	*APIError
+	Server string
+}
+
 // FlowNameTakenError: a code workflow registered on the server has the flow's name
 // (ALREADY_EXISTS); flows and code workflows share one namespace of names.
 type FlowNameTakenError struct {
@@ -212,6 +219,7 @@ func (e *InvalidArgumentError) Unwrap() error     { return e.APIError }
 func (e *AlreadyResolvedError) Unwrap() error     { return e.APIError }
 func (e *LeaseLostError) Unwrap() error           { return e.APIError }
 func (e *WrongStateError) Unwrap() error          { return e.APIError }
+func (e *McpServerNotFoundError) Unwrap() error   { return e.APIError }
 func (e *IdempotencyConflictError) Unwrap() error { return e.APIError }
 func (e *UnavailableError) Unwrap() error         { return e.APIError }
 func (e *InvalidFlowError) Unwrap() error         { return e.InvalidArgumentError }
@@ -301,6 +309,8 @@ func FromStatus(st *status.Status) error {
 		return &FlowNotFoundError{APIError: base, Flow: meta("flow"), Version: meta("version")}
 	case ReasonFlowNameTaken:
 		return &FlowNameTakenError{APIError: base, Flow: meta("flow")}
+	case ReasonMcpServerNotFound:
+		return &McpServerNotFoundError{APIError: base, Server: meta("server")}
 	}
 	switch base.Code {
 	case codes.InvalidArgument:

@@ -36,7 +36,8 @@ var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * t
 // an idempotency key, a signal with a signal id and a decision with a request id are (the server
 // answers a repeat like the first call; StartRun, SendSignal and Approve/Deny always set one);
 // CancelRun is (cancelling a cancelled run returns it unchanged); so is RegisterFlow (the same
-// content as the latest version again stores nothing and returns that version); ResumeRun is as a dry run, a
+// content as the latest version again stores nothing and returns that version) and PutMcpServer (a
+// repeat puts the same registration; RemoveMcpServer is not: a repeat answers NOT_FOUND); ResumeRun is as a dry run, a
 // plain resume and DRIFT_RECOVERY_ABANDON. A resume with invalidate or DRIFT_RECOVERY_RESTART is
 // not (a repeat unpins the entries again, or starts a second new run): it is sent once, after
 // waiting for a connection. Of WorkerService, RegisterWorker is (it replaces the declaration),
@@ -52,7 +53,8 @@ func repeatable(method string, req any) bool {
 		"/waymark.v1.RunService/CancelRun",
 		"/waymark.v1.WorkerService/ListTools", "/waymark.v1.WorkerService/RegisterWorker",
 		"/waymark.v1.WorkerService/Heartbeat", "/waymark.v1.WorkerService/CompleteTask",
-		"/waymark.v1.FlowService/GetFlow", "/waymark.v1.FlowService/ListFlows", "/waymark.v1.FlowService/RegisterFlow":
+		"/waymark.v1.FlowService/GetFlow", "/waymark.v1.FlowService/ListFlows", "/waymark.v1.FlowService/RegisterFlow",
+		"/waymark.v1.McpService/PutMcpServer", "/waymark.v1.McpService/ListMcpServers":
 		return true
 	case "/waymark.v1.RunService/StartRun":
 		r, ok := req.(*waymarkv1.StartRunRequest)

@@ -50,10 +50,12 @@ class RetryPolicy:
 # DRIFT_RECOVERY_RESTART is not (a repeat unpins the entries again, or starts a second new run):
 # it is sent once, after waiting for a connection.
 # RegisterFlow is too: the same content as the latest version again stores nothing and answers
-# that version.
+# that version. So is PutMcpServer (a repeat puts the same registration); RemoveMcpServer is not
+# (a repeat of an applied removal answers NOT_FOUND).
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
     | {"RegisterFlow", "GetFlow", "ListFlows"}
+    | {"PutMcpServer", "ListMcpServers"}
 )
 
 

@@ -12,12 +12,13 @@ from grpc import aio
 from waymark import _follow, _runs, _signals, _unary
 from waymark._core import ClientCore
 from waymark._flows import AsyncFlows
+from waymark._mcp import AsyncMcpServers
 from waymark._shells import AsyncShell, async_iter, awaitable
 from waymark.v1 import run_service_pb2_grpc, signal_service_pb2_grpc, worker_service_pb2_grpc
 
 _T = TypeVar("_T")
 
-__all__ = ["AsyncClient", "AsyncFlows"]
+__all__ = ["AsyncClient", "AsyncFlows", "AsyncMcpServers"]
 
 
 class AsyncClient(ClientCore):
@@ -36,6 +37,7 @@ class AsyncClient(ClientCore):
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
         self.connect_timeout = connect_timeout
         self.flows = AsyncFlows(self)
+        self.mcp = AsyncMcpServers(self)
 
     async def close(self) -> None:
         await self._channel.close(grace=None)

@@ -7,10 +7,11 @@ import grpc
 from waymark import _follow, _runs, _signals, _unary
 from waymark._core import ClientCore
 from waymark._flows import Flows
+from waymark._mcp import McpServers
 from waymark._shells import SyncShell, blocking, blocking_iter
 from waymark.v1 import run_service_pb2_grpc, signal_service_pb2_grpc, worker_service_pb2_grpc
 
-__all__ = ["Client", "Flows"]
+__all__ = ["Client", "Flows", "McpServers"]
 
 
 class Client(ClientCore):
@@ -47,6 +48,7 @@ class Client(ClientCore):
         self.signals = signal_service_pb2_grpc.SignalServiceStub(self._channel)
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
         self.flows = Flows(self)
+        self.mcp = McpServers(self)
         if connect_timeout is not None:
             try:
                 self.wait_ready(connect_timeout)

@@ -23,6 +23,7 @@ __all__ = [
     "FlowDrift",
     "FlowNameTaken",
     "FlowNotFound",
+    "McpServerNotFound",
     "IdempotencyConflict",
     "InvalidArgument",
     "InvalidFlow",
@@ -194,6 +195,16 @@ class FlowNotFound(WaymarkError):
         return self._meta("version")
 
 
+class McpServerNotFound(WaymarkError):
+    """The namespace has no MCP server of that name (NOT_FOUND)."""
+
+    reason_name = "MCP_SERVER_NOT_FOUND"
+
+    @property
+    def server(self) -> str:
+        return self._meta("server")
+
+
 class FlowNameTaken(WaymarkError):
     """A code workflow registered on the server has the flow's name (ALREADY_EXISTS): flows and
     code workflows share one namespace of names."""
@@ -297,6 +308,7 @@ _BY_REASON: dict[str, type[WaymarkError]] = {
         InvalidFlow,
         FlowNotFound,
         FlowNameTaken,
+        McpServerNotFound,
     )
     if cls.reason_name
 }
