@@ -15,6 +15,7 @@ import { loadTlsFiles, TLS_DEFAULTS, TlsFileError, type TlsFiles } from '../serv
 import { API_KEY_DEFAULTS } from '../engine/index.js';
 import { MIN_SECRET_LENGTH } from '../engine/index.js';
 import { isLoopbackHost } from '../server/transport/grpc-server.js';
+import { RETENTION_DEFAULTS, type RetentionPolicy } from '../sweeper/retention-duty.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -30,6 +31,8 @@ const hostPort = (example: string) =>
     }, 'port must be 0-65535');
 
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-fA-F:]+\](:\d{1,5})?$/;
+
+const DAY_MS = 86_400_000;
 
 const positiveInt = (what: string) =>
   z.coerce.number({ error: `must be ${what}` }).int(`must be ${what}`).positive(`must be ${what}`);
@@ -54,6 +57,12 @@ const schema = z.object({
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
   WAYMARK_RESUME_CACHE_ENTRIES: nonNegativeInt('a whole number >= 0 (0 turns hot resume off)').default(RESUME_CACHE_DEFAULTS.maxEntries),
   WAYMARK_REPLICA_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(REPLICA_DEFAULTS.ttlMs),
+  WAYMARK_RETENTION_DAYS: z.coerce.number({ error: 'must be a number of days >= 0 (0 keeps finished runs forever)' })
+    .min(0, 'must be a number of days >= 0 (0 keeps finished runs forever)').default(RETENTION_DEFAULTS.defaultMs / DAY_MS),
+  WAYMARK_RETENTION_NAMESPACES: z.string()
+    .regex(/^\s*[a-z0-9][a-z0-9-]{0,62}=\d+(\.\d+)?\s*(,\s*[a-z0-9][a-z0-9-]{0,62}=\d+(\.\d+)?\s*)*$/, 'must be namespace=days pairs separated by commas, e.g. "scratch=1,audit=365" (0 days keeps that namespace\'s runs forever)')
+    .optional(),
+  WAYMARK_RETENTION_BATCH: positiveInt('a whole number of runs > 0').default(RETENTION_DEFAULTS.batchSize),
   WAYMARK_UNROUTABLE_AFTER_MS: positiveInt('a whole number of milliseconds > 0').default(60_000),
   WAYMARK_WORKFLOWS: z.string().min(1, 'must be the path of a workflows module (.ts, .mts, .cts, .tsx, .js, .mjs, .cjs or .jsx)').optional(),
   WAYMARK_DATA_DIR: z.string().min(1, 'must be a directory path').default('.waymark'),
@@ -134,6 +143,8 @@ export interface Config {
   replicaTtlMs: number;
   /** The sweeper reports a run PENDING this long that no live replica can execute. */
   unroutableAfterMs: number;
+  /** Which finished runs the sweeper deletes, and when (docs/operations.md "Retention"). */
+  retention: RetentionPolicy;
   workflowsPath: string | undefined;
   /** Serve the web console under /console/ on WAYMARK_ADDR (docs/console.md). */
   console: boolean;
@@ -207,6 +218,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resumeCacheEntries: e.WAYMARK_RESUME_CACHE_ENTRIES,
     replicaTtlMs: e.WAYMARK_REPLICA_TTL_MS,
     unroutableAfterMs: e.WAYMARK_UNROUTABLE_AFTER_MS,
+    retention: {
+      defaultMs: Math.round(e.WAYMARK_RETENTION_DAYS * DAY_MS),
+      namespaces: Object.fromEntries((e.WAYMARK_RETENTION_NAMESPACES ?? '').split(',').filter((p) => p.trim() !== '').map((pair) => {
+        const [namespace, days] = pair.split('=').map((x) => x.trim());
+        return [namespace!, Math.round(Number(days) * DAY_MS)];
+      })),
+      batchSize: e.WAYMARK_RETENTION_BATCH,
+    },
     workflowsPath: e.WAYMARK_WORKFLOWS,
     console: e.WAYMARK_CONSOLE === 'on',
     dataDir: e.WAYMARK_DATA_DIR,

@@ -22,6 +22,7 @@ export function createSweeper(config: Config, store: JournalStore, logger: Logge
     leaderTtlMs: config.leaseTtlMs,
     graceMs: config.leaseTtlMs,
     unroutableAfterMs: config.unroutableAfterMs,
+    retention: config.retention,
     logger,
   });
   metrics?.watchSweeper(sweeper);

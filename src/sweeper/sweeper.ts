@@ -7,6 +7,7 @@ import type { JournalStore, SweeperLease, UnroutableRun } from '../store/store.j
 import { DeadlineAlarm } from './deadline-alarm.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
+import { checkedRetention, purgeExpired, RETENTION_DEFAULTS, type RetentionPolicy } from './retention-duty.js';
 
 /*
  * The recovery loop of one store (DESIGN "Sweeper duties"). Several may run; the leader lease makes
@@ -39,6 +40,8 @@ export interface SweeperOptions {
   maxRecoveries?: number;
   /** A run PENDING this long that no live replica can execute is reported (routing). */
   unroutableAfterMs?: number;
+  /** Which finished runs are deleted and when (retention-duty.ts); default: 30 days everywhere. */
+  retention?: RetentionPolicy;
   logger?: Logger;
 }
 
@@ -81,6 +84,8 @@ export interface SweepReport {
   childrenFailed: number;
   /** PENDING runs no live replica can execute (duty 5, routing); reported, never failed. */
   unroutable: UnroutableRun[];
+  /** Finished runs deleted by retention (duty 6), and their journal entries. */
+  purged: number; purgedEntries: number;
   durationMs: number;
   /** The leadership ended mid-sweep (a fenced write was refused). */
   fenced: boolean;
@@ -116,6 +121,7 @@ export class Sweeper {
   readonly maxRecoveries: number;
   readonly unroutableAfterMs: number;
   readonly leaderTtlMs: number;
+  readonly retention: RetentionPolicy;
   readonly leader: LeaderLease;
   /** Unroutable runs already logged, so each is logged once while it stays unroutable. */
   private readonly reportedUnroutable = new Set<string>();
@@ -144,6 +150,7 @@ export class Sweeper {
     this.maxRecoveries = o.maxRecoveries;
     this.unroutableAfterMs = o.unroutableAfterMs;
     this.leaderTtlMs = o.leaderTtlMs;
+    this.retention = checkedRetention(options.retention ?? RETENTION_DEFAULTS);
     this.logger = (options.logger ?? pino({ enabled: false })).child({ component: 'sweeper' });
     this.leader = new LeaderLease({ store: this.store, holder: this.holder, ttlMs: o.leaderTtlMs, logger: this.logger });
     this.leader.events.on('acquired', (lease) => this.events.emit('elected', lease));
@@ -237,7 +244,7 @@ export class Sweeper {
     const started = performance.now();
     const report: SweepReport = {
       leader: false, epoch: null, recovered: [], failed: [], byKind: { expired_lease: { recovered: [], failed: [] }, dead_session: { recovered: [], failed: [] } }, timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
-      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], durationMs: 0, fenced: false,
+      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], purged: 0, purgedEntries: 0, durationMs: 0, fenced: false,
     };
     const lease = this.leader.current ?? (kind === 'sweep' ? await this.leader.tryAcquire() : null);
     if (lease) {
@@ -259,14 +266,14 @@ export class Sweeper {
     }
     report.durationMs = performance.now() - started;
     const acted = report.recovered.length + report.failed.length + report.timedOut.length + report.timedOutChildrenCancelled + report.timeouts + report.sleeps +
-      report.parentsWoken + report.childrenCancelled + report.childrenFailed;
+      report.parentsWoken + report.childrenCancelled + report.childrenFailed + report.purged;
     if (acted > 0 || report.fenced) {
       this.logger.info({
         epoch: report.epoch, recovered: report.recovered, failed: report.failed,
         expiredLeases: report.byKind.expired_lease, deadSessions: report.byKind.dead_session, timedOut: report.timedOut,
         timedOutChildrenCancelled: report.timedOutChildrenCancelled, timeouts: report.timeouts, sleeps: report.sleeps,
         parentsWoken: report.parentsWoken, childrenCancelled: report.childrenCancelled, childrenFailed: report.childrenFailed,
-        fenced: report.fenced, durationMs: Math.round(report.durationMs),
+        purged: report.purged, purgedEntries: report.purgedEntries, fenced: report.fenced, durationMs: Math.round(report.durationMs),
       }, kind === 'sweep' ? 'sweep acted' : 'deadline alarm acted');
     }
     this.events.emit(kind, report);
@@ -336,6 +343,8 @@ export class Sweeper {
         runId: r.runId, namespace: r.namespace, workflow: r.workflowName, digest: r.workflowDigest, pendingSince: r.pendingSince,
       }, 'run waits for a replica that serves its workflow: no live replica can execute it (start one that serves it, or cancel the run)');
     }
+    // 6. Retention, last: a slow purge delays no recovery; a failed batch waits for the next sweep.
+    ({ purged: report.purged, entries: report.purgedEntries } = await purgeExpired(store, this.retention, this.maxBatches, this.logger));
   }
 
   private operations(store: JournalStore): RecoveryOperations {

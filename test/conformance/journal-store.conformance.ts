@@ -12,6 +12,7 @@ import { leasesSection } from './leases.conformance.js';
 import { leaseSessionsSection } from './lease-sessions.conformance.js';
 import { limitsSection } from './limits.conformance.js';
 import { resolutionsSection } from './resolutions.conformance.js';
+import { retentionSection } from './retention.conformance.js';
 import { runsSection } from './runs.conformance.js';
 import { runTimeoutsSection } from './run-timeouts.conformance.js';
 import { signalsSection } from './signals.conformance.js';
@@ -58,6 +59,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('leases and fencing', () => leasesSection(ctx));
     describe('lease sessions (dead-session reclaim)', () => leaseSessionsSection(ctx));
     describe('spend (journalSpend)', () => spendSection(ctx));
+    describe('retention (runPurge)', () => retentionSection(ctx));
     describe('waits (journalWaits)', () => waitsSection(ctx));
     describe('resolutions', () => resolutionsSection(ctx));
     describe('sweeper queries', () => sweeperSection(ctx));

@@ -38,6 +38,11 @@ export class MemoryRemoteTasks {
 
   constructor(private readonly host: RemoteTaskHost) {}
 
+  /** Retention: drops the run's tasks with it. */
+  forgetRun(runId: string): void {
+    for (const [id, task] of this.tasks) if (task.runId === runId) this.tasks.delete(id);
+  }
+
   async workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {
     const now = this.host.now();
     const k = key(params.namespace, params.workerId);

@@ -15,7 +15,7 @@ import type {
   SuspensionListParams, SuspensionListResult, SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams, UnroutableRun,
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams, WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint,
   WebhookEndpointCreateParams, WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WorkerHeartbeatParams,
-  BudgetLock, BudgetLockParams, JournalStore, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, WakeupSubscribeParams, WakeupUnsubscribe,
+  BudgetLock, BudgetLockParams, JournalStore, RunCostDaily, RunCostDailyListParams, RunPurgeParams, RunPurgeResult, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { MemoryApiKeys } from './memory-api-keys.js';
 import { MemoryFlows } from './memory-flows.js';
@@ -23,6 +23,7 @@ import { MemoryJournal } from './memory-journal.js';
 import { MemoryMcpServers } from './memory-mcp-servers.js';
 import { MemoryRemoteTasks } from './memory-remote-tasks.js';
 import { MemoryReplicas } from './memory-replicas.js';
+import { MemoryRetention } from './memory-retention.js';
 import { MemoryRunTable } from './memory-run-table.js';
 import { MemoryRuns } from './memory-runs.js';
 import { MemorySignalInbox } from './memory-signal-inbox.js';
@@ -55,6 +56,7 @@ export class MemoryStore implements JournalStore {
   private readonly webhooks: MemoryWebhooks;
   private readonly apiKeys: MemoryApiKeys;
   private readonly remote: MemoryRemoteTasks;
+  private readonly retention: MemoryRetention;
   private readonly budgetLocks = new KeyedMutex();
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -76,6 +78,7 @@ export class MemoryStore implements JournalStore {
       resolve: (params) => this.journal.journalResolve(params),
       taskWoken: (namespace) => table.wakeups.notifyTask(namespace),
     });
+    this.retention = new MemoryRetention(table, this.remote);
   }
 
   runCreate(params: RunCreateParams): Promise<RunCreateResult> {
@@ -355,6 +358,14 @@ export class MemoryStore implements JournalStore {
   /** Tests: `holder`'s session ends as a killed process's would (its registration stays, dead). */
   leaseSessionEnd(holder: string): Promise<void> {
     return this.sweeper.leaseSessionEnd(holder);
+  }
+
+  runPurge(params: RunPurgeParams): Promise<RunPurgeResult> {
+    return this.retention.runPurge(params);
+  }
+
+  runCostDailyList(params: RunCostDailyListParams): Promise<RunCostDaily[]> {
+    return this.retention.runCostDailyList(params);
   }
 
   async wakeupSubscribe(params: WakeupSubscribeParams): Promise<WakeupUnsubscribe> {

@@ -26,6 +26,16 @@ export class MemoryWebhooks {
 
   constructor(private readonly now: () => Date) {}
 
+  /** Retention: whether a delivery of the run is still pending (its run is kept until it is not). */
+  pendingFor(runId: string): boolean {
+    return [...this.deliveries.values()].some(({ delivery }) => delivery.runId === runId && delivery.state === 'pending');
+  }
+
+  /** Retention: drops the run's deliveries with it. */
+  forgetRun(runId: string): void {
+    for (const [id, { delivery }] of this.deliveries) if (delivery.runId === runId) this.deliveries.delete(id);
+  }
+
   /** The outbox rows of a run that just ended, its status entry `entry`. */
   runFinished(run: Run, entry: JournalEntry): void {
     const now = this.now();

@@ -15,7 +15,7 @@ import type {
   SuspensionListResult, SuspensionOpenOldestParams, SweeperLease, SweeperLeaseAcquireParams, SweeperLeaseReleaseParams, SweeperLeaseRenewParams, UnroutableRun, WebhookClaim,
   WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams, WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
   WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WorkerHeartbeatParams,
-  BudgetLock, BudgetLockParams, JournalStore, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, LeaseSessionParams, WakeupSubscribeParams, WakeupUnsubscribe,
+  BudgetLock, BudgetLockParams, JournalStore, RunCostDaily, RunCostDailyListParams, RunPurgeParams, RunPurgeResult, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, LeaseSessionParams, WakeupSubscribeParams, WakeupUnsubscribe,
 } from '../store.js';
 import { STORE_DEFAULTS } from '../store-kind.js';
 import { AppendBatcher } from './append-batcher.js';
@@ -31,6 +31,7 @@ import * as journal from './journal-ops.js';
 import * as mcpServers from './mcp-servers-ops.js';
 import * as remote from './remote-tasks-ops.js';
 import * as replicas from './replicas-ops.js';
+import * as retention from './retention-ops.js';
 import * as runs from './runs-ops.js';
 import * as signals from './signals-ops.js';
 import * as sweeper from './sweeper-ops.js';
@@ -373,6 +374,10 @@ export class PostgresStore implements JournalStore {
   async leaseSessionEnd(holder: string): Promise<void> {
     return this.leaseSessions.end(holder);
   }
+
+  // Retention (retention-ops.ts).
+  runPurge(params: RunPurgeParams): Promise<RunPurgeResult> { return retention.runPurge(this.db, params); }
+  runCostDailyList(params: RunCostDailyListParams): Promise<RunCostDaily[]> { return retention.runCostDailyList(this.db, params); }
 
   async wakeupSubscribe(params: WakeupSubscribeParams): Promise<WakeupUnsubscribe> {
     return this.listener.subscribe(params);
