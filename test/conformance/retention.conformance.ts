@@ -41,7 +41,9 @@ async function exists(store: JournalStore, runId: string, namespace = 'default')
 export function retentionSection({ h }: SuiteContext): void {
   it('purges exactly the finished runs past the horizon, never parked, pending, running or recent ones', async () => {
     const { store, advance } = h();
-    const old = [await finishedRun(store), await finishedRun(store, { workflowName: 'other' })];
+    const old = [await finishedRun(store)];
+    await advance(1_000); // distinct ends: the order is theirs, not their ids'
+    old.push(await finishedRun(store, { workflowName: 'other' }));
     const { run: parked, lease: parkedLease } = await startRun(store);
     await store.journalAppend({ lease: parkedLease, entries: [suspension('approve')] });
     await store.runStatusSet({ lease: parkedLease, status: 'SUSPENDED' });

@@ -3,8 +3,7 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
 import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import type { Lease, Run } from '../../journal/run.js';
 import type {
-  DeadlineNext,
-  ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
+  DeadlineNext, ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, OrphanedRun, RemoteTask,
   RemoteTaskClaimParams, RemoteTaskNextAtParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo,
@@ -375,10 +374,8 @@ export class PostgresStore implements JournalStore {
     return this.leaseSessions.end(holder);
   }
 
-  // Retention (retention-ops.ts).
   runPurge(params: RunPurgeParams): Promise<RunPurgeResult> { return retention.runPurge(this.db, params); }
   runCostDailyList(params: RunCostDailyListParams): Promise<RunCostDaily[]> { return retention.runCostDailyList(this.db, params); }
-
   async wakeupSubscribe(params: WakeupSubscribeParams): Promise<WakeupUnsubscribe> {
     return this.listener.subscribe(params);
   }
