@@ -80,6 +80,9 @@ export async function runAgentLoop(
     throw new InvalidInputError('the options of ctx.agent', [{ field: 'maxSteps', description: 'must be a whole number of at least 1' }]);
   }
   const agentType = options.agentType ?? 'agent';
+  // A fork's model (docs/forks.md): the request digest and the call's identity keep the code's
+  // model, so the calls the journal answers still match; only a live call goes to this one.
+  const liveModel = host.modelOverride ?? model;
   let timeoutMs: number | null = null;
   if (options.timeout !== undefined) {
     try {
@@ -122,7 +125,7 @@ export async function runAgentLoop(
     const call = host.modelCall(model, { request: requestDigest });
     // A dry run calls no provider (docs/journal.md "Dry runs"): nothing is spent, so no budget check.
     const dry = host.run.dryRun;
-    const admission = call.live && !host.preview && !dry ? await admit(host, deps, model, bodyText.length, options, call.admitted) : NOT_ADMITTED;
+    const admission = call.live && !host.preview && !dry ? await admit(host, deps, liveModel, bodyText.length, options, call.admitted) : NOT_ADMITTED;
     const { estimate } = admission;
     const sent = [...conversation];
     let record: ModelCallRecord;
@@ -131,12 +134,12 @@ export async function runAgentLoop(
         retry: options.retry,
         classify: classifyModelFailure,
         timeoutMs,
-        intent: { model, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length, ...(dry ? { __dryRun: true } : {}) },
+        intent: { model: liveModel, agentType, step, requestDigest, estimatedCostUsd: estimate, messages: sent.length, ...(dry ? { __dryRun: true } : {}) },
         // The reservation is committed with the intent: the next call of the tree may be admitted.
         afterIntent: admission.release,
         execute: dry
-          ? async () => dryRunModelCall({ model, agentType, step, requestDigest })
-          : (info) => callModel(deps, { model, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
+          ? async () => dryRunModelCall({ model: liveModel, agentType, step, requestDigest })
+          : (info) => callModel(deps, { model: liveModel, agentType, step, requestDigest, options, messages: sent, specs, estimate }, info),
       })) as unknown as ModelCallRecord;
     } finally {
       admission.release();

@@ -153,6 +153,22 @@ export class InvalidateTargetError extends WaymarkError {
   }
 }
 
+/** ForkRun named no fork point it can fork at (docs/forks.md): `field` is the request field (at_seq, decision, model, workflow_version). */
+export class InvalidForkError extends WaymarkError {
+  readonly reason = 'INVALID_FORK';
+  constructor(readonly runId: string, readonly field: string, readonly detail: string) {
+    super(`cannot fork run ${runId}: ${detail}`);
+  }
+}
+
+/** CompareRuns of two runs of different workflows (docs/forks.md "Comparing runs"). */
+export class RunsNotComparableError extends WaymarkError {
+  readonly reason = 'RUNS_NOT_COMPARABLE';
+  constructor(readonly runIdA: string, readonly runIdB: string, readonly detail: string) {
+    super(`cannot compare run ${runIdA} with run ${runIdB}: ${detail}`);
+  }
+}
+
 /** A replay in strict mode (preview, golden journals) reached a call the journal cannot answer. */
 export class JournalMissError extends WaymarkError {
   readonly reason = 'JOURNAL_MISS';

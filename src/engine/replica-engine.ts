@@ -7,6 +7,7 @@ import type { ApprovalDecideParams, ResolveResult } from './runtime/resolutions.
 import { approvalGet, type ApprovalView } from './read/approvals.js';
 import type { RunEngine, RunStartParams } from './run-engine.js';
 import { runWaits } from './read/run-waits.js';
+import { runCompare, type RunComparison } from './read/run-compare.js';
 import { approvalPage } from './read/approval-page.js';
 import { journalPage } from './read/journal-page.js';
 import { agentsOf, runProvenance, type RunProvenance } from './read/run-provenance.js';
@@ -14,6 +15,7 @@ import { runEvents, runSettled } from './read/run-events.js';
 import { runWait, waitReached, type WaitFor } from './read/run-wait.js';
 import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
 import type { ReplayPreview } from './runtime/resume-preview.js';
+import type { ForkPreview, RunForkParams } from './runtime/run-fork.js';
 import { InlineExecutions } from './scheduling/inline-executions.js';
 import { ApiKeys } from './access/api-keys.js';
 import { RunNotFoundError } from '../journal/errors.js';
@@ -126,10 +128,16 @@ export class ReplicaEngine {
     return { run: answer.run, created: isNew, waitingOn: answer.waitingOn, waitComplete: answer.reached };
   }
 
-  /** GetRun: the run, the spend its budget counts, and what it waits on. */
-  async runGet(params: { runId: string; namespace: string }): Promise<RunView & { waitingOn: Waiting[] }> {
+  /** GetRun: the run, the spend its budget counts, what it waits on, and the runs forked from it (newest 100). */
+  async runGet(params: { runId: string; namespace: string }): Promise<RunView & { waitingOn: Waiting[]; forks: string[] }> {
     const view = await runView(this.engine.store, params);
-    return { ...view, waitingOn: await this.#waits(view.run) };
+    const [waitingOn, forks] = await Promise.all([this.#waits(view.run), this.engine.store.runForks({ ...params, limit: 100 })]);
+    return { ...view, waitingOn, forks };
+  }
+
+  /** CompareRuns (read/run-compare.ts): two runs of one workflow, effect by effect. */
+  runCompare(params: { namespace: string; runIdA: string; runIdB: string }): Promise<RunComparison> {
+    return runCompare(this.engine.store, params);
   }
 
   /**
@@ -181,6 +189,23 @@ export class ReplicaEngine {
     const resumed = await this.inline.track(() => this.engine.runResume({ ...params, execute: false }));
     this.inline.resolved(resumed, params.namespace);
     return { run: resumed.run, restartedAs: resumed.restartedAs ? (resumed.execution?.run ?? resumed.restartedAs) : null };
+  }
+
+  /** ForkRun with dry_run: what the fork would keep, redo and cost (runtime/run-fork.ts); nothing is written. */
+  runForkPreview(params: RunForkParams): Promise<ForkPreview> {
+    return this.engine.runForkPreview(params);
+  }
+
+  /**
+   * ForkRun (docs/forks.md): creates the fork and, with `wait`, executes it here until it ends or
+   * parks (as StartRun with wait); without, it executes here in the background, or on any executor.
+   */
+  async runFork(params: RunForkParams & { wait: boolean }): Promise<{ run: Run; created: boolean; forkSeq: number; waitingOn: Waiting[] }> {
+    const { wait, ...fork } = params;
+    const result = await this.inline.track(() => this.engine.runFork({ ...fork, execute: wait && this.inline.accepting }));
+    this.inline.resolved(result, params.namespace);
+    const run = result.execution && !result.execution.run ? await this.engine.store.runGet({ runId: result.runId, namespace: params.namespace }) : result.run;
+    return { run, created: result.created, forkSeq: result.forkSeq, waitingOn: await this.#waits(run) };
   }
 
   /** CancelRun: the run and its unfinished children. */

@@ -4,6 +4,7 @@ import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { RunStateError, WorkflowNotFoundError } from '../journal/errors.js';
 import type { Run, RunStatus } from '../journal/run.js';
+import { FORK_LABELS } from '../journal/fork-labels.js';
 import type { JournalStore, ServedWorkflow } from '../store/store.js';
 import { schemaHash, toJson } from './replay/content-key.js';
 import { FlowDriftError, InvalidInputError } from './errors.js';
@@ -15,6 +16,7 @@ import { runChildrenCancel, runEnd, type RunEnding } from './runtime/run-ending.
 import * as resolutions from './runtime/resolutions.js';
 import { signalSend, type SignalSendParams, type SignalSendResult } from './runtime/signal-inbox.js';
 import { replayHistory, type ReplayPreview } from './runtime/resume-preview.js';
+import { forkCreate, forkDraft, forkPreview, type ForkPreview, type RunForkParams } from './runtime/run-fork.js';
 import type { Waiting } from './runtime/suspension.js';
 import type { Workflow } from './author/workflow.js';
 import type { FlowCatalog } from './flow/flow-catalog.js';
@@ -278,6 +280,30 @@ export class RunEngine {
     }
     const execution = await this.driver.executeLeased({ lease });
     return { run: execution.run ?? run, execution, restartedAs: null, runId: run.id, runnable: false };
+  }
+
+  /** ForkRun with dry_run (runtime/run-fork.ts): what the fork would keep, redo and cost; nothing is written. */
+  async runForkPreview(params: RunForkParams): Promise<ForkPreview> {
+    const draft = await forkDraft({ store: this.store, registry: this.registry, definitionOf: (r) => this.driver.definitionOf(r) }, params);
+    return forkPreview(draft, { registry: this.registry, logger: this.logger, remote: this.remote });
+  }
+
+  /**
+   * ForkRun (docs/forks.md): creates the fork with its source's entries up to the fork point, under
+   * a lease, then executes it here (`execute`) or hands it to an executor (`runnable`). The source
+   * is only read. A repeated idempotency key returns the first fork and executes nothing.
+   */
+  async runFork(params: RunForkParams & { execute?: boolean }): Promise<{ run: Run; created: boolean; forkSeq: number; execution: ExecuteResult | null; runId: string; runnable: boolean }> {
+    const draft = await forkDraft({ store: this.store, registry: this.registry, definitionOf: (r) => this.driver.definitionOf(r) }, params);
+    const { run, created, lease } = await forkCreate(this.store, draft, { namespace: params.namespace, idempotencyKey: params.idempotencyKey ?? null, holder: this.holder, ttlMs: this.leaseTtlMs });
+    const forkSeq = Number(run.labels[FORK_LABELS.seq] ?? draft.plan.forkSeq);
+    if (!lease) return { run, created, forkSeq, execution: null, runId: run.id, runnable: false };
+    if (params.execute === false) {
+      await this.store.runLeaseRelease({ lease });
+      return { run: await this.store.runGet({ runId: run.id, namespace: params.namespace }), created, forkSeq, execution: null, runId: run.id, runnable: true };
+    }
+    const execution = await this.driver.executeLeased({ lease });
+    return { run: execution.run ?? run, created, forkSeq, execution, runId: run.id, runnable: false };
   }
 
   /**

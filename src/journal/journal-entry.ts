@@ -93,3 +93,13 @@ export interface StatusPayload {
 export interface DriftPayload {
   drift: { from: string; to: string; policy: 'warn'; reason: string };
 }
+
+/**
+ * The first entry a fork writes after the entries it kept (ForkRun, docs/forks.md): a `status`
+ * entry named `fork`. Not a status change (no `status` key). `continued` lists the errors among
+ * the kept entries that the source handled and went on from: replay re-throws them, as it did in
+ * the source, instead of retrying them as an error the run died on.
+ */
+export interface ForkPayload {
+  fork: { from: string; seq: number; continued: number[] };
+}

@@ -1,4 +1,4 @@
-import type { DriftPayload, JournalEntry } from '../journal/journal-entry.js';
+import type { DriftPayload, JournalEntry, NewJournalEntry } from '../journal/journal-entry.js';
 import type { Json, Lease, Run, RunError, RunStatus } from '../journal/run.js';
 import type { SweeperLease } from './sweeper-params.js';
 
@@ -30,6 +30,13 @@ export interface RunCreateParams {
    * hop (StartRun with wait). Absent: the run is PENDING for the first executor to claim.
    */
   leaseFor?: { holder: string; ttlMs: number; recordRunning?: boolean };
+  /**
+   * Entries the new run starts with, written in the same transaction as the run at seq 0, 1, …
+   * (a fork's copy of its source's journal up to the fork point, docs/forks.md). Suspensions among
+   * them get their deadline unless an entry among them resolves or cancels them. Requires
+   * `leaseFor` without `recordRunning`; a repeated idempotency key writes none of them.
+   */
+  journal?: readonly NewJournalEntry[];
 }
 
 export interface RunCreateResult {
@@ -154,6 +161,13 @@ export interface RunStatusForceParams {
 /** As RunStatusSetResult; runStatusForce returns null instead when the run had already ended. */
 export type RunStatusForceResult = RunStatusSetResult;
 
+export interface RunForksParams {
+  runId: string;
+  namespace: string;
+  /** At most this many, newest first. */
+  limit: number;
+}
+
 /** Runs in each status, every status present (0 when none). */
 export type RunCountByStatusResult = Record<RunStatus, number>;
 
@@ -230,4 +244,9 @@ export interface RunOps {
   runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null>;
   /** How many runs are in each status (all namespaces), for the runs-by-status gauge. */
   runCountByStatus(): Promise<RunCountByStatusResult>;
+  /**
+   * The ids of the runs of `namespace` forked from `runId` (label `waymark.fork_of`, FORK_LABELS),
+   * newest first, at most `limit`; an index serves it, never a scan of the namespace.
+   */
+  runForks(params: RunForksParams): Promise<string[]>;
 }

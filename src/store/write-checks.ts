@@ -16,6 +16,21 @@ export function assertRunCreateFits(params: RunCreateParams, limits: Limits): vo
     const problem = runTimeoutProblem(params.timeoutMs);
     if (problem) throw new RangeError(`timeoutMs ${problem}, got ${params.timeoutMs}`);
   }
+  if (params.journal?.length) {
+    if (!params.leaseFor || params.leaseFor.recordRunning) throw new TypeError('runCreate with `journal` needs leaseFor without recordRunning');
+    assertEntriesFit(params.journal, limits);
+    if (params.journal.length > limits.journalEntries) throw new RangeError(`journal holds ${params.journal.length} entries, over the limit of ${limits.journalEntries}`);
+  }
+}
+
+/**
+ * The deadline of each entry of a run's first entries (RunCreateParams.journal): a suspension's,
+ * unless an entry among them resolves or cancels it (the sweeper must not time out a closed wait).
+ */
+export function prefixDeadlines(entries: readonly NewJournalEntry[]): (Date | null)[] {
+  const closed = new Set<number>();
+  for (const e of entries) if (e.refSeq !== null && (e.status === 'resolved' || e.status === 'cancelled')) closed.add(e.refSeq);
+  return entries.map((e, seq) => (closed.has(seq) ? null : suspensionDeadline(e)));
 }
 
 /**

@@ -14,6 +14,7 @@ import { limitsSection } from './limits.conformance.js';
 import { resolutionsSection } from './resolutions.conformance.js';
 import { retentionSection } from './retention.conformance.js';
 import { runsSection } from './runs.conformance.js';
+import { runPrefixSection } from './run-prefix.conformance.js';
 import { runTimeoutsSection } from './run-timeouts.conformance.js';
 import { signalsSection } from './signals.conformance.js';
 import { spendSection } from './spend.conformance.js';
@@ -74,6 +75,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('remote tools and tasks', () => remoteTasksSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));
+    describe('runs created with their first entries (forks)', () => runPrefixSection(ctx));
     describe('API keys', () => apiKeysSection(ctx));
   });
 }

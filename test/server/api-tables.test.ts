@@ -308,6 +308,11 @@ describe('docs/api.md "Errors"', () => {
     'INVALID_ARGUMENT INVALID_RESOLUTION': () => failure(signals.sendSignal({ runId: parked, name: 'go', payload: json({ n: 'not a number' }) })),
     'INVALID_ARGUMENT INVALID_FLOW': () => failure(flows.registerFlow({ flow: fromJson(FlowSchema, { name: 'table-flow', start: 'nowhere', nodes: [{ id: 'done', end: {} }] }) })),
     'INVALID_ARGUMENT INVALID_INVALIDATE_TARGET': () => failure(runs.resumeRun({ runId: parked, invalidate: [999n] })),
+    'INVALID_ARGUMENT INVALID_FORK': () => failure(runs.forkRun({ runId: parked, atSeq: 999n })),
+    'INVALID_ARGUMENT RUNS_NOT_COMPARABLE': async () => {
+      const { run } = await runs.startRun({ workflow: 'echo-flow', input: json({}), wait: true });
+      return failure(runs.compareRuns({ runIdA: parked, runIdB: run!.id }));
+    },
     'INVALID_ARGUMENT NESTING_TOO_DEEP': () => {
       // Arguments 30 levels deep are a valid Value, but sit 4 levels down in the flow the store keeps.
       let deep: JsonValue = 1;

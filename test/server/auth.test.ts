@@ -88,6 +88,8 @@ const requests = (): Record<string, object> => ({
   'RunService/ListWorkflows': {},
   'RunService/GetRunProvenance': { runId: parked },
   'RunService/CreateStreamToken': { runId: parked },
+  'RunService/ForkRun': { runId: parked, atSeq: 1n, dryRun: true },
+  'RunService/CompareRuns': { runIdA: parked, runIdB: parked },
   'SignalService/SendSignal': { runId: waiting, name: 'go', payload: json({ n: 1 }) },
   'SignalService/ListApprovals': {},
   'SignalService/GetApproval': { id: approvalId },

@@ -127,6 +127,13 @@ export interface AgentHost {
   readonly scope: string;
   /** True in a replay-strict preview: nothing may run live, and the store is not read. */
   readonly preview: boolean;
+  /**
+   * The model every live model call uses instead of the one the code names (a fork's `model`,
+   * the run's `waymark.model` label, docs/forks.md); null: the code's. Calls the journal answers
+   * keep their identity (the code's model), so a fork replays its kept calls and only the calls it
+   * makes anew go to this model.
+   */
+  readonly modelOverride: string | null;
   readonly logger: Logger;
   /** Aborted when this worker loses the run. */
   readonly signal: AbortSignal;

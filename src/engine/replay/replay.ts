@@ -77,6 +77,8 @@ export class JournalIndex {
     readonly heads: readonly JournalEntry[],
     /** Seq of the latest `status SUCCEEDED` entry (the body returned), or -1. */
     readonly succeededAt: number = -1,
+    /** Errors a fork's source handled and went on from after the fork point (ForkPayload.continued): they re-throw. */
+    readonly handled: ReadonlySet<number> = new Set(),
   ) {}
 
   static build(runId: string, entries: readonly JournalEntry[]): JournalIndex {
@@ -85,10 +87,12 @@ export class JournalIndex {
     const attempts = new Map<number, Attempt>();
     const heads: JournalEntry[] = [];
     let succeededAt = -1;
+    const handled = new Set<number>();
     entries.forEach((e, i) => {
       if (e.seq !== i) throw new JournalCorruptError(runId, e.seq, `expected seq ${i}: seqs must be dense from 0`);
       if (e.kind === 'status') {
         if (isSucceededStatus(e)) succeededAt = e.seq;
+        for (const seq of forkContinued(e)) handled.add(seq);
         return;
       }
       if (isEffectHead(e)) {
@@ -124,7 +128,7 @@ export class JournalIndex {
       }
       // An `info` entry pointing at an effect is an annotation; replay ignores it.
     });
-    return new JournalIndex(runId, records, scopes, attempts, heads, succeededAt);
+    return new JournalIndex(runId, records, scopes, attempts, heads, succeededAt, handled);
   }
 
   record(identity: CallIdentity): EffectRecord | undefined {
@@ -139,7 +143,7 @@ export class JournalIndex {
    * before it was handled (caught as the last effect, then `return`).
    */
   continuedAfter(record: EffectRecord, seq: number): boolean {
-    if (this.succeededAt > seq) return true;
+    if (this.succeededAt > seq || this.handled.has(seq)) return true;
     // heads are in seq order; a binary search finds the first one after `seq`.
     let lo = 0;
     let hi = this.heads.length;
@@ -174,6 +178,13 @@ export function isRemoteCall(e: Pick<JournalEntry, 'kind' | 'payload'>): boolean
 function isSucceededStatus(e: JournalEntry): boolean {
   const p = e.payload;
   return p !== null && typeof p === 'object' && !Array.isArray(p) && p.status === 'SUCCEEDED';
+}
+
+/** The errors a fork's `status` entry named `fork` says its source handled (ForkPayload, docs/forks.md). */
+function forkContinued(e: JournalEntry): number[] {
+  const fork = e.name === 'fork' && e.payload !== null && typeof e.payload === 'object' && !Array.isArray(e.payload) ? e.payload.fork : undefined;
+  const continued = fork !== null && typeof fork === 'object' && !Array.isArray(fork) ? fork?.continued : undefined;
+  return Array.isArray(continued) ? continued.filter((s): s is number => typeof s === 'number') : [];
 }
 
 /**

@@ -1,6 +1,7 @@
 // runtime/: the AgentHost one ctx.agent call gets: model and tool calls as journaled effects in its scope.
 // Must not import src/agent (the loop lives there) nor write except through effect-runner.
 import type { Json } from '../../journal/run.js';
+import { FORK_LABELS } from '../../journal/fork-labels.js';
 import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from '../author/agent-contract.js';
 import { toJson } from '../replay/content-key.js';
 import { isRetryTimer, MODEL_RETRY_DEFAULT, retryPolicy } from '../author/retry.js';
@@ -26,6 +27,7 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
     run: exec.run,
     scope,
     preview: exec.mode === 'preview',
+    modelOverride: exec.run.labels[FORK_LABELS.model] ?? null,
     logger: exec.logger,
     signal: exec.abort.signal,
     tool: (name) => registry.tool(name),

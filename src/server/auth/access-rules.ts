@@ -31,6 +31,9 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'waymark.v1.RunService/ListWorkflows': { scope: 'runs:read' },
   'waymark.v1.RunService/GetRunProvenance': { scope: 'runs:read' },
   'waymark.v1.RunService/CreateStreamToken': { scope: 'runs:read' },
+  // A fork is a new run: starting one is a write, as StartRun is.
+  'waymark.v1.RunService/ForkRun': { scope: 'runs:write' },
+  'waymark.v1.RunService/CompareRuns': { scope: 'runs:read' },
   // A flow can call any registered tool with any arguments (http included): registering one is an
   // admin's act in its namespace, as deploying code is; reading flows is run data.
   'waymark.v1.FlowService/RegisterFlow': { scope: 'admin' },

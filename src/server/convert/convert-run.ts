@@ -1,3 +1,4 @@
+import { FORK_LABELS } from '../../journal/fork-labels.js';
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Waiting } from '../../engine/index.js';
@@ -62,6 +63,8 @@ export function runToProto(run: DomainRun, spentUsd = 0): Run {
     updateTime: timestampFromDate(run.updatedAt),
     nextSeq: BigInt(run.nextSeq),
     deadlineTime: run.deadlineAt ? timestampFromDate(run.deadlineAt) : undefined,
+    forkedFromRunId: run.labels[FORK_LABELS.source] ?? '',
+    forkSeq: run.labels[FORK_LABELS.seq] !== undefined ? BigInt(run.labels[FORK_LABELS.seq]!) : undefined,
   });
 }
 

@@ -9,7 +9,7 @@ import {
   ApiKeyNotFoundError, ClientCertificateTakenError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
   StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../../journal/errors.js';
-import { ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidateTargetError, InvalidInputError, InvalidResolutionError, JournalCorruptError, McpServerNotFoundError, NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation } from '../../engine/index.js';
+import { ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidForkError, InvalidateTargetError, RunsNotComparableError, InvalidInputError, InvalidResolutionError, JournalCorruptError, McpServerNotFoundError, NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation } from '../../engine/index.js';
 import { InvalidPageTokenError } from '../../engine/index.js';
 import { InvalidRequestError } from '../convert/request-validation.js';
 import { INTERNAL_MESSAGE, markAnswered } from './server-faults.js';
@@ -131,6 +131,12 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
   }
   if (err instanceof InvalidResolutionError) {
     return status(m, Code.InvalidArgument, [badRequest(err.violations, 'payload'), info(err.reason, { run_id: err.runId, seq: err.seq })]);
+  }
+  if (err instanceof RunsNotComparableError) {
+    return status(m, Code.InvalidArgument, [badRequest([{ field: 'run_id_b', description: err.detail }]), info(err.reason, { run_id_a: err.runIdA, run_id_b: err.runIdB })]);
+  }
+  if (err instanceof InvalidForkError) {
+    return status(m, Code.InvalidArgument, [badRequest([{ field: err.field, description: err.detail }]), info(err.reason, { run_id: err.runId })]);
   }
   if (err instanceof InvalidateTargetError) {
     return status(m, Code.InvalidArgument, [badRequest([{ field: 'invalidate', description: m }]), info(err.reason, { run_id: err.runId, seq: err.seq })]);

@@ -4,6 +4,7 @@ import { DriftRecovery, RunService, WaitFor } from '../../gen/waymark/v1/run_ser
 import type { RouteDeps } from './route-deps.js';
 import { entryToProto } from '../convert/convert-journal.js';
 import { previewToProto } from '../convert/convert-preview.js';
+import { comparisonToProto, forkPreviewToProto } from '../convert/convert-fork.js';
 import { runProvenanceToProto } from '../convert/convert-provenance.js';
 import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } from '../convert/convert-run.js';
 import { withErrorMapping } from '../errors/error-mapping.js';
@@ -57,8 +58,8 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       const runId = c.runId('run_id', req.runId);
       c.done();
       // The spend budgets count: the run's own model calls and its children's, folded from the journal.
-      const { run, spentUsd, waitingOn } = await api.runGet({ runId, namespace });
-      return { run: runToProto(run, spentUsd), waitingOn: waitingOn.map(waitingToProto) };
+      const { run, spentUsd, waitingOn, forks } = await api.runGet({ runId, namespace });
+      return { run: runToProto(run, spentUsd), waitingOn: waitingOn.map(waitingToProto), forks };
     },
 
     async listRuns(req) {
@@ -137,6 +138,45 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       const runId = c.runId('run_id', req.runId);
       c.done();
       return { provenance: runProvenanceToProto(await api.runProvenance({ runId, namespace })) };
+    },
+
+    async forkRun(req, ctx: HandlerContext) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const sourceRunId = c.runId('run_id', req.runId);
+      if (req.atSeq < 0n || req.atSeq > 2_147_483_647n) c.fail('at_seq', 'must be the seq of an entry of the run');
+      const input = req.input === undefined ? undefined : c.json('input', req.input);
+      const workflowVersion = c.key('workflow_version', req.workflowVersion);
+      const model = c.key('model', req.model);
+      const idempotencyKey = c.key('idempotency_key', req.idempotencyKey);
+      const labels = c.labels('labels', req.labels);
+      const comment = req.decision ? c.text('decision.comment', req.decision.comment) : '';
+      const by = req.decision ? c.text('decision.by', req.decision.by, { max: 200 }) : '';
+      if (req.budgetUsd !== undefined && !(Number.isFinite(req.budgetUsd) && req.budgetUsd >= 0)) c.fail('budget_usd', 'must be a finite number >= 0');
+      if (req.dryRun && req.wait) c.fail('wait', 'cannot be combined with dry_run');
+      c.done();
+      if (input !== undefined) c.payload('input', input);
+      const fork = {
+        namespace, sourceRunId, at: Number(req.atSeq), labels, idempotencyKey: idempotencyKey || null,
+        ...(input !== undefined ? { input } : {}), ...(workflowVersion ? { workflowVersion } : {}), ...(model ? { model } : {}),
+        ...(req.budgetUsd !== undefined ? { budgetUsd: req.budgetUsd } : {}),
+        ...(req.decision ? { decision: { approve: req.decision.approve, by: by || 'fork', comment: comment || null } } : {}),
+      };
+      if (req.dryRun) {
+        const preview = await api.runForkPreview(fork);
+        return { created: false, forkSeq: BigInt(preview.forkSeq), preview: forkPreviewToProto(preview) };
+      }
+      const { run, created, forkSeq, waitingOn } = await abortable(api.runFork({ ...fork, wait: req.wait }), ctx.signal);
+      return { run: runToProto(run), created, forkSeq: BigInt(forkSeq), waitingOn: waitingOn.map(waitingToProto) };
+    },
+
+    async compareRuns(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      const runIdA = c.runId('run_id_a', req.runIdA);
+      const runIdB = c.runId('run_id_b', req.runIdB);
+      c.done();
+      return comparisonToProto(await api.runCompare({ namespace, runIdA, runIdB }));
     },
 
     async createStreamToken(req) {

@@ -2,12 +2,13 @@ import { IdempotencyConflictError, RunNotFoundError } from '../../journal/errors
 import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { newRunId } from '../run-id.js';
+import { FORK_LABELS } from '../../journal/fork-labels.js';
 import type {
-  ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
+  ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunForksParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
   RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult, RunRouting,
   RunDigestSetParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
 } from '../store.js';
-import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry, statusEntry } from '../write-checks.js';
+import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry, statusEntry, suspensionDeadline } from '../write-checks.js';
 import type { MemoryFlows } from './memory-flows.js';
 import type { MemoryReplicas } from './memory-replicas.js';
 import { clone, compare, holds, leaseFreeAt, leaseOf, type MemoryRunTable, type RunRecord } from './memory-run-table.js';
@@ -67,9 +68,21 @@ export class MemoryRuns {
     const rec: RunRecord = { run, entries: [], winners: new Map(), dedupe: new Map(), resumeRequested: false, inbox: [] };
     this.t.runs.set(run.id, rec);
     if (lease?.recordRunning) this.t.write(rec, [statusEntry('RUNNING')]);
+    if (params.journal?.length) {
+      params.journal.forEach(suspensionDeadline); // refuses a malformed deadline, as journalAppend does
+      for (const e of this.t.write(rec, params.journal)) {
+        // A resolution among them won its wait (the Postgres store's unique winner index says the same).
+        if (e.status === 'resolved' && e.refSeq !== null && !rec.winners.has(e.refSeq)) rec.winners.set(e.refSeq, e.seq);
+      }
+    }
     if (key !== null) this.t.idempotency.set(key, run.id);
     this.t.wakeups.notify(run.id, run.status === 'PENDING');
     return { run: clone(run), created: true, lease: lease ? leaseOf(run) : null };
+  }
+  async runForks(params: RunForksParams): Promise<string[]> {
+    return [...this.t.runs.values()].map((r) => r.run)
+      .filter((r) => r.namespace === params.namespace && r.labels[FORK_LABELS.source] === params.runId)
+      .sort(newestFirst).slice(0, Math.max(0, params.limit)).map((r) => r.id);
   }
   async runGet(params: RunGetParams): Promise<Run> {
     return clone(this.t.record(params.runId, params.namespace).run);

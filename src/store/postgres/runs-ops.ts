@@ -5,9 +5,9 @@ import { isRunId, newRunId } from '../run-id.js';
 import type {
   RunClaimParams, RunCountByStatusResult, RunCreateParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
   RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult,
-  RunDigestSetParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
+  RunDigestSetParams, RunForksParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
 } from '../run-params.js';
-import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry } from '../write-checks.js';
+import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry, prefixDeadlines } from '../write-checks.js';
 import * as jq from './journal-queries.js';
 import type { PgAccess } from './pg-access.js';
 import * as rq from './runs-queries.js';
@@ -19,8 +19,19 @@ export async function runCreate(db: PgAccess, params: RunCreateParams): Promise<
   assertRunCreateFits(params, db.limits);
   if (params.parentRunId && !isRunId(params.parentRunId)) throw new RunNotFoundError(params.parentRunId);
   const ctx = { parentRunId: params.parentRunId };
-  const inserted = await db.query<rq.RunRow & rq.LeaseRow>(rq.runInsert({ ...params, id: newRunId() }), ctx);
-  const row = inserted.rows[0];
+  const insert = rq.runInsert({ ...params, id: newRunId() });
+  const journal = params.journal ?? [];
+  // A run created with its first entries (a fork's prefix, docs/forks.md): both commit or neither,
+  // so no executor ever sees the run without them.
+  const row = journal.length === 0 ? (await db.query<rq.RunRow & rq.LeaseRow>(insert, ctx)).rows[0] : await db.transaction(async (client) => {
+    const created = (await client.query<rq.RunRow & rq.LeaseRow>(insert)).rows[0];
+    if (!created) return undefined;
+    const written = await client.query<jq.AppendedRow>(jq.journalAppend({
+      runId: created.id, epoch: Number(created.lease_epoch), entries: journal, deadlines: prefixDeadlines(journal), maxEntries: db.limits.journalEntries,
+    }));
+    if (written.rows.length !== journal.length) throw new Error(`runCreate wrote ${written.rows.length} of ${journal.length} entries of the new run`);
+    return (await client.query<rq.RunRow & rq.LeaseRow>(rq.runGet(created.id, null))).rows[0];
+  }, ctx);
   if (row) return { run: rq.toRun(row), created: true, lease: params.leaseFor ? rq.toLease(row) : null };
   // ON CONFLICT waited for any in-flight insert of this key, so the first run is committed now.
   const existing = (await db.query<rq.RunRow>(rq.runByIdempotencyKey(params.namespace, params.idempotencyKey!))).rows[0];
@@ -141,4 +152,9 @@ export async function runCountByStatus(db: PgAccess): Promise<RunCountByStatusRe
   const { rows } = await db.query<{ status: RunStatus; n: number }>(sq.runCountByStatus());
   for (const row of rows) counts[row.status] = row.n;
   return counts;
+}
+
+export async function runForks(db: PgAccess, params: RunForksParams): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(rq.runForks(params));
+  return rows.map((r) => r.id);
 }

@@ -114,6 +114,11 @@ export function runList(p: {
   };
 }
 
+/** The forks of a run, newest first (0018's runs_fork_of index; its partial predicate is repeated). */
+export function runForks(p: { runId: string; namespace: string; limit: number }): pg.QueryConfig {
+  return { name: 'runs_forks', values: [p.runId, p.namespace, p.limit], text: `SELECT id FROM runs WHERE labels ? 'waymark.fork_of' AND labels ->> 'waymark.fork_of' = $1 AND namespace = $2 ORDER BY labels ->> 'waymark.fork_of', created_at DESC, id DESC LIMIT $3` };
+}
+
 /**
  * Takes the lease where it is free or expired: one statement, committed before the caller reads the
  * journal (DESIGN "Leases and fencing"). The epoch bump is what fences the previous holder.

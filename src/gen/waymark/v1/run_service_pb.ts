@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/run_service.proto.
  */
 export const file_waymark_v1_run_service: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXltYXJrL3YxL3J1bl9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIvgCCg9TdGFydFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEiUKBWlucHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIMCgR3YWl0GAUgASgIEhcKCmJ1ZGdldF91c2QYBiABKAFIAIgBARIPCgdkcnlfcnVuGAcgASgIEjcKBmxhYmVscxgIIAMoCzInLndheW1hcmsudjEuU3RhcnRSdW5SZXF1ZXN0LkxhYmVsc0VudHJ5EioKB3RpbWVvdXQYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJQoId2FpdF9mb3IYCiABKA4yEy53YXltYXJrLnYxLldhaXRGb3IaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUINCgtfYnVkZ2V0X3VzZCKDAQoQU3RhcnRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIPCgdjcmVhdGVkGAIgASgIEikKCndhaXRpbmdfb24YAyADKAsyFS53YXltYXJrLnYxLldhaXRpbmdPbhIVCg13YWl0X2NvbXBsZXRlGAQgASgIIjIKDUdldFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJZCg5HZXRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIpCgp3YWl0aW5nX29uGAIgAygLMhUud2F5bWFyay52MS5XYWl0aW5nT24ihQIKD0xpc3RSdW5zUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSJwoIc3RhdHVzZXMYAiADKA4yFS53YXltYXJrLnYxLlJ1blN0YXR1cxIQCgh3b3JrZmxvdxgDIAEoCRI3CgZsYWJlbHMYBCADKAsyJy53YXltYXJrLnYxLkxpc3RSdW5zUmVxdWVzdC5MYWJlbHNFbnRyeRIVCg1wYXJlbnRfcnVuX2lkGAUgASgJEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSgoQTGlzdFJ1bnNSZXNwb25zZRIdCgRydW5zGAEgAygLMg8ud2F5bWFyay52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoMBChFHZXRKb3VybmFsUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEhYKCWFmdGVyX3NlcRgDIAEoA0gAiAEBEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJQgwKCl9hZnRlcl9zZXEiWAoSR2V0Sm91cm5hbFJlc3BvbnNlEikKB2VudHJpZXMYASADKAsyGC53YXltYXJrLnYxLkpvdXJuYWxFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiewoWU3RyZWFtUnVuRXZlbnRzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEhYKCWFmdGVyX3NlcRgDIAEoA0gAiAEBEhgKEGZvbGxvd19zdXNwZW5kZWQYBCABKAhCDAoKX2FmdGVyX3NlcSI+ChdTdHJlYW1SdW5FdmVudHNSZXNwb25zZRIjCgVldmVudBgBIAEoCzIULndheW1hcmsudjEuUnVuRXZlbnQijQEKEFJlc3VtZVJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIPCgdkcnlfcnVuGAMgASgIEhIKCmludmFsaWRhdGUYBCADKAMSMQoOZHJpZnRfcmVjb3ZlcnkYBSABKA4yGS53YXltYXJrLnYxLkRyaWZ0UmVjb3ZlcnkihAEKEVJlc3VtZVJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLndheW1hcmsudjEuUnVuEioKB3ByZXZpZXcYAiABKAsyGS53YXltYXJrLnYxLlJlc3VtZVByZXZpZXcSJQoMcmVzdGFydGVkX2FzGAMgASgLMg8ud2F5bWFyay52MS5SdW4iRQoQQ2FuY2VsUnVuUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIxChFDYW5jZWxSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1biIpChRMaXN0V29ya2Zsb3dzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkiQAoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEicKCXdvcmtmbG93cxgBIAMoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPAoXR2V0UnVuUHJvdmVuYW5jZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJJChhHZXRSdW5Qcm92ZW5hbmNlUmVzcG9uc2USLQoKcHJvdmVuYW5jZRgBIAEoCzIZLndheW1hcmsudjEuUnVuUHJvdmVuYW5jZSKEAgoNUnVuUHJvdmVuYW5jZRIOCgZydW5faWQYASABKAkSFQoNd29ya2Zsb3dfbmFtZRgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS53YXltYXJrLnYxLlJ1blN0YXR1cxIXCgpidWRnZXRfdXNkGAQgASgBSACIAQESIwoFc3BlbmQYBSABKAsyFC53YXltYXJrLnYxLlJ1blNwZW5kEisKBmFnZW50cxgGIAMoCzIbLndheW1hcmsudjEuQWdlbnRQcm92ZW5hbmNlEisKCGNoaWxkcmVuGAcgAygLMhkud2F5bWFyay52MS5SdW5Qcm92ZW5hbmNlQg0KC19idWRnZXRfdXNkIloKCFJ1blNwZW5kEg8KB293bl91c2QYASABKAESFAoMY2hpbGRyZW5fdXNkGAIgASgBEhEKCXRvdGFsX3VzZBgDIAEoARIUCgxwcmljZWRfY2FsbHMYBCABKAUizgIKD0FnZW50UHJvdmVuYW5jZRINCgVzY29wZRgBIAEoCRISCgphZ2VudF90eXBlGAIgASgJEg0KBW1vZGVsGAMgASgJEhMKBmFuc3dlchgEIAEoCUgAiAEBEhcKCmFuc3dlcl9zZXEYBSABKANIAYgBARIfChdkcmV3X29uX21vZGVsX2NhbGxfc2VxcxgGIAMoAxIgChhkcmV3X29uX3Rvb2xfcmVzdWx0X3NlcXMYByADKAMSNAoLbW9kZWxfY2FsbHMYCCADKAsyHy53YXltYXJrLnYxLlByb3ZlbmFuY2VNb2RlbENhbGwSNgoMdG9vbF9yZXN1bHRzGAkgAygLMiAud2F5bWFyay52MS5Qcm92ZW5hbmNlVG9vbFJlc3VsdBIQCghjb3N0X3VzZBgKIAEoAUIJCgdfYW5zd2VyQg0KC19hbnN3ZXJfc2VxIo4CChNQcm92ZW5hbmNlTW9kZWxDYWxsEgsKA3NlcRgBIAEoAxIMCgRzdGVwGAIgASgFEg0KBW1vZGVsGAMgASgJEhAKCHByb3ZpZGVyGAQgASgJEhAKCG1vZGVsX2lkGAUgASgJEjUKBnN0YXR1cxgGIAEoDjIlLndheW1hcmsudjEuUHJvdmVuYW5jZU1vZGVsQ2FsbFN0YXR1cxIVCg1maW5pc2hfcmVhc29uGAcgASgJEiAKBXVzYWdlGAggASgLMhEud2F5bWFyay52MS5Vc2FnZRIVCghjb3N0X3VzZBgJIAEoAUgAiAEBEhUKDXRvb2xfY2FsbF9pZHMYCiADKAlCCwoJX2Nvc3RfdXNkIt0CChRQcm92ZW5hbmNlVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBWlucHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhgKEHJlcXVlc3RlZF9ieV9zZXEYBCABKAMSEAoDc2VxGAUgASgDSACIAQESGQoMYXBwcm92YWxfc2VxGAYgASgDSAGIAQESNgoGc3RhdHVzGAcgASgOMiYud2F5bWFyay52MS5Qcm92ZW5hbmNlVG9vbFJlc3VsdFN0YXR1cxIlCgV2YWx1ZRgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIjCgVlcnJvchgJIAEoCzIULndheW1hcmsudjEuUnVuRXJyb3ISEQoJZGVuaWVkX2J5GAogASgJQgYKBF9zZXFCDwoNX2FwcHJvdmFsX3NlcSJlChhDcmVhdGVTdHJlYW1Ub2tlblJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iWwoZQ3JlYXRlU3RyZWFtVG9rZW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIvCgtleHBpcmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqagoHV2FpdEZvchIYChRXQUlUX0ZPUl9VTlNQRUNJRklFRBAAEhcKE1dBSVRfRk9SX0ZJUlNUX1BBUksQARIaChZXQUlUX0ZPUl9PVVRTSURFX0lOUFVUEAISEAoMV0FJVF9GT1JfRU5EEAMqZwoNRHJpZnRSZWNvdmVyeRIeChpEUklGVF9SRUNPVkVSWV9VTlNQRUNJRklFRBAAEhoKFkRSSUZUX1JFQ09WRVJZX1JFU1RBUlQQARIaChZEUklGVF9SRUNPVkVSWV9BQkFORE9OEAIqwgEKGVByb3ZlbmFuY2VNb2RlbENhbGxTdGF0dXMSLAooUFJPVkVOQU5DRV9NT0RFTF9DQUxMX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1BST1ZFTkFOQ0VfTU9ERUxfQ0FMTF9TVEFUVVNfT0sQARImCiJQUk9WRU5BTkNFX01PREVMX0NBTExfU1RBVFVTX0VSUk9SEAISKgomUFJPVkVOQU5DRV9NT0RFTF9DQUxMX1NUQVRVU19JTl9GTElHSFQQAyr8AgoaUHJvdmVuYW5jZVRvb2xSZXN1bHRTdGF0dXMSLQopUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIkCiBQUk9WRU5BTkNFX1RPT0xfUkVTVUxUX1NUQVRVU19PSxABEicKI1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0VSUk9SEAISKAokUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfREVOSUVEEAMSKQolUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfSU5WQUxJRBAEEisKJ1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0lOX0ZMSUdIVBAFEjMKL1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0FXQUlUSU5HX0FQUFJPVkFMEAYSKQolUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfTk9UX1JVThAHMsoGCgpSdW5TZXJ2aWNlEkUKCFN0YXJ0UnVuEhsud2F5bWFyay52MS5TdGFydFJ1blJlcXVlc3QaHC53YXltYXJrLnYxLlN0YXJ0UnVuUmVzcG9uc2USRAoGR2V0UnVuEhkud2F5bWFyay52MS5HZXRSdW5SZXF1ZXN0Ghoud2F5bWFyay52MS5HZXRSdW5SZXNwb25zZSIDkAIBEkoKCExpc3RSdW5zEhsud2F5bWFyay52MS5MaXN0UnVuc1JlcXVlc3QaHC53YXltYXJrLnYxLkxpc3RSdW5zUmVzcG9uc2UiA5ACARJQCgpHZXRKb3VybmFsEh0ud2F5bWFyay52MS5HZXRKb3VybmFsUmVxdWVzdBoeLndheW1hcmsudjEuR2V0Sm91cm5hbFJlc3BvbnNlIgOQAgESXAoPU3RyZWFtUnVuRXZlbnRzEiIud2F5bWFyay52MS5TdHJlYW1SdW5FdmVudHNSZXF1ZXN0GiMud2F5bWFyay52MS5TdHJlYW1SdW5FdmVudHNSZXNwb25zZTABEkgKCVJlc3VtZVJ1bhIcLndheW1hcmsudjEuUmVzdW1lUnVuUmVxdWVzdBodLndheW1hcmsudjEuUmVzdW1lUnVuUmVzcG9uc2USSAoJQ2FuY2VsUnVuEhwud2F5bWFyay52MS5DYW5jZWxSdW5SZXF1ZXN0Gh0ud2F5bWFyay52MS5DYW5jZWxSdW5SZXNwb25zZRJZCg1MaXN0V29ya2Zsb3dzEiAud2F5bWFyay52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBohLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlIgOQAgESYgoQR2V0UnVuUHJvdmVuYW5jZRIjLndheW1hcmsudjEuR2V0UnVuUHJvdmVuYW5jZVJlcXVlc3QaJC53YXltYXJrLnYxLkdldFJ1blByb3ZlbmFuY2VSZXNwb25zZSIDkAIBEmAKEUNyZWF0ZVN0cmVhbVRva2VuEiQud2F5bWFyay52MS5DcmVhdGVTdHJlYW1Ub2tlblJlcXVlc3QaJS53YXltYXJrLnYxLkNyZWF0ZVN0cmVhbVRva2VuUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waymark_v1_run]);
+  fileDesc("Chx3YXltYXJrL3YxL3J1bl9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIvgCCg9TdGFydFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEiUKBWlucHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIMCgR3YWl0GAUgASgIEhcKCmJ1ZGdldF91c2QYBiABKAFIAIgBARIPCgdkcnlfcnVuGAcgASgIEjcKBmxhYmVscxgIIAMoCzInLndheW1hcmsudjEuU3RhcnRSdW5SZXF1ZXN0LkxhYmVsc0VudHJ5EioKB3RpbWVvdXQYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJQoId2FpdF9mb3IYCiABKA4yEy53YXltYXJrLnYxLldhaXRGb3IaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUINCgtfYnVkZ2V0X3VzZCKDAQoQU3RhcnRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIPCgdjcmVhdGVkGAIgASgIEikKCndhaXRpbmdfb24YAyADKAsyFS53YXltYXJrLnYxLldhaXRpbmdPbhIVCg13YWl0X2NvbXBsZXRlGAQgASgIIjIKDUdldFJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJoCg5HZXRSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1bhIpCgp3YWl0aW5nX29uGAIgAygLMhUud2F5bWFyay52MS5XYWl0aW5nT24SDQoFZm9ya3MYHiADKAkihQIKD0xpc3RSdW5zUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSJwoIc3RhdHVzZXMYAiADKA4yFS53YXltYXJrLnYxLlJ1blN0YXR1cxIQCgh3b3JrZmxvdxgDIAEoCRI3CgZsYWJlbHMYBCADKAsyJy53YXltYXJrLnYxLkxpc3RSdW5zUmVxdWVzdC5MYWJlbHNFbnRyeRIVCg1wYXJlbnRfcnVuX2lkGAUgASgJEhEKCXBhZ2Vfc2l6ZRgGIAEoBRISCgpwYWdlX3Rva2VuGAcgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSgoQTGlzdFJ1bnNSZXNwb25zZRIdCgRydW5zGAEgAygLMg8ud2F5bWFyay52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIoMBChFHZXRKb3VybmFsUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEhYKCWFmdGVyX3NlcRgDIAEoA0gAiAEBEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJQgwKCl9hZnRlcl9zZXEiWAoSR2V0Sm91cm5hbFJlc3BvbnNlEikKB2VudHJpZXMYASADKAsyGC53YXltYXJrLnYxLkpvdXJuYWxFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiewoWU3RyZWFtUnVuRXZlbnRzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEhYKCWFmdGVyX3NlcRgDIAEoA0gAiAEBEhgKEGZvbGxvd19zdXNwZW5kZWQYBCABKAhCDAoKX2FmdGVyX3NlcSI+ChdTdHJlYW1SdW5FdmVudHNSZXNwb25zZRIjCgVldmVudBgBIAEoCzIULndheW1hcmsudjEuUnVuRXZlbnQijQEKEFJlc3VtZVJ1blJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIPCgdkcnlfcnVuGAMgASgIEhIKCmludmFsaWRhdGUYBCADKAMSMQoOZHJpZnRfcmVjb3ZlcnkYBSABKA4yGS53YXltYXJrLnYxLkRyaWZ0UmVjb3ZlcnkihAEKEVJlc3VtZVJ1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLndheW1hcmsudjEuUnVuEioKB3ByZXZpZXcYAiABKAsyGS53YXltYXJrLnYxLlJlc3VtZVByZXZpZXcSJQoMcmVzdGFydGVkX2FzGAMgASgLMg8ud2F5bWFyay52MS5SdW4iRQoQQ2FuY2VsUnVuUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSDgoGcnVuX2lkGAIgASgJEg4KBnJlYXNvbhgDIAEoCSIxChFDYW5jZWxSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy53YXltYXJrLnYxLlJ1biIpChRMaXN0V29ya2Zsb3dzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkiQAoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEicKCXdvcmtmbG93cxgBIAMoCzIULndheW1hcmsudjEuV29ya2Zsb3ciPAoXR2V0UnVuUHJvdmVuYW5jZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJJChhHZXRSdW5Qcm92ZW5hbmNlUmVzcG9uc2USLQoKcHJvdmVuYW5jZRgBIAEoCzIZLndheW1hcmsudjEuUnVuUHJvdmVuYW5jZSKEAgoNUnVuUHJvdmVuYW5jZRIOCgZydW5faWQYASABKAkSFQoNd29ya2Zsb3dfbmFtZRgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS53YXltYXJrLnYxLlJ1blN0YXR1cxIXCgpidWRnZXRfdXNkGAQgASgBSACIAQESIwoFc3BlbmQYBSABKAsyFC53YXltYXJrLnYxLlJ1blNwZW5kEisKBmFnZW50cxgGIAMoCzIbLndheW1hcmsudjEuQWdlbnRQcm92ZW5hbmNlEisKCGNoaWxkcmVuGAcgAygLMhkud2F5bWFyay52MS5SdW5Qcm92ZW5hbmNlQg0KC19idWRnZXRfdXNkIloKCFJ1blNwZW5kEg8KB293bl91c2QYASABKAESFAoMY2hpbGRyZW5fdXNkGAIgASgBEhEKCXRvdGFsX3VzZBgDIAEoARIUCgxwcmljZWRfY2FsbHMYBCABKAUizgIKD0FnZW50UHJvdmVuYW5jZRINCgVzY29wZRgBIAEoCRISCgphZ2VudF90eXBlGAIgASgJEg0KBW1vZGVsGAMgASgJEhMKBmFuc3dlchgEIAEoCUgAiAEBEhcKCmFuc3dlcl9zZXEYBSABKANIAYgBARIfChdkcmV3X29uX21vZGVsX2NhbGxfc2VxcxgGIAMoAxIgChhkcmV3X29uX3Rvb2xfcmVzdWx0X3NlcXMYByADKAMSNAoLbW9kZWxfY2FsbHMYCCADKAsyHy53YXltYXJrLnYxLlByb3ZlbmFuY2VNb2RlbENhbGwSNgoMdG9vbF9yZXN1bHRzGAkgAygLMiAud2F5bWFyay52MS5Qcm92ZW5hbmNlVG9vbFJlc3VsdBIQCghjb3N0X3VzZBgKIAEoAUIJCgdfYW5zd2VyQg0KC19hbnN3ZXJfc2VxIo4CChNQcm92ZW5hbmNlTW9kZWxDYWxsEgsKA3NlcRgBIAEoAxIMCgRzdGVwGAIgASgFEg0KBW1vZGVsGAMgASgJEhAKCHByb3ZpZGVyGAQgASgJEhAKCG1vZGVsX2lkGAUgASgJEjUKBnN0YXR1cxgGIAEoDjIlLndheW1hcmsudjEuUHJvdmVuYW5jZU1vZGVsQ2FsbFN0YXR1cxIVCg1maW5pc2hfcmVhc29uGAcgASgJEiAKBXVzYWdlGAggASgLMhEud2F5bWFyay52MS5Vc2FnZRIVCghjb3N0X3VzZBgJIAEoAUgAiAEBEhUKDXRvb2xfY2FsbF9pZHMYCiADKAlCCwoJX2Nvc3RfdXNkIt0CChRQcm92ZW5hbmNlVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEiUKBWlucHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhgKEHJlcXVlc3RlZF9ieV9zZXEYBCABKAMSEAoDc2VxGAUgASgDSACIAQESGQoMYXBwcm92YWxfc2VxGAYgASgDSAGIAQESNgoGc3RhdHVzGAcgASgOMiYud2F5bWFyay52MS5Qcm92ZW5hbmNlVG9vbFJlc3VsdFN0YXR1cxIlCgV2YWx1ZRgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIjCgVlcnJvchgJIAEoCzIULndheW1hcmsudjEuUnVuRXJyb3ISEQoJZGVuaWVkX2J5GAogASgJQgYKBF9zZXFCDwoNX2FwcHJvdmFsX3NlcSJlChhDcmVhdGVTdHJlYW1Ub2tlblJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iWwoZQ3JlYXRlU3RyZWFtVG9rZW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIvCgtleHBpcmVfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihgMKDkZvcmtSdW5SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIOCgZydW5faWQYAiABKAkSDgoGYXRfc2VxGAMgASgDEiUKBWlucHV0GAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhgKEHdvcmtmbG93X3ZlcnNpb24YBSABKAkSDQoFbW9kZWwYBiABKAkSKgoIZGVjaXNpb24YByABKAsyGC53YXltYXJrLnYxLkZvcmtEZWNpc2lvbhIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSFwoKYnVkZ2V0X3VzZBgJIAEoAUgAiAEBEjYKBmxhYmVscxgKIAMoCzImLndheW1hcmsudjEuRm9ya1J1blJlcXVlc3QuTGFiZWxzRW50cnkSDAoEd2FpdBgLIAEoCBIPCgdkcnlfcnVuGAwgASgIGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDQoLX2J1ZGdldF91c2QiPAoMRm9ya0RlY2lzaW9uEg8KB2FwcHJvdmUYASABKAgSDwoHY29tbWVudBgCIAEoCRIKCgJieRgDIAEoCSKnAQoPRm9ya1J1blJlc3BvbnNlEhwKA3J1bhgBIAEoCzIPLndheW1hcmsudjEuUnVuEg8KB2NyZWF0ZWQYAiABKAgSEAoIZm9ya19zZXEYAyABKAMSKQoKd2FpdGluZ19vbhgEIAMoCzIVLndheW1hcmsudjEuV2FpdGluZ09uEigKB3ByZXZpZXcYBSABKAsyFy53YXltYXJrLnYxLkZvcmtQcmV2aWV3IqkBCgtGb3JrUHJldmlldxIQCghmb3JrX3NlcRgBIAEoAxIMCgRrZXB0GAIgASgFEg8KB2Ryb3BwZWQYAyABKAUSDQoFcmVydW4YBCADKAMSFQoNa2VwdF9jb3N0X3VzZBgFIAEoARIYChBkcm9wcGVkX2Nvc3RfdXNkGAYgASgBEikKBnJlcGxheRgHIAEoCzIZLndheW1hcmsudjEuUmVzdW1lUHJldmlldyJLChJDb21wYXJlUnVuc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhAKCHJ1bl9pZF9hGAIgASgJEhAKCHJ1bl9pZF9iGAMgASgJIvIBChNDb21wYXJlUnVuc1Jlc3BvbnNlEhoKAWEYASABKAsyDy53YXltYXJrLnYxLlJ1bhIaCgFiGAIgASgLMg8ud2F5bWFyay52MS5SdW4SFQoIZm9ya19zZXEYAyABKANIAIgBARItCgdlZmZlY3RzGAQgAygLMhwud2F5bWFyay52MS5FZmZlY3RDb21wYXJpc29uEicKCHRvdGFsc19hGAUgASgLMhUud2F5bWFyay52MS5SdW5Ub3RhbHMSJwoIdG90YWxzX2IYBiABKAsyFS53YXltYXJrLnYxLlJ1blRvdGFsc0ILCglfZm9ya19zZXEi2QEKEEVmZmVjdENvbXBhcmlzb24SDQoFc2NvcGUYASABKAkSDAoEa2luZBgCIAEoCRIMCgRuYW1lGAMgASgJEhAKCHBvc2l0aW9uGAQgASgFEiMKAWEYBSABKAsyGC53YXltYXJrLnYxLkVmZmVjdFJlY29yZBIjCgFiGAYgASgLMhgud2F5bWFyay52MS5FZmZlY3RSZWNvcmQSMAoKZGlmZmVyZW5jZRgHIAEoDjIcLndheW1hcmsudjEuRWZmZWN0RGlmZmVyZW5jZRIMCgRrZXB0GAggASgIIsgBCgxFZmZlY3RSZWNvcmQSCwoDc2VxGAEgASgDEg4KBnN0YXR1cxgCIAEoCRImCgZvdXRwdXQYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDQoFbW9kZWwYBCABKAkSFAoMaW5wdXRfdG9rZW5zGAUgASgDEhUKDW91dHB1dF90b2tlbnMYBiABKAMSFQoIY29zdF91c2QYByABKAFIAIgBARITCgtkdXJhdGlvbl9tcxgIIAEoA0ILCglfY29zdF91c2QicAoJUnVuVG90YWxzEhAKCGNvc3RfdXNkGAEgASgBEhQKDGlucHV0X3Rva2VucxgCIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAMgASgDEhMKC2R1cmF0aW9uX21zGAQgASgDEg8KB2VmZmVjdHMYBSABKAUqagoHV2FpdEZvchIYChRXQUlUX0ZPUl9VTlNQRUNJRklFRBAAEhcKE1dBSVRfRk9SX0ZJUlNUX1BBUksQARIaChZXQUlUX0ZPUl9PVVRTSURFX0lOUFVUEAISEAoMV0FJVF9GT1JfRU5EEAMqZwoNRHJpZnRSZWNvdmVyeRIeChpEUklGVF9SRUNPVkVSWV9VTlNQRUNJRklFRBAAEhoKFkRSSUZUX1JFQ09WRVJZX1JFU1RBUlQQARIaChZEUklGVF9SRUNPVkVSWV9BQkFORE9OEAIqwgEKGVByb3ZlbmFuY2VNb2RlbENhbGxTdGF0dXMSLAooUFJPVkVOQU5DRV9NT0RFTF9DQUxMX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1BST1ZFTkFOQ0VfTU9ERUxfQ0FMTF9TVEFUVVNfT0sQARImCiJQUk9WRU5BTkNFX01PREVMX0NBTExfU1RBVFVTX0VSUk9SEAISKgomUFJPVkVOQU5DRV9NT0RFTF9DQUxMX1NUQVRVU19JTl9GTElHSFQQAyr8AgoaUHJvdmVuYW5jZVRvb2xSZXN1bHRTdGF0dXMSLQopUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIkCiBQUk9WRU5BTkNFX1RPT0xfUkVTVUxUX1NUQVRVU19PSxABEicKI1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0VSUk9SEAISKAokUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfREVOSUVEEAMSKQolUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfSU5WQUxJRBAEEisKJ1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0lOX0ZMSUdIVBAFEjMKL1BST1ZFTkFOQ0VfVE9PTF9SRVNVTFRfU1RBVFVTX0FXQUlUSU5HX0FQUFJPVkFMEAYSKQolUFJPVkVOQU5DRV9UT09MX1JFU1VMVF9TVEFUVVNfTk9UX1JVThAHKqwBChBFZmZlY3REaWZmZXJlbmNlEiEKHUVGRkVDVF9ESUZGRVJFTkNFX1VOU1BFQ0lGSUVEEAASGgoWRUZGRUNUX0RJRkZFUkVOQ0VfU0FNRRABEh0KGUVGRkVDVF9ESUZGRVJFTkNFX0NIQU5HRUQQAhIcChhFRkZFQ1RfRElGRkVSRU5DRV9PTkxZX0EQAxIcChhFRkZFQ1RfRElGRkVSRU5DRV9PTkxZX0IQBDLjBwoKUnVuU2VydmljZRJFCghTdGFydFJ1bhIbLndheW1hcmsudjEuU3RhcnRSdW5SZXF1ZXN0Ghwud2F5bWFyay52MS5TdGFydFJ1blJlc3BvbnNlEkQKBkdldFJ1bhIZLndheW1hcmsudjEuR2V0UnVuUmVxdWVzdBoaLndheW1hcmsudjEuR2V0UnVuUmVzcG9uc2UiA5ACARJKCghMaXN0UnVucxIbLndheW1hcmsudjEuTGlzdFJ1bnNSZXF1ZXN0Ghwud2F5bWFyay52MS5MaXN0UnVuc1Jlc3BvbnNlIgOQAgESUAoKR2V0Sm91cm5hbBIdLndheW1hcmsudjEuR2V0Sm91cm5hbFJlcXVlc3QaHi53YXltYXJrLnYxLkdldEpvdXJuYWxSZXNwb25zZSIDkAIBElwKD1N0cmVhbVJ1bkV2ZW50cxIiLndheW1hcmsudjEuU3RyZWFtUnVuRXZlbnRzUmVxdWVzdBojLndheW1hcmsudjEuU3RyZWFtUnVuRXZlbnRzUmVzcG9uc2UwARJICglSZXN1bWVSdW4SHC53YXltYXJrLnYxLlJlc3VtZVJ1blJlcXVlc3QaHS53YXltYXJrLnYxLlJlc3VtZVJ1blJlc3BvbnNlEkgKCUNhbmNlbFJ1bhIcLndheW1hcmsudjEuQ2FuY2VsUnVuUmVxdWVzdBodLndheW1hcmsudjEuQ2FuY2VsUnVuUmVzcG9uc2USWQoNTGlzdFdvcmtmbG93cxIgLndheW1hcmsudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaIS53YXltYXJrLnYxLkxpc3RXb3JrZmxvd3NSZXNwb25zZSIDkAIBEmIKEEdldFJ1blByb3ZlbmFuY2USIy53YXltYXJrLnYxLkdldFJ1blByb3ZlbmFuY2VSZXF1ZXN0GiQud2F5bWFyay52MS5HZXRSdW5Qcm92ZW5hbmNlUmVzcG9uc2UiA5ACARJgChFDcmVhdGVTdHJlYW1Ub2tlbhIkLndheW1hcmsudjEuQ3JlYXRlU3RyZWFtVG9rZW5SZXF1ZXN0GiUud2F5bWFyay52MS5DcmVhdGVTdHJlYW1Ub2tlblJlc3BvbnNlEkIKB0ZvcmtSdW4SGi53YXltYXJrLnYxLkZvcmtSdW5SZXF1ZXN0Ghsud2F5bWFyay52MS5Gb3JrUnVuUmVzcG9uc2USUwoLQ29tcGFyZVJ1bnMSHi53YXltYXJrLnYxLkNvbXBhcmVSdW5zUmVxdWVzdBofLndheW1hcmsudjEuQ29tcGFyZVJ1bnNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_waymark_v1_run]);
 
 /**
  * The request of StartRun.
@@ -203,6 +203,13 @@ export type GetRunResponse = Message<"waymark.v1.GetRunResponse"> & {
    * @generated from field: repeated waymark.v1.WaitingOn waiting_on = 2;
    */
   waitingOn: WaitingOn[];
+
+  /**
+   * The ids of the runs forked from this one (ForkRun), newest first, at most 100.
+   *
+   * @generated from field: repeated string forks = 30;
+   */
+  forks: string[];
 };
 
 /**
@@ -1100,6 +1107,540 @@ export const CreateStreamTokenResponseSchema: GenMessage<CreateStreamTokenRespon
   messageDesc(file_waymark_v1_run_service, 24);
 
 /**
+ * The request of ForkRun.
+ *
+ * @generated from message waymark.v1.ForkRunRequest
+ */
+export type ForkRunRequest = Message<"waymark.v1.ForkRunRequest"> & {
+  /**
+   * The source run's namespace (the fork's too); empty means "default".
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The run to fork.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+
+  /**
+   * The fork point: the seq of an entry of the source's journal. An entry in the middle of an
+   * effect (its outcome, a resolution) names the whole effect: the fork point moves to its first
+   * entry. Entries before the fork point are kept as recorded results; the rest are not copied.
+   *
+   * @generated from field: int64 at_seq = 3;
+   */
+  atSeq: bigint;
+
+  /**
+   * The fork's input; unset: the source's.
+   *
+   * @generated from field: google.protobuf.Value input = 4;
+   */
+  input?: Value | undefined;
+
+  /**
+   * The workflow version the fork runs on: the version this server serves; empty: the source's
+   * pinned version and digest.
+   *
+   * @generated from field: string workflow_version = 5;
+   */
+  workflowVersion: string;
+
+  /**
+   * The model every live model call of the fork's agents uses (ctx.agent), instead of the one
+   * the code names; empty: the source's (the code's, unless the source itself had one).
+   *
+   * @generated from field: string model = 6;
+   */
+  model: string;
+
+  /**
+   * A decision for the approval at the fork point (the fork point must then be an approval):
+   * journaled as its resolution, so the fork continues with it.
+   *
+   * @generated from field: waymark.v1.ForkDecision decision = 7;
+   */
+  decision?: ForkDecision | undefined;
+
+  /**
+   * The fork's own idempotency key; a repeated one returns the first fork.
+   *
+   * @generated from field: string idempotency_key = 8;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The fork's budget in US dollars; unset: the source's. Its spend includes what the kept
+   * entries cost the source (docs/forks.md "Budget").
+   *
+   * @generated from field: optional double budget_usd = 9;
+   */
+  budgetUsd?: number | undefined;
+
+  /**
+   * Labels added to the source's.
+   *
+   * @generated from field: map<string, string> labels = 10;
+   */
+  labels: { [key: string]: string };
+
+  /**
+   * Execute the fork here until it ends or parks before answering (as StartRun with wait).
+   *
+   * @generated from field: bool wait = 11;
+   */
+  wait: boolean;
+
+  /**
+   * Write nothing; answer with the preview of what the fork would keep, redo and cost.
+   *
+   * @generated from field: bool dry_run = 12;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.ForkRunRequest.
+ * Use `create(ForkRunRequestSchema)` to create a new message.
+ */
+export const ForkRunRequestSchema: GenMessage<ForkRunRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 25);
+
+/**
+ * A decision for the approval at a fork's fork point.
+ *
+ * @generated from message waymark.v1.ForkDecision
+ */
+export type ForkDecision = Message<"waymark.v1.ForkDecision"> & {
+  /**
+   * Approve (true) or deny (false).
+   *
+   * @generated from field: bool approve = 1;
+   */
+  approve: boolean;
+
+  /**
+   * Journaled with the decision.
+   *
+   * @generated from field: string comment = 2;
+   */
+  comment: string;
+
+  /**
+   * Who decided; empty: "fork".
+   *
+   * @generated from field: string by = 3;
+   */
+  by: string;
+};
+
+/**
+ * Describes the message waymark.v1.ForkDecision.
+ * Use `create(ForkDecisionSchema)` to create a new message.
+ */
+export const ForkDecisionSchema: GenMessage<ForkDecision> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 26);
+
+/**
+ * The response of ForkRun.
+ *
+ * @generated from message waymark.v1.ForkRunResponse
+ */
+export type ForkRunResponse = Message<"waymark.v1.ForkRunResponse"> & {
+  /**
+   * The fork; unset with dry_run.
+   *
+   * @generated from field: waymark.v1.Run run = 1;
+   */
+  run?: Run | undefined;
+
+  /**
+   * False when the idempotency key returned an existing fork.
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+
+  /**
+   * The fork point, after moving to the first entry of its effect.
+   *
+   * @generated from field: int64 fork_seq = 3;
+   */
+  forkSeq: bigint;
+
+  /**
+   * What the fork waits for, when it is SUSPENDED.
+   *
+   * @generated from field: repeated waymark.v1.WaitingOn waiting_on = 4;
+   */
+  waitingOn: WaitingOn[];
+
+  /**
+   * With dry_run: what the fork would keep, redo and cost.
+   *
+   * @generated from field: waymark.v1.ForkPreview preview = 5;
+   */
+  preview?: ForkPreview | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.ForkRunResponse.
+ * Use `create(ForkRunResponseSchema)` to create a new message.
+ */
+export const ForkRunResponseSchema: GenMessage<ForkRunResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 27);
+
+/**
+ * What a fork would keep, redo and cost (ForkRun with dry_run).
+ *
+ * @generated from message waymark.v1.ForkPreview
+ */
+export type ForkPreview = Message<"waymark.v1.ForkPreview"> & {
+  /**
+   * The fork point, after moving to the first entry of its effect.
+   *
+   * @generated from field: int64 fork_seq = 1;
+   */
+  forkSeq: bigint;
+
+  /**
+   * Source entries kept as recorded results (seq 0 to kept - 1).
+   *
+   * @generated from field: int32 kept = 2;
+   */
+  kept: number;
+
+  /**
+   * Source entries not copied.
+   *
+   * @generated from field: int32 dropped = 3;
+   */
+  dropped: number;
+
+  /**
+   * Seqs of kept effects the fork runs again as its own: in flight at the fork point, or waiting
+   * on the source's child run or remote worker.
+   *
+   * @generated from field: repeated int64 rerun = 4;
+   */
+  rerun: bigint[];
+
+  /**
+   * What the kept entries cost the source: recorded, never paid again.
+   *
+   * @generated from field: double kept_cost_usd = 5;
+   */
+  keptCostUsd: number;
+
+  /**
+   * What the source spent on the entries the fork does not keep: what redoing them cost once.
+   *
+   * @generated from field: double dropped_cost_usd = 6;
+   */
+  droppedCostUsd: number;
+
+  /**
+   * The replay-strict pass over what the fork starts with, as ResumeRun's dry run: the hits, and
+   * the first call it makes live.
+   *
+   * @generated from field: waymark.v1.ResumePreview replay = 7;
+   */
+  replay?: ResumePreview | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.ForkPreview.
+ * Use `create(ForkPreviewSchema)` to create a new message.
+ */
+export const ForkPreviewSchema: GenMessage<ForkPreview> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 28);
+
+/**
+ * The request of CompareRuns.
+ *
+ * @generated from message waymark.v1.CompareRunsRequest
+ */
+export type CompareRunsRequest = Message<"waymark.v1.CompareRunsRequest"> & {
+  /**
+   * The runs' namespace; empty means "default".
+   *
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * The first run (say, the source).
+   *
+   * @generated from field: string run_id_a = 2;
+   */
+  runIdA: string;
+
+  /**
+   * The second run (say, the fork); a run of the same workflow.
+   *
+   * @generated from field: string run_id_b = 3;
+   */
+  runIdB: string;
+};
+
+/**
+ * Describes the message waymark.v1.CompareRunsRequest.
+ * Use `create(CompareRunsRequestSchema)` to create a new message.
+ */
+export const CompareRunsRequestSchema: GenMessage<CompareRunsRequest> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 29);
+
+/**
+ * The response of CompareRuns.
+ *
+ * @generated from message waymark.v1.CompareRunsResponse
+ */
+export type CompareRunsResponse = Message<"waymark.v1.CompareRunsResponse"> & {
+  /**
+   * Run a.
+   *
+   * @generated from field: waymark.v1.Run a = 1;
+   */
+  a?: Run | undefined;
+
+  /**
+   * Run b.
+   *
+   * @generated from field: waymark.v1.Run b = 2;
+   */
+  b?: Run | undefined;
+
+  /**
+   * When one run is a fork of the other: the fork point.
+   *
+   * @generated from field: optional int64 fork_seq = 3;
+   */
+  forkSeq?: bigint | undefined;
+
+  /**
+   * One item per effect either run recorded, in the order of run a's journal, then b's others.
+   *
+   * @generated from field: repeated waymark.v1.EffectComparison effects = 4;
+   */
+  effects: EffectComparison[];
+
+  /**
+   * Run a's totals.
+   *
+   * @generated from field: waymark.v1.RunTotals totals_a = 5;
+   */
+  totalsA?: RunTotals | undefined;
+
+  /**
+   * Run b's totals.
+   *
+   * @generated from field: waymark.v1.RunTotals totals_b = 6;
+   */
+  totalsB?: RunTotals | undefined;
+};
+
+/**
+ * Describes the message waymark.v1.CompareRunsResponse.
+ * Use `create(CompareRunsResponseSchema)` to create a new message.
+ */
+export const CompareRunsResponseSchema: GenMessage<CompareRunsResponse> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 30);
+
+/**
+ * One effect as two runs recorded it. Effects are matched by call site: scope, kind, name and
+ * the how-many-th effect of that kind and name in that scope.
+ *
+ * @generated from message waymark.v1.EffectComparison
+ */
+export type EffectComparison = Message<"waymark.v1.EffectComparison"> & {
+  /**
+   * The effect's scope ("" is the workflow body).
+   *
+   * @generated from field: string scope = 1;
+   */
+  scope: string;
+
+  /**
+   * Its kind (tool, model, approval, …).
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Its name.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * 0 for the first effect of this kind and name in the scope, 1 for the next, …
+   *
+   * @generated from field: int32 position = 4;
+   */
+  position: number;
+
+  /**
+   * How run a recorded it; unset when only run b has it.
+   *
+   * @generated from field: waymark.v1.EffectRecord a = 5;
+   */
+  a?: EffectRecord | undefined;
+
+  /**
+   * How run b recorded it; unset when only run a has it.
+   *
+   * @generated from field: waymark.v1.EffectRecord b = 6;
+   */
+  b?: EffectRecord | undefined;
+
+  /**
+   * Whether they differ.
+   *
+   * @generated from field: waymark.v1.EffectDifference difference = 7;
+   */
+  difference: EffectDifference;
+
+  /**
+   * True when run b is a fork of run a (or the reverse) and kept this entry from it.
+   *
+   * @generated from field: bool kept = 8;
+   */
+  kept: boolean;
+};
+
+/**
+ * Describes the message waymark.v1.EffectComparison.
+ * Use `create(EffectComparisonSchema)` to create a new message.
+ */
+export const EffectComparisonSchema: GenMessage<EffectComparison> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 31);
+
+/**
+ * One run's record of an effect.
+ *
+ * @generated from message waymark.v1.EffectRecord
+ */
+export type EffectRecord = Message<"waymark.v1.EffectRecord"> & {
+  /**
+   * The seq of the effect's first entry.
+   *
+   * @generated from field: int64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * How it ended: ok, error, cancelled, resolved, or running/suspended while open.
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * The recorded result (a resolution's payload for a wait).
+   *
+   * @generated from field: google.protobuf.Value output = 3;
+   */
+  output?: Value | undefined;
+
+  /**
+   * For a model call: the model that answered.
+   *
+   * @generated from field: string model = 4;
+   */
+  model: string;
+
+  /**
+   * Tokens the call used (model calls).
+   *
+   * @generated from field: int64 input_tokens = 5;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Tokens the call produced (model calls).
+   *
+   * @generated from field: int64 output_tokens = 6;
+   */
+  outputTokens: bigint;
+
+  /**
+   * Its cost in US dollars; unset when unpriced.
+   *
+   * @generated from field: optional double cost_usd = 7;
+   */
+  costUsd?: number | undefined;
+
+  /**
+   * From its first entry to its outcome, in milliseconds (0 for a one-write effect).
+   *
+   * @generated from field: int64 duration_ms = 8;
+   */
+  durationMs: bigint;
+};
+
+/**
+ * Describes the message waymark.v1.EffectRecord.
+ * Use `create(EffectRecordSchema)` to create a new message.
+ */
+export const EffectRecordSchema: GenMessage<EffectRecord> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 32);
+
+/**
+ * A run's totals in a comparison.
+ *
+ * @generated from message waymark.v1.RunTotals
+ */
+export type RunTotals = Message<"waymark.v1.RunTotals"> & {
+  /**
+   * US dollars of its own entries.
+   *
+   * @generated from field: double cost_usd = 1;
+   */
+  costUsd: number;
+
+  /**
+   * Input tokens of its model calls.
+   *
+   * @generated from field: int64 input_tokens = 2;
+   */
+  inputTokens: bigint;
+
+  /**
+   * Output tokens of its model calls.
+   *
+   * @generated from field: int64 output_tokens = 3;
+   */
+  outputTokens: bigint;
+
+  /**
+   * From creation to its last change, in milliseconds.
+   *
+   * @generated from field: int64 duration_ms = 4;
+   */
+  durationMs: bigint;
+
+  /**
+   * Effects recorded.
+   *
+   * @generated from field: int32 effects = 5;
+   */
+  effects: number;
+};
+
+/**
+ * Describes the message waymark.v1.RunTotals.
+ * Use `create(RunTotalsSchema)` to create a new message.
+ */
+export const RunTotalsSchema: GenMessage<RunTotals> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run_service, 33);
+
+/**
  * What StartRun waits for before it answers.
  *
  * @generated from enum waymark.v1.WaitFor
@@ -1286,6 +1827,54 @@ export const ProvenanceToolResultStatusSchema: GenEnum<ProvenanceToolResultStatu
   enumDesc(file_waymark_v1_run_service, 3);
 
 /**
+ * Whether an effect differs between two runs.
+ *
+ * @generated from enum waymark.v1.EffectDifference
+ */
+export enum EffectDifference {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: EFFECT_DIFFERENCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Same status, output and model.
+   *
+   * @generated from enum value: EFFECT_DIFFERENCE_SAME = 1;
+   */
+  SAME = 1,
+
+  /**
+   * Both runs recorded it, differently.
+   *
+   * @generated from enum value: EFFECT_DIFFERENCE_CHANGED = 2;
+   */
+  CHANGED = 2,
+
+  /**
+   * Only run a recorded it.
+   *
+   * @generated from enum value: EFFECT_DIFFERENCE_ONLY_A = 3;
+   */
+  ONLY_A = 3,
+
+  /**
+   * Only run b recorded it.
+   *
+   * @generated from enum value: EFFECT_DIFFERENCE_ONLY_B = 4;
+   */
+  ONLY_B = 4,
+}
+
+/**
+ * Describes the enum waymark.v1.EffectDifference.
+ */
+export const EffectDifferenceSchema: GenEnum<EffectDifference> = /*@__PURE__*/
+  enumDesc(file_waymark_v1_run_service, 4);
+
+/**
  * Starts, inspects, follows, resumes and cancels runs.
  *
  * Every request carries a namespace; empty means "default". Addressing is fail-closed: an
@@ -1407,6 +1996,34 @@ export const RunService: GenService<{
     methodKind: "unary";
     input: typeof CreateStreamTokenRequestSchema;
     output: typeof CreateStreamTokenResponseSchema;
+  },
+  /**
+   * Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+   * journal up to the entry at at_seq, keeps every result recorded before it and executes from
+   * there, optionally with another input, workflow version, model, or decision for the approval
+   * at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+   * waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+   * response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+   * already used in the namespace returns the run the first call created (created = false).
+   *
+   * @generated from rpc waymark.v1.RunService.ForkRun
+   */
+  forkRun: {
+    methodKind: "unary";
+    input: typeof ForkRunRequestSchema;
+    output: typeof ForkRunResponseSchema;
+  },
+  /**
+   * Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+   * effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+   * differs; a fork and its source, or any two runs of the same workflow.
+   *
+   * @generated from rpc waymark.v1.RunService.CompareRuns
+   */
+  compareRuns: {
+    methodKind: "unary";
+    input: typeof CompareRunsRequestSchema;
+    output: typeof CompareRunsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_waymark_v1_run_service, 0);

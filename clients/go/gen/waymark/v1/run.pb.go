@@ -456,7 +456,11 @@ type Run struct {
 	// When the run times out (database clock): create_time plus its run timeout (StartRun's
 	// timeout, else the workflow definition's). Unset when it has none. A run not finished by then
 	// fails with error.reason "run_timed_out" and its unfinished child runs are cancelled.
-	DeadlineTime  *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=deadline_time,json=deadlineTime,proto3" json:"deadline_time,omitempty"`
+	DeadlineTime *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=deadline_time,json=deadlineTime,proto3" json:"deadline_time,omitempty"`
+	// For a fork (ForkRun): the run it was forked from (label waymark.fork_of); empty otherwise.
+	ForkedFromRunId string `protobuf:"bytes,30,opt,name=forked_from_run_id,json=forkedFromRunId,proto3" json:"forked_from_run_id,omitempty"`
+	// For a fork: the seq of its source's journal it was forked at (label waymark.fork_seq).
+	ForkSeq       *int64 `protobuf:"varint,31,opt,name=fork_seq,json=forkSeq,proto3,oneof" json:"fork_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -622,6 +626,20 @@ func (x *Run) GetDeadlineTime() *timestamppb.Timestamp {
 		return x.DeadlineTime
 	}
 	return nil
+}
+
+func (x *Run) GetForkedFromRunId() string {
+	if x != nil {
+		return x.ForkedFromRunId
+	}
+	return ""
+}
+
+func (x *Run) GetForkSeq() int64 {
+	if x != nil && x.ForkSeq != nil {
+		return *x.ForkSeq
+	}
+	return 0
 }
 
 // A failure as the journal records it: enough for replay to re-throw the same error.
@@ -1738,7 +1756,7 @@ var File_waymark_v1_run_proto protoreflect.FileDescriptor
 const file_waymark_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14waymark/v1/run.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe1\x06\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\a\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12#\n" +
@@ -1762,11 +1780,14 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\vupdate_time\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x19\n" +
 	"\bnext_seq\x18\x12 \x01(\x03R\anextSeq\x12?\n" +
-	"\rdeadline_time\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fdeadlineTime\x1a9\n" +
+	"\rdeadline_time\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fdeadlineTime\x12+\n" +
+	"\x12forked_from_run_id\x18\x1e \x01(\tR\x0fforkedFromRunId\x12\x1e\n" +
+	"\bfork_seq\x18\x1f \x01(\x03H\x01R\aforkSeq\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
-	"\v_budget_usd\"\x82\x01\n" +
+	"\v_budget_usdB\v\n" +
+	"\t_fork_seq\"\x82\x01\n" +
 	"\bRunError\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +

@@ -265,6 +265,67 @@ func (ProvenanceToolResultStatus) EnumDescriptor() ([]byte, []int) {
 	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{3}
 }
 
+// Whether an effect differs between two runs.
+type EffectDifference int32
+
+const (
+	// Not set.
+	EffectDifference_EFFECT_DIFFERENCE_UNSPECIFIED EffectDifference = 0
+	// Same status, output and model.
+	EffectDifference_EFFECT_DIFFERENCE_SAME EffectDifference = 1
+	// Both runs recorded it, differently.
+	EffectDifference_EFFECT_DIFFERENCE_CHANGED EffectDifference = 2
+	// Only run a recorded it.
+	EffectDifference_EFFECT_DIFFERENCE_ONLY_A EffectDifference = 3
+	// Only run b recorded it.
+	EffectDifference_EFFECT_DIFFERENCE_ONLY_B EffectDifference = 4
+)
+
+// Enum value maps for EffectDifference.
+var (
+	EffectDifference_name = map[int32]string{
+		0: "EFFECT_DIFFERENCE_UNSPECIFIED",
+		1: "EFFECT_DIFFERENCE_SAME",
+		2: "EFFECT_DIFFERENCE_CHANGED",
+		3: "EFFECT_DIFFERENCE_ONLY_A",
+		4: "EFFECT_DIFFERENCE_ONLY_B",
+	}
+	EffectDifference_value = map[string]int32{
+		"EFFECT_DIFFERENCE_UNSPECIFIED": 0,
+		"EFFECT_DIFFERENCE_SAME":        1,
+		"EFFECT_DIFFERENCE_CHANGED":     2,
+		"EFFECT_DIFFERENCE_ONLY_A":      3,
+		"EFFECT_DIFFERENCE_ONLY_B":      4,
+	}
+)
+
+func (x EffectDifference) Enum() *EffectDifference {
+	p := new(EffectDifference)
+	*p = x
+	return p
+}
+
+func (x EffectDifference) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EffectDifference) Descriptor() protoreflect.EnumDescriptor {
+	return file_waymark_v1_run_service_proto_enumTypes[4].Descriptor()
+}
+
+func (EffectDifference) Type() protoreflect.EnumType {
+	return &file_waymark_v1_run_service_proto_enumTypes[4]
+}
+
+func (x EffectDifference) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EffectDifference.Descriptor instead.
+func (EffectDifference) EnumDescriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{4}
+}
+
 // The request of StartRun.
 type StartRunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -540,7 +601,9 @@ type GetRunResponse struct {
 	// The run.
 	Run *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
 	// What the run waits for, when it is SUSPENDED.
-	WaitingOn     []*WaitingOn `protobuf:"bytes,2,rep,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	WaitingOn []*WaitingOn `protobuf:"bytes,2,rep,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	// The ids of the runs forked from this one (ForkRun), newest first, at most 100.
+	Forks         []string `protobuf:"bytes,30,rep,name=forks,proto3" json:"forks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -585,6 +648,13 @@ func (x *GetRunResponse) GetRun() *Run {
 func (x *GetRunResponse) GetWaitingOn() []*WaitingOn {
 	if x != nil {
 		return x.WaitingOn
+	}
+	return nil
+}
+
+func (x *GetRunResponse) GetForks() []string {
+	if x != nil {
+		return x.Forks
 	}
 	return nil
 }
@@ -2127,6 +2197,861 @@ func (x *CreateStreamTokenResponse) GetExpireTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// The request of ForkRun.
+type ForkRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source run's namespace (the fork's too); empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The run to fork.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The fork point: the seq of an entry of the source's journal. An entry in the middle of an
+	// effect (its outcome, a resolution) names the whole effect: the fork point moves to its first
+	// entry. Entries before the fork point are kept as recorded results; the rest are not copied.
+	AtSeq int64 `protobuf:"varint,3,opt,name=at_seq,json=atSeq,proto3" json:"at_seq,omitempty"`
+	// The fork's input; unset: the source's.
+	Input *structpb.Value `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	// The workflow version the fork runs on: the version this server serves; empty: the source's
+	// pinned version and digest.
+	WorkflowVersion string `protobuf:"bytes,5,opt,name=workflow_version,json=workflowVersion,proto3" json:"workflow_version,omitempty"`
+	// The model every live model call of the fork's agents uses (ctx.agent), instead of the one
+	// the code names; empty: the source's (the code's, unless the source itself had one).
+	Model string `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
+	// A decision for the approval at the fork point (the fork point must then be an approval):
+	// journaled as its resolution, so the fork continues with it.
+	Decision *ForkDecision `protobuf:"bytes,7,opt,name=decision,proto3" json:"decision,omitempty"`
+	// The fork's own idempotency key; a repeated one returns the first fork.
+	IdempotencyKey string `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// The fork's budget in US dollars; unset: the source's. Its spend includes what the kept
+	// entries cost the source (docs/forks.md "Budget").
+	BudgetUsd *float64 `protobuf:"fixed64,9,opt,name=budget_usd,json=budgetUsd,proto3,oneof" json:"budget_usd,omitempty"`
+	// Labels added to the source's.
+	Labels map[string]string `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Execute the fork here until it ends or parks before answering (as StartRun with wait).
+	Wait bool `protobuf:"varint,11,opt,name=wait,proto3" json:"wait,omitempty"`
+	// Write nothing; answer with the preview of what the fork would keep, redo and cost.
+	DryRun        bool `protobuf:"varint,12,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkRunRequest) Reset() {
+	*x = ForkRunRequest{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkRunRequest) ProtoMessage() {}
+
+func (x *ForkRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkRunRequest.ProtoReflect.Descriptor instead.
+func (*ForkRunRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ForkRunRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ForkRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ForkRunRequest) GetAtSeq() int64 {
+	if x != nil {
+		return x.AtSeq
+	}
+	return 0
+}
+
+func (x *ForkRunRequest) GetInput() *structpb.Value {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ForkRunRequest) GetWorkflowVersion() string {
+	if x != nil {
+		return x.WorkflowVersion
+	}
+	return ""
+}
+
+func (x *ForkRunRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ForkRunRequest) GetDecision() *ForkDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+func (x *ForkRunRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *ForkRunRequest) GetBudgetUsd() float64 {
+	if x != nil && x.BudgetUsd != nil {
+		return *x.BudgetUsd
+	}
+	return 0
+}
+
+func (x *ForkRunRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ForkRunRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
+func (x *ForkRunRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// A decision for the approval at a fork's fork point.
+type ForkDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Approve (true) or deny (false).
+	Approve bool `protobuf:"varint,1,opt,name=approve,proto3" json:"approve,omitempty"`
+	// Journaled with the decision.
+	Comment string `protobuf:"bytes,2,opt,name=comment,proto3" json:"comment,omitempty"`
+	// Who decided; empty: "fork".
+	By            string `protobuf:"bytes,3,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkDecision) Reset() {
+	*x = ForkDecision{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkDecision) ProtoMessage() {}
+
+func (x *ForkDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkDecision.ProtoReflect.Descriptor instead.
+func (*ForkDecision) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ForkDecision) GetApprove() bool {
+	if x != nil {
+		return x.Approve
+	}
+	return false
+}
+
+func (x *ForkDecision) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *ForkDecision) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+// The response of ForkRun.
+type ForkRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fork; unset with dry_run.
+	Run *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// False when the idempotency key returned an existing fork.
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// The fork point, after moving to the first entry of its effect.
+	ForkSeq int64 `protobuf:"varint,3,opt,name=fork_seq,json=forkSeq,proto3" json:"fork_seq,omitempty"`
+	// What the fork waits for, when it is SUSPENDED.
+	WaitingOn []*WaitingOn `protobuf:"bytes,4,rep,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	// With dry_run: what the fork would keep, redo and cost.
+	Preview       *ForkPreview `protobuf:"bytes,5,opt,name=preview,proto3" json:"preview,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkRunResponse) Reset() {
+	*x = ForkRunResponse{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkRunResponse) ProtoMessage() {}
+
+func (x *ForkRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkRunResponse.ProtoReflect.Descriptor instead.
+func (*ForkRunResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ForkRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *ForkRunResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *ForkRunResponse) GetForkSeq() int64 {
+	if x != nil {
+		return x.ForkSeq
+	}
+	return 0
+}
+
+func (x *ForkRunResponse) GetWaitingOn() []*WaitingOn {
+	if x != nil {
+		return x.WaitingOn
+	}
+	return nil
+}
+
+func (x *ForkRunResponse) GetPreview() *ForkPreview {
+	if x != nil {
+		return x.Preview
+	}
+	return nil
+}
+
+// What a fork would keep, redo and cost (ForkRun with dry_run).
+type ForkPreview struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fork point, after moving to the first entry of its effect.
+	ForkSeq int64 `protobuf:"varint,1,opt,name=fork_seq,json=forkSeq,proto3" json:"fork_seq,omitempty"`
+	// Source entries kept as recorded results (seq 0 to kept - 1).
+	Kept int32 `protobuf:"varint,2,opt,name=kept,proto3" json:"kept,omitempty"`
+	// Source entries not copied.
+	Dropped int32 `protobuf:"varint,3,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	// Seqs of kept effects the fork runs again as its own: in flight at the fork point, or waiting
+	// on the source's child run or remote worker.
+	Rerun []int64 `protobuf:"varint,4,rep,packed,name=rerun,proto3" json:"rerun,omitempty"`
+	// What the kept entries cost the source: recorded, never paid again.
+	KeptCostUsd float64 `protobuf:"fixed64,5,opt,name=kept_cost_usd,json=keptCostUsd,proto3" json:"kept_cost_usd,omitempty"`
+	// What the source spent on the entries the fork does not keep: what redoing them cost once.
+	DroppedCostUsd float64 `protobuf:"fixed64,6,opt,name=dropped_cost_usd,json=droppedCostUsd,proto3" json:"dropped_cost_usd,omitempty"`
+	// The replay-strict pass over what the fork starts with, as ResumeRun's dry run: the hits, and
+	// the first call it makes live.
+	Replay        *ResumePreview `protobuf:"bytes,7,opt,name=replay,proto3" json:"replay,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkPreview) Reset() {
+	*x = ForkPreview{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkPreview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkPreview) ProtoMessage() {}
+
+func (x *ForkPreview) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkPreview.ProtoReflect.Descriptor instead.
+func (*ForkPreview) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ForkPreview) GetForkSeq() int64 {
+	if x != nil {
+		return x.ForkSeq
+	}
+	return 0
+}
+
+func (x *ForkPreview) GetKept() int32 {
+	if x != nil {
+		return x.Kept
+	}
+	return 0
+}
+
+func (x *ForkPreview) GetDropped() int32 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *ForkPreview) GetRerun() []int64 {
+	if x != nil {
+		return x.Rerun
+	}
+	return nil
+}
+
+func (x *ForkPreview) GetKeptCostUsd() float64 {
+	if x != nil {
+		return x.KeptCostUsd
+	}
+	return 0
+}
+
+func (x *ForkPreview) GetDroppedCostUsd() float64 {
+	if x != nil {
+		return x.DroppedCostUsd
+	}
+	return 0
+}
+
+func (x *ForkPreview) GetReplay() *ResumePreview {
+	if x != nil {
+		return x.Replay
+	}
+	return nil
+}
+
+// The request of CompareRuns.
+type CompareRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The runs' namespace; empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The first run (say, the source).
+	RunIdA string `protobuf:"bytes,2,opt,name=run_id_a,json=runIdA,proto3" json:"run_id_a,omitempty"`
+	// The second run (say, the fork); a run of the same workflow.
+	RunIdB        string `protobuf:"bytes,3,opt,name=run_id_b,json=runIdB,proto3" json:"run_id_b,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompareRunsRequest) Reset() {
+	*x = CompareRunsRequest{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompareRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompareRunsRequest) ProtoMessage() {}
+
+func (x *CompareRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompareRunsRequest.ProtoReflect.Descriptor instead.
+func (*CompareRunsRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CompareRunsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *CompareRunsRequest) GetRunIdA() string {
+	if x != nil {
+		return x.RunIdA
+	}
+	return ""
+}
+
+func (x *CompareRunsRequest) GetRunIdB() string {
+	if x != nil {
+		return x.RunIdB
+	}
+	return ""
+}
+
+// The response of CompareRuns.
+type CompareRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Run a.
+	A *Run `protobuf:"bytes,1,opt,name=a,proto3" json:"a,omitempty"`
+	// Run b.
+	B *Run `protobuf:"bytes,2,opt,name=b,proto3" json:"b,omitempty"`
+	// When one run is a fork of the other: the fork point.
+	ForkSeq *int64 `protobuf:"varint,3,opt,name=fork_seq,json=forkSeq,proto3,oneof" json:"fork_seq,omitempty"`
+	// One item per effect either run recorded, in the order of run a's journal, then b's others.
+	Effects []*EffectComparison `protobuf:"bytes,4,rep,name=effects,proto3" json:"effects,omitempty"`
+	// Run a's totals.
+	TotalsA *RunTotals `protobuf:"bytes,5,opt,name=totals_a,json=totalsA,proto3" json:"totals_a,omitempty"`
+	// Run b's totals.
+	TotalsB       *RunTotals `protobuf:"bytes,6,opt,name=totals_b,json=totalsB,proto3" json:"totals_b,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompareRunsResponse) Reset() {
+	*x = CompareRunsResponse{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompareRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompareRunsResponse) ProtoMessage() {}
+
+func (x *CompareRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompareRunsResponse.ProtoReflect.Descriptor instead.
+func (*CompareRunsResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CompareRunsResponse) GetA() *Run {
+	if x != nil {
+		return x.A
+	}
+	return nil
+}
+
+func (x *CompareRunsResponse) GetB() *Run {
+	if x != nil {
+		return x.B
+	}
+	return nil
+}
+
+func (x *CompareRunsResponse) GetForkSeq() int64 {
+	if x != nil && x.ForkSeq != nil {
+		return *x.ForkSeq
+	}
+	return 0
+}
+
+func (x *CompareRunsResponse) GetEffects() []*EffectComparison {
+	if x != nil {
+		return x.Effects
+	}
+	return nil
+}
+
+func (x *CompareRunsResponse) GetTotalsA() *RunTotals {
+	if x != nil {
+		return x.TotalsA
+	}
+	return nil
+}
+
+func (x *CompareRunsResponse) GetTotalsB() *RunTotals {
+	if x != nil {
+		return x.TotalsB
+	}
+	return nil
+}
+
+// One effect as two runs recorded it. Effects are matched by call site: scope, kind, name and
+// the how-many-th effect of that kind and name in that scope.
+type EffectComparison struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The effect's scope ("" is the workflow body).
+	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	// Its kind (tool, model, approval, …).
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Its name.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// 0 for the first effect of this kind and name in the scope, 1 for the next, …
+	Position int32 `protobuf:"varint,4,opt,name=position,proto3" json:"position,omitempty"`
+	// How run a recorded it; unset when only run b has it.
+	A *EffectRecord `protobuf:"bytes,5,opt,name=a,proto3" json:"a,omitempty"`
+	// How run b recorded it; unset when only run a has it.
+	B *EffectRecord `protobuf:"bytes,6,opt,name=b,proto3" json:"b,omitempty"`
+	// Whether they differ.
+	Difference EffectDifference `protobuf:"varint,7,opt,name=difference,proto3,enum=waymark.v1.EffectDifference" json:"difference,omitempty"`
+	// True when run b is a fork of run a (or the reverse) and kept this entry from it.
+	Kept          bool `protobuf:"varint,8,opt,name=kept,proto3" json:"kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EffectComparison) Reset() {
+	*x = EffectComparison{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EffectComparison) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EffectComparison) ProtoMessage() {}
+
+func (x *EffectComparison) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EffectComparison.ProtoReflect.Descriptor instead.
+func (*EffectComparison) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *EffectComparison) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *EffectComparison) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *EffectComparison) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EffectComparison) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *EffectComparison) GetA() *EffectRecord {
+	if x != nil {
+		return x.A
+	}
+	return nil
+}
+
+func (x *EffectComparison) GetB() *EffectRecord {
+	if x != nil {
+		return x.B
+	}
+	return nil
+}
+
+func (x *EffectComparison) GetDifference() EffectDifference {
+	if x != nil {
+		return x.Difference
+	}
+	return EffectDifference_EFFECT_DIFFERENCE_UNSPECIFIED
+}
+
+func (x *EffectComparison) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
+// One run's record of an effect.
+type EffectRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seq of the effect's first entry.
+	Seq int64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// How it ended: ok, error, cancelled, resolved, or running/suspended while open.
+	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// The recorded result (a resolution's payload for a wait).
+	Output *structpb.Value `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
+	// For a model call: the model that answered.
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// Tokens the call used (model calls).
+	InputTokens int64 `protobuf:"varint,5,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Tokens the call produced (model calls).
+	OutputTokens int64 `protobuf:"varint,6,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Its cost in US dollars; unset when unpriced.
+	CostUsd *float64 `protobuf:"fixed64,7,opt,name=cost_usd,json=costUsd,proto3,oneof" json:"cost_usd,omitempty"`
+	// From its first entry to its outcome, in milliseconds (0 for a one-write effect).
+	DurationMs    int64 `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EffectRecord) Reset() {
+	*x = EffectRecord{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EffectRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EffectRecord) ProtoMessage() {}
+
+func (x *EffectRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EffectRecord.ProtoReflect.Descriptor instead.
+func (*EffectRecord) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *EffectRecord) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *EffectRecord) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *EffectRecord) GetOutput() *structpb.Value {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *EffectRecord) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EffectRecord) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *EffectRecord) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *EffectRecord) GetCostUsd() float64 {
+	if x != nil && x.CostUsd != nil {
+		return *x.CostUsd
+	}
+	return 0
+}
+
+func (x *EffectRecord) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+// A run's totals in a comparison.
+type RunTotals struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// US dollars of its own entries.
+	CostUsd float64 `protobuf:"fixed64,1,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// Input tokens of its model calls.
+	InputTokens int64 `protobuf:"varint,2,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Output tokens of its model calls.
+	OutputTokens int64 `protobuf:"varint,3,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// From creation to its last change, in milliseconds.
+	DurationMs int64 `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// Effects recorded.
+	Effects       int32 `protobuf:"varint,5,opt,name=effects,proto3" json:"effects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunTotals) Reset() {
+	*x = RunTotals{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunTotals) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunTotals) ProtoMessage() {}
+
+func (x *RunTotals) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunTotals.ProtoReflect.Descriptor instead.
+func (*RunTotals) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RunTotals) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *RunTotals) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *RunTotals) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *RunTotals) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *RunTotals) GetEffects() int32 {
+	if x != nil {
+		return x.Effects
+	}
+	return 0
+}
+
 var File_waymark_v1_run_service_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_run_service_proto_rawDesc = "" +
@@ -2158,11 +3083,12 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\rwait_complete\x18\x04 \x01(\bR\fwaitComplete\"D\n" +
 	"\rGetRunRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
-	"\x06run_id\x18\x02 \x01(\tR\x05runId\"i\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\"\x7f\n" +
 	"\x0eGetRunResponse\x12!\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.waymark.v1.RunR\x03run\x124\n" +
 	"\n" +
-	"waiting_on\x18\x02 \x03(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\"\xda\x02\n" +
+	"waiting_on\x18\x02 \x03(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\x12\x14\n" +
+	"\x05forks\x18\x1e \x03(\tR\x05forks\"\xda\x02\n" +
 	"\x0fListRunsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x121\n" +
 	"\bstatuses\x18\x02 \x03(\x0e2\x15.waymark.v1.RunStatusR\bstatuses\x12\x1a\n" +
@@ -2295,7 +3221,86 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x19CreateStreamTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12;\n" +
 	"\vexpire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"expireTime*j\n" +
+	"expireTime\"\x85\x04\n" +
+	"\x0eForkRunRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x15\n" +
+	"\x06at_seq\x18\x03 \x01(\x03R\x05atSeq\x12,\n" +
+	"\x05input\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x05input\x12)\n" +
+	"\x10workflow_version\x18\x05 \x01(\tR\x0fworkflowVersion\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\x124\n" +
+	"\bdecision\x18\a \x01(\v2\x18.waymark.v1.ForkDecisionR\bdecision\x12'\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12\"\n" +
+	"\n" +
+	"budget_usd\x18\t \x01(\x01H\x00R\tbudgetUsd\x88\x01\x01\x12>\n" +
+	"\x06labels\x18\n" +
+	" \x03(\v2&.waymark.v1.ForkRunRequest.LabelsEntryR\x06labels\x12\x12\n" +
+	"\x04wait\x18\v \x01(\bR\x04wait\x12\x17\n" +
+	"\adry_run\x18\f \x01(\bR\x06dryRun\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +
+	"\v_budget_usd\"R\n" +
+	"\fForkDecision\x12\x18\n" +
+	"\aapprove\x18\x01 \x01(\bR\aapprove\x12\x18\n" +
+	"\acomment\x18\x02 \x01(\tR\acomment\x12\x0e\n" +
+	"\x02by\x18\x03 \x01(\tR\x02by\"\xd2\x01\n" +
+	"\x0fForkRunResponse\x12!\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.waymark.v1.RunR\x03run\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x19\n" +
+	"\bfork_seq\x18\x03 \x01(\x03R\aforkSeq\x124\n" +
+	"\n" +
+	"waiting_on\x18\x04 \x03(\v2\x15.waymark.v1.WaitingOnR\twaitingOn\x121\n" +
+	"\apreview\x18\x05 \x01(\v2\x17.waymark.v1.ForkPreviewR\apreview\"\xed\x01\n" +
+	"\vForkPreview\x12\x19\n" +
+	"\bfork_seq\x18\x01 \x01(\x03R\aforkSeq\x12\x12\n" +
+	"\x04kept\x18\x02 \x01(\x05R\x04kept\x12\x18\n" +
+	"\adropped\x18\x03 \x01(\x05R\adropped\x12\x14\n" +
+	"\x05rerun\x18\x04 \x03(\x03R\x05rerun\x12\"\n" +
+	"\rkept_cost_usd\x18\x05 \x01(\x01R\vkeptCostUsd\x12(\n" +
+	"\x10dropped_cost_usd\x18\x06 \x01(\x01R\x0edroppedCostUsd\x121\n" +
+	"\x06replay\x18\a \x01(\v2\x19.waymark.v1.ResumePreviewR\x06replay\"f\n" +
+	"\x12CompareRunsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x18\n" +
+	"\brun_id_a\x18\x02 \x01(\tR\x06runIdA\x12\x18\n" +
+	"\brun_id_b\x18\x03 \x01(\tR\x06runIdB\"\x9c\x02\n" +
+	"\x13CompareRunsResponse\x12\x1d\n" +
+	"\x01a\x18\x01 \x01(\v2\x0f.waymark.v1.RunR\x01a\x12\x1d\n" +
+	"\x01b\x18\x02 \x01(\v2\x0f.waymark.v1.RunR\x01b\x12\x1e\n" +
+	"\bfork_seq\x18\x03 \x01(\x03H\x00R\aforkSeq\x88\x01\x01\x126\n" +
+	"\aeffects\x18\x04 \x03(\v2\x1c.waymark.v1.EffectComparisonR\aeffects\x120\n" +
+	"\btotals_a\x18\x05 \x01(\v2\x15.waymark.v1.RunTotalsR\atotalsA\x120\n" +
+	"\btotals_b\x18\x06 \x01(\v2\x15.waymark.v1.RunTotalsR\atotalsBB\v\n" +
+	"\t_fork_seq\"\x8e\x02\n" +
+	"\x10EffectComparison\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1a\n" +
+	"\bposition\x18\x04 \x01(\x05R\bposition\x12&\n" +
+	"\x01a\x18\x05 \x01(\v2\x18.waymark.v1.EffectRecordR\x01a\x12&\n" +
+	"\x01b\x18\x06 \x01(\v2\x18.waymark.v1.EffectRecordR\x01b\x12<\n" +
+	"\n" +
+	"difference\x18\a \x01(\x0e2\x1c.waymark.v1.EffectDifferenceR\n" +
+	"difference\x12\x12\n" +
+	"\x04kept\x18\b \x01(\bR\x04kept\"\x94\x02\n" +
+	"\fEffectRecord\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12.\n" +
+	"\x06output\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x06output\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12!\n" +
+	"\finput_tokens\x18\x05 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x06 \x01(\x03R\foutputTokens\x12\x1e\n" +
+	"\bcost_usd\x18\a \x01(\x01H\x00R\acostUsd\x88\x01\x01\x12\x1f\n" +
+	"\vduration_ms\x18\b \x01(\x03R\n" +
+	"durationMsB\v\n" +
+	"\t_cost_usd\"\xa9\x01\n" +
+	"\tRunTotals\x12\x19\n" +
+	"\bcost_usd\x18\x01 \x01(\x01R\acostUsd\x12!\n" +
+	"\finput_tokens\x18\x02 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x03 \x01(\x03R\foutputTokens\x12\x1f\n" +
+	"\vduration_ms\x18\x04 \x01(\x03R\n" +
+	"durationMs\x12\x18\n" +
+	"\aeffects\x18\x05 \x01(\x05R\aeffects*j\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13WAIT_FOR_FIRST_PARK\x10\x01\x12\x1a\n" +
@@ -2318,7 +3323,13 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"%PROVENANCE_TOOL_RESULT_STATUS_INVALID\x10\x04\x12+\n" +
 	"'PROVENANCE_TOOL_RESULT_STATUS_IN_FLIGHT\x10\x05\x123\n" +
 	"/PROVENANCE_TOOL_RESULT_STATUS_AWAITING_APPROVAL\x10\x06\x12)\n" +
-	"%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\a2\xca\x06\n" +
+	"%PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN\x10\a*\xac\x01\n" +
+	"\x10EffectDifference\x12!\n" +
+	"\x1dEFFECT_DIFFERENCE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16EFFECT_DIFFERENCE_SAME\x10\x01\x12\x1d\n" +
+	"\x19EFFECT_DIFFERENCE_CHANGED\x10\x02\x12\x1c\n" +
+	"\x18EFFECT_DIFFERENCE_ONLY_A\x10\x03\x12\x1c\n" +
+	"\x18EFFECT_DIFFERENCE_ONLY_B\x10\x042\xe3\a\n" +
 	"\n" +
 	"RunService\x12E\n" +
 	"\bStartRun\x12\x1b.waymark.v1.StartRunRequest\x1a\x1c.waymark.v1.StartRunResponse\x12D\n" +
@@ -2331,7 +3342,9 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\tCancelRun\x12\x1c.waymark.v1.CancelRunRequest\x1a\x1d.waymark.v1.CancelRunResponse\x12Y\n" +
 	"\rListWorkflows\x12 .waymark.v1.ListWorkflowsRequest\x1a!.waymark.v1.ListWorkflowsResponse\"\x03\x90\x02\x01\x12b\n" +
 	"\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01\x12`\n" +
-	"\x11CreateStreamToken\x12$.waymark.v1.CreateStreamTokenRequest\x1a%.waymark.v1.CreateStreamTokenResponseB\xae\x01\n" +
+	"\x11CreateStreamToken\x12$.waymark.v1.CreateStreamTokenRequest\x1a%.waymark.v1.CreateStreamTokenResponse\x12B\n" +
+	"\aForkRun\x12\x1a.waymark.v1.ForkRunRequest\x1a\x1b.waymark.v1.ForkRunResponse\x12S\n" +
+	"\vCompareRuns\x12\x1e.waymark.v1.CompareRunsRequest\x1a\x1f.waymark.v1.CompareRunsResponse\"\x03\x90\x02\x01B\xae\x01\n" +
 	"\x0ecom.waymark.v1B\x0fRunServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -2348,113 +3361,144 @@ func file_waymark_v1_run_service_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_run_service_proto_rawDescData
 }
 
-var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_waymark_v1_run_service_proto_goTypes = []any{
 	(WaitFor)(0),                      // 0: waymark.v1.WaitFor
 	(DriftRecovery)(0),                // 1: waymark.v1.DriftRecovery
 	(ProvenanceModelCallStatus)(0),    // 2: waymark.v1.ProvenanceModelCallStatus
 	(ProvenanceToolResultStatus)(0),   // 3: waymark.v1.ProvenanceToolResultStatus
-	(*StartRunRequest)(nil),           // 4: waymark.v1.StartRunRequest
-	(*StartRunResponse)(nil),          // 5: waymark.v1.StartRunResponse
-	(*GetRunRequest)(nil),             // 6: waymark.v1.GetRunRequest
-	(*GetRunResponse)(nil),            // 7: waymark.v1.GetRunResponse
-	(*ListRunsRequest)(nil),           // 8: waymark.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),          // 9: waymark.v1.ListRunsResponse
-	(*GetJournalRequest)(nil),         // 10: waymark.v1.GetJournalRequest
-	(*GetJournalResponse)(nil),        // 11: waymark.v1.GetJournalResponse
-	(*StreamRunEventsRequest)(nil),    // 12: waymark.v1.StreamRunEventsRequest
-	(*StreamRunEventsResponse)(nil),   // 13: waymark.v1.StreamRunEventsResponse
-	(*ResumeRunRequest)(nil),          // 14: waymark.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),         // 15: waymark.v1.ResumeRunResponse
-	(*CancelRunRequest)(nil),          // 16: waymark.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),         // 17: waymark.v1.CancelRunResponse
-	(*ListWorkflowsRequest)(nil),      // 18: waymark.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),     // 19: waymark.v1.ListWorkflowsResponse
-	(*GetRunProvenanceRequest)(nil),   // 20: waymark.v1.GetRunProvenanceRequest
-	(*GetRunProvenanceResponse)(nil),  // 21: waymark.v1.GetRunProvenanceResponse
-	(*RunProvenance)(nil),             // 22: waymark.v1.RunProvenance
-	(*RunSpend)(nil),                  // 23: waymark.v1.RunSpend
-	(*AgentProvenance)(nil),           // 24: waymark.v1.AgentProvenance
-	(*ProvenanceModelCall)(nil),       // 25: waymark.v1.ProvenanceModelCall
-	(*ProvenanceToolResult)(nil),      // 26: waymark.v1.ProvenanceToolResult
-	(*CreateStreamTokenRequest)(nil),  // 27: waymark.v1.CreateStreamTokenRequest
-	(*CreateStreamTokenResponse)(nil), // 28: waymark.v1.CreateStreamTokenResponse
-	nil,                               // 29: waymark.v1.StartRunRequest.LabelsEntry
-	nil,                               // 30: waymark.v1.ListRunsRequest.LabelsEntry
-	(*structpb.Value)(nil),            // 31: google.protobuf.Value
-	(*durationpb.Duration)(nil),       // 32: google.protobuf.Duration
-	(*Run)(nil),                       // 33: waymark.v1.Run
-	(*WaitingOn)(nil),                 // 34: waymark.v1.WaitingOn
-	(RunStatus)(0),                    // 35: waymark.v1.RunStatus
-	(*JournalEntry)(nil),              // 36: waymark.v1.JournalEntry
-	(*RunEvent)(nil),                  // 37: waymark.v1.RunEvent
-	(*ResumePreview)(nil),             // 38: waymark.v1.ResumePreview
-	(*Workflow)(nil),                  // 39: waymark.v1.Workflow
-	(*Usage)(nil),                     // 40: waymark.v1.Usage
-	(*RunError)(nil),                  // 41: waymark.v1.RunError
-	(*timestamppb.Timestamp)(nil),     // 42: google.protobuf.Timestamp
+	(EffectDifference)(0),             // 4: waymark.v1.EffectDifference
+	(*StartRunRequest)(nil),           // 5: waymark.v1.StartRunRequest
+	(*StartRunResponse)(nil),          // 6: waymark.v1.StartRunResponse
+	(*GetRunRequest)(nil),             // 7: waymark.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 8: waymark.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 9: waymark.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 10: waymark.v1.ListRunsResponse
+	(*GetJournalRequest)(nil),         // 11: waymark.v1.GetJournalRequest
+	(*GetJournalResponse)(nil),        // 12: waymark.v1.GetJournalResponse
+	(*StreamRunEventsRequest)(nil),    // 13: waymark.v1.StreamRunEventsRequest
+	(*StreamRunEventsResponse)(nil),   // 14: waymark.v1.StreamRunEventsResponse
+	(*ResumeRunRequest)(nil),          // 15: waymark.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),         // 16: waymark.v1.ResumeRunResponse
+	(*CancelRunRequest)(nil),          // 17: waymark.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 18: waymark.v1.CancelRunResponse
+	(*ListWorkflowsRequest)(nil),      // 19: waymark.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),     // 20: waymark.v1.ListWorkflowsResponse
+	(*GetRunProvenanceRequest)(nil),   // 21: waymark.v1.GetRunProvenanceRequest
+	(*GetRunProvenanceResponse)(nil),  // 22: waymark.v1.GetRunProvenanceResponse
+	(*RunProvenance)(nil),             // 23: waymark.v1.RunProvenance
+	(*RunSpend)(nil),                  // 24: waymark.v1.RunSpend
+	(*AgentProvenance)(nil),           // 25: waymark.v1.AgentProvenance
+	(*ProvenanceModelCall)(nil),       // 26: waymark.v1.ProvenanceModelCall
+	(*ProvenanceToolResult)(nil),      // 27: waymark.v1.ProvenanceToolResult
+	(*CreateStreamTokenRequest)(nil),  // 28: waymark.v1.CreateStreamTokenRequest
+	(*CreateStreamTokenResponse)(nil), // 29: waymark.v1.CreateStreamTokenResponse
+	(*ForkRunRequest)(nil),            // 30: waymark.v1.ForkRunRequest
+	(*ForkDecision)(nil),              // 31: waymark.v1.ForkDecision
+	(*ForkRunResponse)(nil),           // 32: waymark.v1.ForkRunResponse
+	(*ForkPreview)(nil),               // 33: waymark.v1.ForkPreview
+	(*CompareRunsRequest)(nil),        // 34: waymark.v1.CompareRunsRequest
+	(*CompareRunsResponse)(nil),       // 35: waymark.v1.CompareRunsResponse
+	(*EffectComparison)(nil),          // 36: waymark.v1.EffectComparison
+	(*EffectRecord)(nil),              // 37: waymark.v1.EffectRecord
+	(*RunTotals)(nil),                 // 38: waymark.v1.RunTotals
+	nil,                               // 39: waymark.v1.StartRunRequest.LabelsEntry
+	nil,                               // 40: waymark.v1.ListRunsRequest.LabelsEntry
+	nil,                               // 41: waymark.v1.ForkRunRequest.LabelsEntry
+	(*structpb.Value)(nil),            // 42: google.protobuf.Value
+	(*durationpb.Duration)(nil),       // 43: google.protobuf.Duration
+	(*Run)(nil),                       // 44: waymark.v1.Run
+	(*WaitingOn)(nil),                 // 45: waymark.v1.WaitingOn
+	(RunStatus)(0),                    // 46: waymark.v1.RunStatus
+	(*JournalEntry)(nil),              // 47: waymark.v1.JournalEntry
+	(*RunEvent)(nil),                  // 48: waymark.v1.RunEvent
+	(*ResumePreview)(nil),             // 49: waymark.v1.ResumePreview
+	(*Workflow)(nil),                  // 50: waymark.v1.Workflow
+	(*Usage)(nil),                     // 51: waymark.v1.Usage
+	(*RunError)(nil),                  // 52: waymark.v1.RunError
+	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
 }
 var file_waymark_v1_run_service_proto_depIdxs = []int32{
-	31, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
-	29, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
-	32, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
+	42, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
+	39, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
+	43, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 3: waymark.v1.StartRunRequest.wait_for:type_name -> waymark.v1.WaitFor
-	33, // 4: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
-	34, // 5: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	33, // 6: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
-	34, // 7: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	35, // 8: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
-	30, // 9: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
-	33, // 10: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
-	36, // 11: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
-	37, // 12: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
+	44, // 4: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
+	45, // 5: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	44, // 6: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
+	45, // 7: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	46, // 8: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	40, // 9: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
+	44, // 10: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
+	47, // 11: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
+	48, // 12: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
 	1,  // 13: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
-	33, // 14: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
-	38, // 15: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
-	33, // 16: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
-	33, // 17: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
-	39, // 18: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
-	22, // 19: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
-	35, // 20: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
-	23, // 21: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
-	24, // 22: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
-	22, // 23: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
-	25, // 24: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
-	26, // 25: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
+	44, // 14: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
+	49, // 15: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
+	44, // 16: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
+	44, // 17: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
+	50, // 18: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	23, // 19: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
+	46, // 20: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
+	24, // 21: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
+	25, // 22: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
+	23, // 23: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
+	26, // 24: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
+	27, // 25: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
 	2,  // 26: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
-	40, // 27: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
-	31, // 28: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
+	51, // 27: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
+	42, // 28: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
 	3,  // 29: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
-	31, // 30: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
-	41, // 31: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
-	32, // 32: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
-	42, // 33: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
-	4,  // 34: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
-	6,  // 35: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
-	8,  // 36: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
-	10, // 37: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
-	12, // 38: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
-	14, // 39: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
-	16, // 40: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
-	18, // 41: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	20, // 42: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
-	27, // 43: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
-	5,  // 44: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
-	7,  // 45: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
-	9,  // 46: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
-	11, // 47: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
-	13, // 48: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
-	15, // 49: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
-	17, // 50: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
-	19, // 51: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	21, // 52: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
-	28, // 53: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
-	44, // [44:54] is the sub-list for method output_type
-	34, // [34:44] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	42, // 30: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
+	52, // 31: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
+	43, // 32: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
+	53, // 33: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
+	42, // 34: waymark.v1.ForkRunRequest.input:type_name -> google.protobuf.Value
+	31, // 35: waymark.v1.ForkRunRequest.decision:type_name -> waymark.v1.ForkDecision
+	41, // 36: waymark.v1.ForkRunRequest.labels:type_name -> waymark.v1.ForkRunRequest.LabelsEntry
+	44, // 37: waymark.v1.ForkRunResponse.run:type_name -> waymark.v1.Run
+	45, // 38: waymark.v1.ForkRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	33, // 39: waymark.v1.ForkRunResponse.preview:type_name -> waymark.v1.ForkPreview
+	49, // 40: waymark.v1.ForkPreview.replay:type_name -> waymark.v1.ResumePreview
+	44, // 41: waymark.v1.CompareRunsResponse.a:type_name -> waymark.v1.Run
+	44, // 42: waymark.v1.CompareRunsResponse.b:type_name -> waymark.v1.Run
+	36, // 43: waymark.v1.CompareRunsResponse.effects:type_name -> waymark.v1.EffectComparison
+	38, // 44: waymark.v1.CompareRunsResponse.totals_a:type_name -> waymark.v1.RunTotals
+	38, // 45: waymark.v1.CompareRunsResponse.totals_b:type_name -> waymark.v1.RunTotals
+	37, // 46: waymark.v1.EffectComparison.a:type_name -> waymark.v1.EffectRecord
+	37, // 47: waymark.v1.EffectComparison.b:type_name -> waymark.v1.EffectRecord
+	4,  // 48: waymark.v1.EffectComparison.difference:type_name -> waymark.v1.EffectDifference
+	42, // 49: waymark.v1.EffectRecord.output:type_name -> google.protobuf.Value
+	5,  // 50: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
+	7,  // 51: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
+	9,  // 52: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
+	11, // 53: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
+	13, // 54: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
+	15, // 55: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
+	17, // 56: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
+	19, // 57: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	21, // 58: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
+	28, // 59: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
+	30, // 60: waymark.v1.RunService.ForkRun:input_type -> waymark.v1.ForkRunRequest
+	34, // 61: waymark.v1.RunService.CompareRuns:input_type -> waymark.v1.CompareRunsRequest
+	6,  // 62: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
+	8,  // 63: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
+	10, // 64: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
+	12, // 65: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
+	14, // 66: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
+	16, // 67: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
+	18, // 68: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
+	20, // 69: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	22, // 70: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
+	29, // 71: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
+	32, // 72: waymark.v1.RunService.ForkRun:output_type -> waymark.v1.ForkRunResponse
+	35, // 73: waymark.v1.RunService.CompareRuns:output_type -> waymark.v1.CompareRunsResponse
+	62, // [62:74] is the sub-list for method output_type
+	50, // [50:62] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_service_proto_init() }
@@ -2470,13 +3514,16 @@ func file_waymark_v1_run_service_proto_init() {
 	file_waymark_v1_run_service_proto_msgTypes[20].OneofWrappers = []any{}
 	file_waymark_v1_run_service_proto_msgTypes[21].OneofWrappers = []any{}
 	file_waymark_v1_run_service_proto_msgTypes[22].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[25].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[30].OneofWrappers = []any{}
+	file_waymark_v1_run_service_proto_msgTypes[32].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_service_proto_rawDesc), len(file_waymark_v1_run_service_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   27,
+			NumEnums:      5,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

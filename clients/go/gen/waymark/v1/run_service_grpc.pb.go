@@ -29,6 +29,8 @@ const (
 	RunService_ListWorkflows_FullMethodName     = "/waymark.v1.RunService/ListWorkflows"
 	RunService_GetRunProvenance_FullMethodName  = "/waymark.v1.RunService/GetRunProvenance"
 	RunService_CreateStreamToken_FullMethodName = "/waymark.v1.RunService/CreateStreamToken"
+	RunService_ForkRun_FullMethodName           = "/waymark.v1.RunService/ForkRun"
+	RunService_CompareRuns_FullMethodName       = "/waymark.v1.RunService/CompareRuns"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -74,6 +76,18 @@ type RunServiceClient interface {
 	// namespace, until it expires. The server verifies it without a database read (an HMAC under
 	// WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
 	CreateStreamToken(ctx context.Context, in *CreateStreamTokenRequest, opts ...grpc.CallOption) (*CreateStreamTokenResponse, error)
+	// Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+	// journal up to the entry at at_seq, keeps every result recorded before it and executes from
+	// there, optionally with another input, workflow version, model, or decision for the approval
+	// at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+	// waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+	// response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+	// already used in the namespace returns the run the first call created (created = false).
+	ForkRun(ctx context.Context, in *ForkRunRequest, opts ...grpc.CallOption) (*ForkRunResponse, error)
+	// Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+	// effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+	// differs; a fork and its source, or any two runs of the same workflow.
+	CompareRuns(ctx context.Context, in *CompareRunsRequest, opts ...grpc.CallOption) (*CompareRunsResponse, error)
 }
 
 type runServiceClient struct {
@@ -193,6 +207,26 @@ func (c *runServiceClient) CreateStreamToken(ctx context.Context, in *CreateStre
 	return out, nil
 }
 
+func (c *runServiceClient) ForkRun(ctx context.Context, in *ForkRunRequest, opts ...grpc.CallOption) (*ForkRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForkRunResponse)
+	err := c.cc.Invoke(ctx, RunService_ForkRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *runServiceClient) CompareRuns(ctx context.Context, in *CompareRunsRequest, opts ...grpc.CallOption) (*CompareRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompareRunsResponse)
+	err := c.cc.Invoke(ctx, RunService_CompareRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
@@ -236,6 +270,18 @@ type RunServiceServer interface {
 	// namespace, until it expires. The server verifies it without a database read (an HMAC under
 	// WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
 	CreateStreamToken(context.Context, *CreateStreamTokenRequest) (*CreateStreamTokenResponse, error)
+	// Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+	// journal up to the entry at at_seq, keeps every result recorded before it and executes from
+	// there, optionally with another input, workflow version, model, or decision for the approval
+	// at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+	// waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+	// response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+	// already used in the namespace returns the run the first call created (created = false).
+	ForkRun(context.Context, *ForkRunRequest) (*ForkRunResponse, error)
+	// Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+	// effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+	// differs; a fork and its source, or any two runs of the same workflow.
+	CompareRuns(context.Context, *CompareRunsRequest) (*CompareRunsResponse, error)
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -275,6 +321,12 @@ func (UnimplementedRunServiceServer) GetRunProvenance(context.Context, *GetRunPr
 }
 func (UnimplementedRunServiceServer) CreateStreamToken(context.Context, *CreateStreamTokenRequest) (*CreateStreamTokenResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateStreamToken not implemented")
+}
+func (UnimplementedRunServiceServer) ForkRun(context.Context, *ForkRunRequest) (*ForkRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForkRun not implemented")
+}
+func (UnimplementedRunServiceServer) CompareRuns(context.Context, *CompareRunsRequest) (*CompareRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompareRuns not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -470,6 +522,42 @@ func _RunService_CreateStreamToken_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_ForkRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForkRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).ForkRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_ForkRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).ForkRun(ctx, req.(*ForkRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _RunService_CompareRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompareRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).CompareRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_CompareRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).CompareRuns(ctx, req.(*CompareRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -512,6 +600,14 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateStreamToken",
 			Handler:    _RunService_CreateStreamToken_Handler,
+		},
+		{
+			MethodName: "ForkRun",
+			Handler:    _RunService_ForkRun_Handler,
+		},
+		{
+			MethodName: "CompareRuns",
+			Handler:    _RunService_CompareRuns_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

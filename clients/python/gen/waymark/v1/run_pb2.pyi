@@ -284,6 +284,8 @@ class Run(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     NEXT_SEQ_FIELD_NUMBER: _builtins.int
     DEADLINE_TIME_FIELD_NUMBER: _builtins.int
+    FORKED_FROM_RUN_ID_FIELD_NUMBER: _builtins.int
+    FORK_SEQ_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Server-assigned id, unique across namespaces."""
     namespace: _builtins.str
@@ -315,6 +317,10 @@ class Run(_message.Message):
     """The seq the next journal entry will get, i.e. the number of entries so far; a stream or
     GetJournal call with after_seq = next_seq - 1 receives only what happens next.
     """
+    forked_from_run_id: _builtins.str
+    """For a fork (ForkRun): the run it was forked from (label waymark.fork_of); empty otherwise."""
+    fork_seq: _builtins.int
+    """For a fork: the seq of its source's journal it was forked at (label waymark.fork_seq)."""
     @_builtins.property
     def input(self) -> _struct_pb2.Value:
         """The input the run was started with."""
@@ -368,14 +374,21 @@ class Run(_message.Message):
         update_time: _timestamp_pb2.Timestamp | None = ...,
         next_seq: _builtins.int = ...,
         deadline_time: _timestamp_pb2.Timestamp | None = ...,
+        forked_from_run_id: _builtins.str = ...,
+        fork_seq: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "error", b"error", "input", b"input", "output", b"output", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "error", b"error", "fork_seq", b"fork_seq", "input", b"input", "output", b"output", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "fork_seq", b"fork_seq", "forked_from_run_id", b"forked_from_run_id", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
     _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
+    _WhichOneofReturnType__fork_seq: _TypeAlias = _typing.Literal["fork_seq"]  # noqa: Y015
+    _WhichOneofArgType__fork_seq: _TypeAlias = _typing.Literal["_fork_seq", b"_fork_seq"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__budget_usd) -> _WhichOneofReturnType__budget_usd | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fork_seq) -> _WhichOneofReturnType__fork_seq | None: ...
 
 Global___Run: _TypeAlias = Run  # noqa: Y015
 

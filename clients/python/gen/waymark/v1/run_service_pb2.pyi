@@ -151,6 +151,38 @@ PROVENANCE_TOOL_RESULT_STATUS_NOT_RUN: ProvenanceToolResultStatus.ValueType  # 7
 """The tool has not run (yet)."""
 Global___ProvenanceToolResultStatus: _TypeAlias = ProvenanceToolResultStatus  # noqa: Y015
 
+class _EffectDifference:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _EffectDifferenceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_EffectDifference.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    EFFECT_DIFFERENCE_UNSPECIFIED: _EffectDifference.ValueType  # 0
+    """Not set."""
+    EFFECT_DIFFERENCE_SAME: _EffectDifference.ValueType  # 1
+    """Same status, output and model."""
+    EFFECT_DIFFERENCE_CHANGED: _EffectDifference.ValueType  # 2
+    """Both runs recorded it, differently."""
+    EFFECT_DIFFERENCE_ONLY_A: _EffectDifference.ValueType  # 3
+    """Only run a recorded it."""
+    EFFECT_DIFFERENCE_ONLY_B: _EffectDifference.ValueType  # 4
+    """Only run b recorded it."""
+
+class EffectDifference(_EffectDifference, metaclass=_EffectDifferenceEnumTypeWrapper):
+    """Whether an effect differs between two runs."""
+
+EFFECT_DIFFERENCE_UNSPECIFIED: EffectDifference.ValueType  # 0
+"""Not set."""
+EFFECT_DIFFERENCE_SAME: EffectDifference.ValueType  # 1
+"""Same status, output and model."""
+EFFECT_DIFFERENCE_CHANGED: EffectDifference.ValueType  # 2
+"""Both runs recorded it, differently."""
+EFFECT_DIFFERENCE_ONLY_A: EffectDifference.ValueType  # 3
+"""Only run a recorded it."""
+EFFECT_DIFFERENCE_ONLY_B: EffectDifference.ValueType  # 4
+"""Only run b recorded it."""
+Global___EffectDifference: _TypeAlias = EffectDifference  # noqa: Y015
+
 @_typing.final
 class StartRunRequest(_message.Message):
     """The request of StartRun."""
@@ -328,6 +360,7 @@ class GetRunResponse(_message.Message):
 
     RUN_FIELD_NUMBER: _builtins.int
     WAITING_ON_FIELD_NUMBER: _builtins.int
+    FORKS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def run(self) -> _run_pb2.Run:
         """The run."""
@@ -336,15 +369,20 @@ class GetRunResponse(_message.Message):
     def waiting_on(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.WaitingOn]:
         """What the run waits for, when it is SUSPENDED."""
 
+    @_builtins.property
+    def forks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The ids of the runs forked from this one (ForkRun), newest first, at most 100."""
+
     def __init__(
         self,
         *,
         run: _run_pb2.Run | None = ...,
         waiting_on: _abc.Iterable[_run_pb2.WaitingOn] | None = ...,
+        forks: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["run", b"run"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["run", b"run", "waiting_on", b"waiting_on"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["forks", b"forks", "run", b"run", "waiting_on", b"waiting_on"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1167,3 +1205,468 @@ class CreateStreamTokenResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CreateStreamTokenResponse: _TypeAlias = CreateStreamTokenResponse  # noqa: Y015
+
+@_typing.final
+class ForkRunRequest(_message.Message):
+    """The request of ForkRun."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    AT_SEQ_FIELD_NUMBER: _builtins.int
+    INPUT_FIELD_NUMBER: _builtins.int
+    WORKFLOW_VERSION_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    DECISION_FIELD_NUMBER: _builtins.int
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _builtins.int
+    BUDGET_USD_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    WAIT_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The source run's namespace (the fork's too); empty means "default"."""
+    run_id: _builtins.str
+    """The run to fork."""
+    at_seq: _builtins.int
+    """The fork point: the seq of an entry of the source's journal. An entry in the middle of an
+    effect (its outcome, a resolution) names the whole effect: the fork point moves to its first
+    entry. Entries before the fork point are kept as recorded results; the rest are not copied.
+    """
+    workflow_version: _builtins.str
+    """The workflow version the fork runs on: the version this server serves; empty: the source's
+    pinned version and digest.
+    """
+    model: _builtins.str
+    """The model every live model call of the fork's agents uses (ctx.agent), instead of the one
+    the code names; empty: the source's (the code's, unless the source itself had one).
+    """
+    idempotency_key: _builtins.str
+    """The fork's own idempotency key; a repeated one returns the first fork."""
+    budget_usd: _builtins.float
+    """The fork's budget in US dollars; unset: the source's. Its spend includes what the kept
+    entries cost the source (docs/forks.md "Budget").
+    """
+    wait: _builtins.bool
+    """Execute the fork here until it ends or parks before answering (as StartRun with wait)."""
+    dry_run: _builtins.bool
+    """Write nothing; answer with the preview of what the fork would keep, redo and cost."""
+    @_builtins.property
+    def input(self) -> _struct_pb2.Value:
+        """The fork's input; unset: the source's."""
+
+    @_builtins.property
+    def decision(self) -> Global___ForkDecision:
+        """A decision for the approval at the fork point (the fork point must then be an approval):
+        journaled as its resolution, so the fork continues with it.
+        """
+
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Labels added to the source's."""
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        at_seq: _builtins.int = ...,
+        input: _struct_pb2.Value | None = ...,
+        workflow_version: _builtins.str = ...,
+        model: _builtins.str = ...,
+        decision: Global___ForkDecision | None = ...,
+        idempotency_key: _builtins.str = ...,
+        budget_usd: _builtins.float | None = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        wait: _builtins.bool = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "budget_usd", b"budget_usd", "decision", b"decision", "input", b"input"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "at_seq", b"at_seq", "budget_usd", b"budget_usd", "decision", b"decision", "dry_run", b"dry_run", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "model", b"model", "namespace", b"namespace", "run_id", b"run_id", "wait", b"wait", "workflow_version", b"workflow_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
+    _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__budget_usd) -> _WhichOneofReturnType__budget_usd | None: ...
+
+Global___ForkRunRequest: _TypeAlias = ForkRunRequest  # noqa: Y015
+
+@_typing.final
+class ForkDecision(_message.Message):
+    """A decision for the approval at a fork's fork point."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPROVE_FIELD_NUMBER: _builtins.int
+    COMMENT_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    approve: _builtins.bool
+    """Approve (true) or deny (false)."""
+    comment: _builtins.str
+    """Journaled with the decision."""
+    by: _builtins.str
+    """Who decided; empty: "fork"."""
+    def __init__(
+        self,
+        *,
+        approve: _builtins.bool = ...,
+        comment: _builtins.str = ...,
+        by: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approve", b"approve", "by", b"by", "comment", b"comment"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkDecision: _TypeAlias = ForkDecision  # noqa: Y015
+
+@_typing.final
+class ForkRunResponse(_message.Message):
+    """The response of ForkRun."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_FIELD_NUMBER: _builtins.int
+    CREATED_FIELD_NUMBER: _builtins.int
+    FORK_SEQ_FIELD_NUMBER: _builtins.int
+    WAITING_ON_FIELD_NUMBER: _builtins.int
+    PREVIEW_FIELD_NUMBER: _builtins.int
+    created: _builtins.bool
+    """False when the idempotency key returned an existing fork."""
+    fork_seq: _builtins.int
+    """The fork point, after moving to the first entry of its effect."""
+    @_builtins.property
+    def run(self) -> _run_pb2.Run:
+        """The fork; unset with dry_run."""
+
+    @_builtins.property
+    def waiting_on(self) -> _containers.RepeatedCompositeFieldContainer[_run_pb2.WaitingOn]:
+        """What the fork waits for, when it is SUSPENDED."""
+
+    @_builtins.property
+    def preview(self) -> Global___ForkPreview:
+        """With dry_run: what the fork would keep, redo and cost."""
+
+    def __init__(
+        self,
+        *,
+        run: _run_pb2.Run | None = ...,
+        created: _builtins.bool = ...,
+        fork_seq: _builtins.int = ...,
+        waiting_on: _abc.Iterable[_run_pb2.WaitingOn] | None = ...,
+        preview: Global___ForkPreview | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["preview", b"preview", "run", b"run"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "fork_seq", b"fork_seq", "preview", b"preview", "run", b"run", "waiting_on", b"waiting_on"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkRunResponse: _TypeAlias = ForkRunResponse  # noqa: Y015
+
+@_typing.final
+class ForkPreview(_message.Message):
+    """What a fork would keep, redo and cost (ForkRun with dry_run)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FORK_SEQ_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
+    DROPPED_FIELD_NUMBER: _builtins.int
+    RERUN_FIELD_NUMBER: _builtins.int
+    KEPT_COST_USD_FIELD_NUMBER: _builtins.int
+    DROPPED_COST_USD_FIELD_NUMBER: _builtins.int
+    REPLAY_FIELD_NUMBER: _builtins.int
+    fork_seq: _builtins.int
+    """The fork point, after moving to the first entry of its effect."""
+    kept: _builtins.int
+    """Source entries kept as recorded results (seq 0 to kept - 1)."""
+    dropped: _builtins.int
+    """Source entries not copied."""
+    kept_cost_usd: _builtins.float
+    """What the kept entries cost the source: recorded, never paid again."""
+    dropped_cost_usd: _builtins.float
+    """What the source spent on the entries the fork does not keep: what redoing them cost once."""
+    @_builtins.property
+    def rerun(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Seqs of kept effects the fork runs again as its own: in flight at the fork point, or waiting
+        on the source's child run or remote worker.
+        """
+
+    @_builtins.property
+    def replay(self) -> _run_pb2.ResumePreview:
+        """The replay-strict pass over what the fork starts with, as ResumeRun's dry run: the hits, and
+        the first call it makes live.
+        """
+
+    def __init__(
+        self,
+        *,
+        fork_seq: _builtins.int = ...,
+        kept: _builtins.int = ...,
+        dropped: _builtins.int = ...,
+        rerun: _abc.Iterable[_builtins.int] | None = ...,
+        kept_cost_usd: _builtins.float = ...,
+        dropped_cost_usd: _builtins.float = ...,
+        replay: _run_pb2.ResumePreview | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["replay", b"replay"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dropped", b"dropped", "dropped_cost_usd", b"dropped_cost_usd", "fork_seq", b"fork_seq", "kept", b"kept", "kept_cost_usd", b"kept_cost_usd", "replay", b"replay", "rerun", b"rerun"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForkPreview: _TypeAlias = ForkPreview  # noqa: Y015
+
+@_typing.final
+class CompareRunsRequest(_message.Message):
+    """The request of CompareRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    RUN_ID_A_FIELD_NUMBER: _builtins.int
+    RUN_ID_B_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The runs' namespace; empty means "default"."""
+    run_id_a: _builtins.str
+    """The first run (say, the source)."""
+    run_id_b: _builtins.str
+    """The second run (say, the fork); a run of the same workflow."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        run_id_a: _builtins.str = ...,
+        run_id_b: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace", "run_id_a", b"run_id_a", "run_id_b", b"run_id_b"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompareRunsRequest: _TypeAlias = CompareRunsRequest  # noqa: Y015
+
+@_typing.final
+class CompareRunsResponse(_message.Message):
+    """The response of CompareRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    A_FIELD_NUMBER: _builtins.int
+    B_FIELD_NUMBER: _builtins.int
+    FORK_SEQ_FIELD_NUMBER: _builtins.int
+    EFFECTS_FIELD_NUMBER: _builtins.int
+    TOTALS_A_FIELD_NUMBER: _builtins.int
+    TOTALS_B_FIELD_NUMBER: _builtins.int
+    fork_seq: _builtins.int
+    """When one run is a fork of the other: the fork point."""
+    @_builtins.property
+    def a(self) -> _run_pb2.Run:
+        """Run a."""
+
+    @_builtins.property
+    def b(self) -> _run_pb2.Run:
+        """Run b."""
+
+    @_builtins.property
+    def effects(self) -> _containers.RepeatedCompositeFieldContainer[Global___EffectComparison]:
+        """One item per effect either run recorded, in the order of run a's journal, then b's others."""
+
+    @_builtins.property
+    def totals_a(self) -> Global___RunTotals:
+        """Run a's totals."""
+
+    @_builtins.property
+    def totals_b(self) -> Global___RunTotals:
+        """Run b's totals."""
+
+    def __init__(
+        self,
+        *,
+        a: _run_pb2.Run | None = ...,
+        b: _run_pb2.Run | None = ...,
+        fork_seq: _builtins.int | None = ...,
+        effects: _abc.Iterable[Global___EffectComparison] | None = ...,
+        totals_a: Global___RunTotals | None = ...,
+        totals_b: Global___RunTotals | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_fork_seq", b"_fork_seq", "a", b"a", "b", b"b", "fork_seq", b"fork_seq", "totals_a", b"totals_a", "totals_b", b"totals_b"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fork_seq", b"_fork_seq", "a", b"a", "b", b"b", "effects", b"effects", "fork_seq", b"fork_seq", "totals_a", b"totals_a", "totals_b", b"totals_b"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__fork_seq: _TypeAlias = _typing.Literal["fork_seq"]  # noqa: Y015
+    _WhichOneofArgType__fork_seq: _TypeAlias = _typing.Literal["_fork_seq", b"_fork_seq"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fork_seq) -> _WhichOneofReturnType__fork_seq | None: ...
+
+Global___CompareRunsResponse: _TypeAlias = CompareRunsResponse  # noqa: Y015
+
+@_typing.final
+class EffectComparison(_message.Message):
+    """One effect as two runs recorded it. Effects are matched by call site: scope, kind, name and
+    the how-many-th effect of that kind and name in that scope.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SCOPE_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    POSITION_FIELD_NUMBER: _builtins.int
+    A_FIELD_NUMBER: _builtins.int
+    B_FIELD_NUMBER: _builtins.int
+    DIFFERENCE_FIELD_NUMBER: _builtins.int
+    KEPT_FIELD_NUMBER: _builtins.int
+    scope: _builtins.str
+    """The effect's scope ("" is the workflow body)."""
+    kind: _builtins.str
+    """Its kind (tool, model, approval, …)."""
+    name: _builtins.str
+    """Its name."""
+    position: _builtins.int
+    """0 for the first effect of this kind and name in the scope, 1 for the next, …"""
+    difference: Global___EffectDifference.ValueType
+    """Whether they differ."""
+    kept: _builtins.bool
+    """True when run b is a fork of run a (or the reverse) and kept this entry from it."""
+    @_builtins.property
+    def a(self) -> Global___EffectRecord:
+        """How run a recorded it; unset when only run b has it."""
+
+    @_builtins.property
+    def b(self) -> Global___EffectRecord:
+        """How run b recorded it; unset when only run a has it."""
+
+    def __init__(
+        self,
+        *,
+        scope: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        name: _builtins.str = ...,
+        position: _builtins.int = ...,
+        a: Global___EffectRecord | None = ...,
+        b: Global___EffectRecord | None = ...,
+        difference: Global___EffectDifference.ValueType = ...,
+        kept: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["a", b"a", "b", b"b", "difference", b"difference", "kept", b"kept", "kind", b"kind", "name", b"name", "position", b"position", "scope", b"scope"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EffectComparison: _TypeAlias = EffectComparison  # noqa: Y015
+
+@_typing.final
+class EffectRecord(_message.Message):
+    """One run's record of an effect."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQ_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    OUTPUT_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    INPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    OUTPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    COST_USD_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    seq: _builtins.int
+    """The seq of the effect's first entry."""
+    status: _builtins.str
+    """How it ended: ok, error, cancelled, resolved, or running/suspended while open."""
+    model: _builtins.str
+    """For a model call: the model that answered."""
+    input_tokens: _builtins.int
+    """Tokens the call used (model calls)."""
+    output_tokens: _builtins.int
+    """Tokens the call produced (model calls)."""
+    cost_usd: _builtins.float
+    """Its cost in US dollars; unset when unpriced."""
+    duration_ms: _builtins.int
+    """From its first entry to its outcome, in milliseconds (0 for a one-write effect)."""
+    @_builtins.property
+    def output(self) -> _struct_pb2.Value:
+        """The recorded result (a resolution's payload for a wait)."""
+
+    def __init__(
+        self,
+        *,
+        seq: _builtins.int = ...,
+        status: _builtins.str = ...,
+        output: _struct_pb2.Value | None = ...,
+        model: _builtins.str = ...,
+        input_tokens: _builtins.int = ...,
+        output_tokens: _builtins.int = ...,
+        cost_usd: _builtins.float | None = ...,
+        duration_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "cost_usd", b"cost_usd", "output", b"output"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "cost_usd", b"cost_usd", "duration_ms", b"duration_ms", "input_tokens", b"input_tokens", "model", b"model", "output", b"output", "output_tokens", b"output_tokens", "seq", b"seq", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__cost_usd: _TypeAlias = _typing.Literal["cost_usd"]  # noqa: Y015
+    _WhichOneofArgType__cost_usd: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__cost_usd) -> _WhichOneofReturnType__cost_usd | None: ...
+
+Global___EffectRecord: _TypeAlias = EffectRecord  # noqa: Y015
+
+@_typing.final
+class RunTotals(_message.Message):
+    """A run's totals in a comparison."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COST_USD_FIELD_NUMBER: _builtins.int
+    INPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    OUTPUT_TOKENS_FIELD_NUMBER: _builtins.int
+    DURATION_MS_FIELD_NUMBER: _builtins.int
+    EFFECTS_FIELD_NUMBER: _builtins.int
+    cost_usd: _builtins.float
+    """US dollars of its own entries."""
+    input_tokens: _builtins.int
+    """Input tokens of its model calls."""
+    output_tokens: _builtins.int
+    """Output tokens of its model calls."""
+    duration_ms: _builtins.int
+    """From creation to its last change, in milliseconds."""
+    effects: _builtins.int
+    """Effects recorded."""
+    def __init__(
+        self,
+        *,
+        cost_usd: _builtins.float = ...,
+        input_tokens: _builtins.int = ...,
+        output_tokens: _builtins.int = ...,
+        duration_ms: _builtins.int = ...,
+        effects: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cost_usd", b"cost_usd", "duration_ms", b"duration_ms", "effects", b"effects", "input_tokens", b"input_tokens", "output_tokens", b"output_tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RunTotals: _TypeAlias = RunTotals  # noqa: Y015

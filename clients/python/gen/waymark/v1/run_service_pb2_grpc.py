@@ -89,6 +89,16 @@ class RunServiceStub:
                 request_serializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenResponse.FromString,
                 _registered_method=True)
+        self.ForkRun = channel.unary_unary(
+                '/waymark.v1.RunService/ForkRun',
+                request_serializer=waymark_dot_v1_dot_run__service__pb2.ForkRunRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_run__service__pb2.ForkRunResponse.FromString,
+                _registered_method=True)
+        self.CompareRuns = channel.unary_unary(
+                '/waymark.v1.RunService/CompareRuns',
+                request_serializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsResponse.FromString,
+                _registered_method=True)
 
 
 class RunServiceServicer:
@@ -182,6 +192,28 @@ class RunServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForkRun(self, request, context):
+        """Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+        journal up to the entry at at_seq, keeps every result recorded before it and executes from
+        there, optionally with another input, workflow version, model, or decision for the approval
+        at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+        waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+        response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+        already used in the namespace returns the run the first call created (created = false).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompareRuns(self, request, context):
+        """Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+        effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+        differs; a fork and its source, or any two runs of the same workflow.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +266,16 @@ def add_RunServiceServicer_to_server(servicer, server):
                     servicer.CreateStreamToken,
                     request_deserializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenResponse.SerializeToString,
+            ),
+            'ForkRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkRun,
+                    request_deserializer=waymark_dot_v1_dot_run__service__pb2.ForkRunRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_run__service__pb2.ForkRunResponse.SerializeToString,
+            ),
+            'CompareRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompareRuns,
+                    request_deserializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -511,6 +553,60 @@ class RunService:
             '/waymark.v1.RunService/CreateStreamToken',
             waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenRequest.SerializeToString,
             waymark_dot_v1_dot_run__service__pb2.CreateStreamTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.RunService/ForkRun',
+            waymark_dot_v1_dot_run__service__pb2.ForkRunRequest.SerializeToString,
+            waymark_dot_v1_dot_run__service__pb2.ForkRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompareRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.RunService/CompareRuns',
+            waymark_dot_v1_dot_run__service__pb2.CompareRunsRequest.SerializeToString,
+            waymark_dot_v1_dot_run__service__pb2.CompareRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -77,6 +77,20 @@ class RunServiceStub:
     namespace, until it expires. The server verifies it without a database read (an HMAC under
     WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
     """
+    ForkRun: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.ForkRunRequest, _run_service_pb2.ForkRunResponse]
+    """Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+    journal up to the entry at at_seq, keeps every result recorded before it and executes from
+    there, optionally with another input, workflow version, model, or decision for the approval
+    at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+    waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+    response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+    already used in the namespace returns the run the first call created (created = false).
+    """
+    CompareRuns: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.CompareRunsRequest, _run_service_pb2.CompareRunsResponse]
+    """Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+    effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+    differs; a fork and its source, or any two runs of the same workflow.
+    """
 
 @_typing.type_check_only
 class RunServiceAsyncStub(RunServiceStub):
@@ -126,6 +140,20 @@ class RunServiceAsyncStub(RunServiceStub):
     <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
     namespace, until it expires. The server verifies it without a database read (an HMAC under
     WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
+    """
+    ForkRun: _aio.UnaryUnaryMultiCallable[_run_service_pb2.ForkRunRequest, _run_service_pb2.ForkRunResponse]  # type: ignore[assignment]
+    """Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+    journal up to the entry at at_seq, keeps every result recorded before it and executes from
+    there, optionally with another input, workflow version, model, or decision for the approval
+    at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+    waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+    response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+    already used in the namespace returns the run the first call created (created = false).
+    """
+    CompareRuns: _aio.UnaryUnaryMultiCallable[_run_service_pb2.CompareRunsRequest, _run_service_pb2.CompareRunsResponse]  # type: ignore[assignment]
+    """Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+    effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+    differs; a fork and its source, or any two runs of the same workflow.
     """
 
 class RunServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -233,6 +261,32 @@ class RunServiceServicer(metaclass=_abc_1.ABCMeta):
         <token>", it lets a browser call StreamRunEvents and GetRun for that run only, in that run's
         namespace, until it expires. The server verifies it without a database read (an HMAC under
         WAYMARK_STREAM_TOKEN_SECRET), so a token cannot be revoked: keep its lifetime short.
+        """
+
+    @_abc_1.abstractmethod
+    def ForkRun(
+        self,
+        request: _run_service_pb2.ForkRunRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_run_service_pb2.ForkRunResponse, _abc.Awaitable[_run_service_pb2.ForkRunResponse]]:
+        """Forks a run (docs/forks.md): a new run of the same workflow that starts with the source run's
+        journal up to the entry at at_seq, keeps every result recorded before it and executes from
+        there, optionally with another input, workflow version, model, or decision for the approval
+        at the fork point. The source is only read; the fork is labelled with it (waymark.fork_of,
+        waymark.fork_seq) and GetRun of the source lists it. With dry_run nothing is written: the
+        response previews what the fork would keep, redo and cost. A fork with an idempotency_key
+        already used in the namespace returns the run the first call created (created = false).
+        """
+
+    @_abc_1.abstractmethod
+    def CompareRuns(
+        self,
+        request: _run_service_pb2.CompareRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_run_service_pb2.CompareRunsResponse, _abc.Awaitable[_run_service_pb2.CompareRunsResponse]]:
+        """Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
+        effect, what each run recorded (output, model, tokens, cost, duration) and whether it
+        differs; a fork and its source, or any two runs of the same workflow.
         """
 
 def add_RunServiceServicer_to_server(servicer: RunServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
