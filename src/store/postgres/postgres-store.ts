@@ -137,9 +137,7 @@ export class PostgresStore implements JournalStore {
     return runs.runCountByStatus(this.db);
   }
 
-  runForks(params: RunForksParams): Promise<string[]> {
-    return runs.runForks(this.db, params);
-  }
+  runForks(params: RunForksParams): Promise<string[]> { return runs.runForks(this.db, params); }
 
   journalAppend(params: JournalAppendParams): Promise<JournalEntry[]> {
     return journal.journalAppend(this.db, this.batcher, params);
