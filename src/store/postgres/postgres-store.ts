@@ -124,18 +124,16 @@ export class PostgresStore implements JournalStore {
 
   runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult> {
     return runs.runStatusSet(this.db, params);
-  }  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
+  }
+  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
     return runs.runDigestSet(this.db, params);
   }
-
 
   runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     return runs.runStatusForce(this.db, params);
   }
 
-  runCountByStatus(): Promise<RunCountByStatusResult> {
-    return runs.runCountByStatus(this.db);
-  }
+  runCountByStatus(): Promise<RunCountByStatusResult> { return runs.runCountByStatus(this.db); }
 
   runForks(params: RunForksParams): Promise<string[]> { return runs.runForks(this.db, params); }
 
