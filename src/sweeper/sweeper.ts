@@ -99,8 +99,8 @@ export interface SweeperEvents {
   reclaimed: [{ recovered: string[]; failed: string[] }];
   elected: [SweeperLease];
   demoted: [];
-  /** A sweep failed (database unavailable); the next tick retries. */
-  error: [{ error: unknown }];
+  /** A sweep failed (database unavailable); the next tick retries. Not `error`, which an EventEmitter throws when nobody listens. */
+  failed: [{ error: unknown }];
   stopped: [];
 }
 
@@ -259,7 +259,7 @@ export class Sweeper {
         } else {
           report.durationMs = performance.now() - started;
           this.logger.warn({ err: error }, 'sweep failed; retrying at the next tick');
-          this.events.emit('error', { error });
+          this.events.emit('failed', { error });
           throw error;
         }
       }

@@ -42,8 +42,12 @@ export interface DueTimersEvents {
   due: [{ runId: string; namespace: string; seq: number }];
   /** A held deadline passed and was resolved; `applied` false: something else closed the wait first (nothing written, or a `noop`). */
   fired: [{ runId: string; namespace: string; seq: number; kind: string; applied: boolean }];
-  /** Firing failed (the store is unavailable); the timer is left to the sweeper. */
-  error: [{ runId: string; seq: number; error: unknown }];
+  /**
+   * Firing failed (the store is unavailable); the timer is left to the sweeper. Not named `error`:
+   * an EventEmitter throws an `error` event nobody listens to, which killed a replica whose timer
+   * fired while PostgreSQL restarted (test/chaos/postgres-restart.test.ts).
+   */
+  failed: [{ runId: string; seq: number; error: unknown }];
 }
 
 interface HeldTimer {
@@ -180,7 +184,7 @@ export class DueTimers {
         this.events.emit('fired', { runId, namespace, seq: suspension.seq, kind: suspension.kind, applied: applied === true });
       } catch (error) {
         this.logger.warn({ runId, seq: suspension.seq, err: error }, 'a due timer could not be resolved here; the sweeper resolves it');
-        this.events.emit('error', { runId, seq: suspension.seq, error });
+        this.events.emit('failed', { runId, seq: suspension.seq, error });
       }
     }));
   }
