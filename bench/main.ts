@@ -19,6 +19,7 @@ import { measureStartup, startupRows } from './startup.js';
 import { measureResetStreams } from './reset-streams.js';
 import { IDLE_HOLD_MS, measureIdle } from './idle.js';
 import { measureParked } from './parked.js';
+import { measureMcp, mcpRows } from './mcp.js';
 import { measureTimers } from './timers.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
@@ -189,6 +190,11 @@ try {
     row(`parked: server RSS and idle CPU, ${f.parked.toLocaleString('en')} runs parked on 2 h sleeps`, `${fmt(f.rssMiB, 0)} MiB, ${fmt(f.cores, 3)} cores`, '', '');
   }
 
+  progress(`MCP: ${RUNS} runs, one tool call each over Streamable HTTP on loopback vs in process, sequential and concurrency 16`);
+  const mcpSeq = await measureMcp(await db.create('bench_mcp_seq'), RUNS, 1);
+  const mcp16 = await measureMcp(await db.create('bench_mcp_c16'), RUNS, 16);
+  rows.push(...mcpRows(mcpSeq, mcp16));
+
   progress('StartRun (no wait) from one client, alone and while another process opens and resets 2,000 StartRun streams');
   const reset = await measureResetStreams(await db.create('bench_reset_streams'));
   row('StartRun, no wait, sequential, alone', 'one client', fmt(reset.aloneP50Ms, 1), fmt(reset.aloneP99Ms, 1));
@@ -213,6 +219,7 @@ try {
     ['Waymark gRPC steps/s / Restate steps/s, sequential', fmt(gSeq.stepsPerSec / sSeq.stepsPerSec)],
     ['Waymark gRPC steps/s / DBOS steps/s, concurrency 16', fmt(g16.stepsPerSec / d16.stepsPerSec)],
     ['remote tool call: added p50 ms over an in-process tool, sequential / concurrency 16', `${fmt(rSeq.remote.p50Ms - rSeq.local.p50Ms, 3)} / ${fmt(r16.remote.p50Ms - r16.local.p50Ms, 3)}`],
+    ['MCP tool call: added p50 ms over an in-process tool, sequential / concurrency 16', `${fmt(mcpSeq.mcp.p50Ms - mcpSeq.local.p50Ms, 3)} / ${fmt(mcp16.mcp.p50Ms - mcp16.local.p50Ms, 3)}`],
     ['remote tool calls/s / in-process tool calls/s, sequential / concurrency 16', `${fmt(rSeq.remote.callsPerSec / rSeq.local.callsPerSec)} / ${fmt(r16.remote.callsPerSec / r16.local.callsPerSec)}`],
     ['Waymark steps/s at 16 / floor rows/s at 8 conns', fmt(w16.stepsPerSec / floor8.rowsPerSec)],
     ['Postgres commits per step (sequential; per run: 10 steps + start + end)', fmt(commitsPerStep)],
