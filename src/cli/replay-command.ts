@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createAgentRuntime } from '../agent/agent-runtime.js';
-import { Registry, replayJournal, type ReplayCheckReport } from '../engine/index.js';
+import { parseSealingKeys, PayloadSealer, Registry, replayJournal, type ReplayCheckReport } from '../engine/index.js';
 import { loadUserModule } from '../index.js';
 import { parseStrict, type OptionSpec } from './client/strict-options.js';
 import { UsageError } from './client/usage-error.js';
@@ -124,7 +124,9 @@ export async function runReplayCommand(argv: string[], env: NodeJS.ProcessEnv, s
   let registry: Registry;
   try {
     // Agents replay their model calls from the journal; the runtime is there so ctx.agent exists.
-    registry = (await loadUserModule(modulePath, new Registry({ agent: createAgentRuntime({ env }) }))).registry;
+    // A module with a secret tool registers only with a sealer, as on the server (its payloads arrive redacted).
+    const sealer = env.WAYMARK_SECRETS_KEYS ? new PayloadSealer(parseSealingKeys(env.WAYMARK_SECRETS_KEYS)) : null;
+    registry = (await loadUserModule(modulePath, new Registry({ agent: createAgentRuntime({ env }), sealer }))).registry;
   } catch (err) {
     streams.stderr.write(`waymark replay: ${(err as Error).message}\n`);
     return REPLAY_EXIT.unusable;
