@@ -48,10 +48,11 @@ describe('the docs, followed as printed against waymark dev', () => {
     expect([...ran, ...missing].map((b) => b.code)).toEqual(expect.arrayContaining([expect.stringContaining('| jq')]));
     expect(ran.map((b) => b.code)).toEqual([
       expect.stringContaining('$ waymark workflows list'),
+      expect.stringContaining('$ waymark runs export'),
       ...(missing.length ? [] : [expect.stringContaining('| jq')]),
       expect.stringContaining('$ waymark dev --workflow'),
     ]);
-    expect(compared).toBe(13);
+    expect(compared).toBe(15);
 
     // The negative control: the walkthrough's first command, its output edited by one character,
     // fails against the same server.
