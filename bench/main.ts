@@ -20,6 +20,7 @@ import { measureResetStreams } from './reset-streams.js';
 import { IDLE_HOLD_MS, measureIdle } from './idle.js';
 import { measureParked } from './parked.js';
 import { measureMcp, mcpRows } from './mcp.js';
+import { measureStorage } from './storage.js';
 import { measureTimers } from './timers.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
@@ -194,6 +195,13 @@ try {
   const mcpSeq = await measureMcp(await db.create('bench_mcp_seq'), RUNS, 1);
   const mcp16 = await measureMcp(await db.create('bench_mcp_c16'), RUNS, 16);
   rows.push(...mcpRows(mcpSeq, mcp16));
+
+  progress('storage: bytes and WAL per step of finished bench-ten-steps runs, and bytes per run before and after retention');
+  const storage = await measureStorage(await db.create('bench_storage'), quick ? 500 : 2_000);
+  row(`storage: database bytes per finished run, before / after retention (${storage.runs} runs of ${storage.steps} steps, VACUUM FULL)`,
+    `${fmt(storage.bytesPerRun, 0)} B / ${fmt(storage.bytesPerRunAfterPurge, 0)} B`, '', '');
+  row('storage: table bytes and WAL bytes per step', `${fmt(storage.bytesPerStep, 0)} B, WAL ${fmt(storage.walBytesPerStep, 0)} B`, '', '');
+  row('storage: retention purge rate (batches of 50 runs)', `${fmt(storage.purgedPerSec, 0)} runs/s`, '', '');
 
   progress('StartRun (no wait) from one client, alone and while another process opens and resets 2,000 StartRun streams');
   const reset = await measureResetStreams(await db.create('bench_reset_streams'));

@@ -95,7 +95,7 @@ export class Metrics {
         this.recoveries.inc({ result: 'failed', kind }, counts.failed.length);
       }
       this.timedOut.inc({ by: 'sweeper' }, r.timedOut.length);
-      const duties = { run_timeout: r.timedOut.length, run_timeout_child_cancelled: r.timedOutChildrenCancelled, timeout: r.timeouts, sleep: r.sleeps, parent_woken: r.parentsWoken, child_cancelled: r.childrenCancelled, child_failed: r.childrenFailed };
+      const duties = { run_timeout: r.timedOut.length, run_timeout_child_cancelled: r.timedOutChildrenCancelled, timeout: r.timeouts, sleep: r.sleeps, parent_woken: r.parentsWoken, child_cancelled: r.childrenCancelled, child_failed: r.childrenFailed, purged: r.purged };
       for (const [duty, n] of Object.entries(duties)) if (n > 0) this.sweeperActions.inc({ duty }, n);
     });
   }
