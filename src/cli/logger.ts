@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type LogFormat = 'auto' | 'json' | 'pretty';
@@ -16,6 +17,8 @@ export function createLogger(level: string, bindings: Record<string, unknown> = 
     base: { service: 'waymark', pid: process.pid, ...bindings },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label: string) => ({ level: label }) },
+    // The active span's ids when tracing is on (docs/tracing.md); nothing is active when it is off.
+    mixin: traceIds,
     redact: { paths: ['databaseUrl', 'password', 'authorization', '*.authorization', 'apiKey'], censor: '[redacted]' },
   };
   return pretty ? pino(settings, prettyStream()) : pino(settings);
@@ -26,4 +29,12 @@ function prettyStream(): DestinationStream {
   const build = createRequire(import.meta.url)('pino-pretty') as (options: Record<string, unknown>) => DestinationStream;
   const colour = process.stdout.isTTY === true && !process.env.NO_COLOR && process.env.TERM !== 'dumb';
   return build({ sync: true, colorize: colour, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service,command', singleLine: true });
+}
+
+/** trace_id and span_id of the span active where the line is logged, so a log line finds its trace. */
+function traceIds(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  if (!span) return {};
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
 }

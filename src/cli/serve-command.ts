@@ -23,6 +23,7 @@ import { LIVENESS, startReadiness } from './readiness.js';
 import { loadRegistry, startReplicaServices } from './replica-services.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { unusableAddress } from './port-check.js';
+import { startTracing } from './tracing.js';
 
 /** A --workflows module that cannot be loaded, or an address that cannot be listened on, is a configuration error (sysexits EX_CONFIG, as a bad setting). */
 const EXIT_WORKFLOWS_MODULE = 78;
@@ -62,11 +63,14 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     process.stderr.write(`waymark: ${err.message}\n`);
     return EXIT_WORKFLOWS_MODULE;
   }
+  // Before the store opens, so its driver is patched before the first statement (cli/tracing.ts).
+  const tracing = await startTracing(logger);
   const opened = await openConfiguredStore(config, logger, { applicationName: `waymark-${options.dev ? 'dev' : 'server'}` });
   const { store, admin } = opened;
   const cleanup: Array<() => Promise<unknown>> = [() => opened.close()];
   const stopAll = async () => {
     for (const step of cleanup.reverse()) await step().catch((err: unknown) => logger.error({ err }, 'shutdown step failed'));
+    await tracing?.shutdown();
   };
   // One grace period for the whole drain, measured from the stop signal (Kubernetes'
   // terminationGracePeriodSeconds bounds it all, not each step).
@@ -124,6 +128,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
       clientLimits: config.clients,
       tls: config.tls,
       auth,
+      tracing: tracing !== null,
       corsOrigins: config.auth.corsOrigins,
       console: config.console ? loadConsoleAssets(consoleBuildDir()) : undefined,
       routes: (router) => {

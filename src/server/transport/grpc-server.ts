@@ -11,6 +11,7 @@ import { createHttp2Handler } from './http2-handler.js';
 import { acceptHttp1, type Http1Side } from './http1-bridge.js';
 import type { ConsoleAssets } from './console-assets.js';
 import { DEFAULT_SESSION_LIMITS, superviseSession, type SessionLimits } from './http2-sessions.js';
+import { tracingInterceptor } from './tracing-interceptor.js';
 import { loggingInterceptor } from './logging-interceptor.js';
 import { serverShutdownError, shutdownSignalKey } from './shutdown-signal.js';
 import { loadTlsFiles, TLS_DEFAULTS, watchTlsFiles, type TlsFiles } from './tls.js';
@@ -27,6 +28,8 @@ export interface GrpcServerOptions {
   maxRequestBytes: number;
   /** Run after the logging interceptor, innermost last (metrics, validation, error mapping). */
   interceptors?: Interceptor[];
+  /** A span per RPC (tracing-interceptor.ts), first of the interceptors; only when tracing is on. */
+  tracing?: boolean;
   /** Idle timeout and keepalive of each connection (http2-sessions.ts); defaults DEFAULT_SESSION_LIMITS. */
   sessionLimits?: Partial<SessionLimits>;
   /** Request rate, open streams and unread bytes per client (client-limits.ts); defaults DEFAULT_CLIENT_LIMITS. */
@@ -111,7 +114,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     jsonOptions: { ignoreUnknownFields: false },
     shutdownSignal: stopping.signal,
     interceptors: [
-      loggingInterceptor(logger), clientLimitsInterceptor(clientLimits, clientBuffers),
+      ...(options.tracing ? [tracingInterceptor()] : []), loggingInterceptor(logger), clientLimitsInterceptor(clientLimits, clientBuffers),
       ...(options.auth === 'off' ? [] : [authInterceptor(options.auth)]), ...(options.interceptors ?? []),
     ],
     ...(options.corsOrigins?.length ? { corsOrigins: options.corsOrigins } : {}),
