@@ -45,6 +45,7 @@ export type { JournalEntry } from './journal/journal-entry.js';
 /** Agents (docs/agents.md): the runtime behind ctx.agent, models, prices, budgets, provenance. */
 export { createAgentRuntime, type AgentRuntimeOptions, type WaymarkAgentRuntime } from './agent/agent-runtime.js';
 export { scriptedModel, type ScriptedTurn } from './agent/scripted-model.js';
+export { streamingModel } from './agent/streaming-model.js';
 export { DEFAULT_PRICES, PRICES_READ_ON, type ModelPrice } from './agent/prices.js';
 export { runSpend, type RunSpend } from './engine/read/spend.js';
 export { runProvenance, type AgentProvenance, type RunProvenance } from './agent/provenance.js';

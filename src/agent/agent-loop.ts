@@ -1,4 +1,3 @@
-import { generateText, jsonSchema, tool as aiTool, type JSONSchema7, type ModelMessage, type ToolSet } from 'ai';
 import type { Json } from '../journal/run.js';
 import type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentToolCall, ModelCallOutcome } from '../engine/index.js';
 import { canonicalJson, sha256Hex, toJson } from '../engine/index.js';
@@ -9,12 +8,12 @@ import type { Tool } from '../engine/index.js';
 import { BudgetExceededError, ModelPriceMissingError } from './agent-errors.js';
 import { budgetChain, budgetVerdict } from './budget.js';
 import { classifyModelFailure } from './model-retry.js';
-import type { ModelCatalog } from './model-catalog.js';
-import { costOf, estimateCostOf } from './prices.js';
+import { estimateCostOf } from './prices.js';
+import { callModel, type LoopDeps, type ModelCallRecord, type RecordedToolCall, type ToolSpec } from './model-call.js';
 
 /*
  * The agent loop (docs/agents.md). The engine drives it one model call at a time: each step is
- * one `generateText` call with tools that have no `execute` (so the SDK never runs a tool or a
+ * one model call (model-call.ts: streamed, publishing its deltas as they arrive) with tools that have no `execute` (so the SDK never runs a tool or a
  * second step itself), journaled as a `model` effect whose `ok` entry holds the response messages,
  * usage and cost. The tool calls the model asked for then run one after another, in the order it
  * listed them, through ctx.tool; their results make the next request. On replay every finished
@@ -26,48 +25,7 @@ export const DEFAULT_MAX_STEPS = 10;
 /** Output tokens the budget estimate assumes when the agent sets no maxOutputTokens. */
 export const ESTIMATED_OUTPUT_TOKENS = 4096;
 
-/** The `ok` payload of a model entry. */
-export interface ModelCallRecord {
-  /** The Waymark name (`openai:gpt-4o-mini`); `provider`/`modelId` are what the SDK reported. */
-  model: string;
-  provider: string;
-  modelId: string;
-  agentType: string;
-  step: number;
-  /** sha256 of the canonical request (model, system, messages, tools, settings); prompts are not journaled. */
-  requestDigest: string;
-  /** The assistant message(s) of the response, as the next request sends them. */
-  messages: Json[];
-  text: string;
-  finishReason: string;
-  toolCalls: RecordedToolCall[];
-  usage: { inputTokens: number; outputTokens: number; totalTokens: number; cachedInputTokens: number; reasoningTokens: number };
-  costUsd: number | null;
-  /** False when the provider reported no token counts: `costUsd` is then the pre-call estimate. */
-  usageReported: boolean;
-}
-
-export interface RecordedToolCall {
-  toolCallId: string;
-  toolName: string;
-  input: Json;
-  /** Why the SDK could not parse the call (unknown tool, arguments not JSON); absent when valid. */
-  invalid?: string;
-}
-
-export interface LoopDeps {
-  catalog: ModelCatalog;
-  /** The SDK's in-memory retries within one attempt (default 0: the engine retries durably, one journaled attempt each). */
-  maxRetries: number;
-  /** A model call taking longer is aborted and recorded as failed (a resume retries it). */
-  timeoutMs: number;
-}
-
-interface ToolSpec {
-  name: string;
-  description: string;
-  inputSchema: Json;
-}
+export type { LoopDeps, ModelCallRecord, RecordedToolCall, ToolSpec } from './model-call.js';
 
 export async function runAgentLoop(
   host: AgentHost,
@@ -214,57 +172,6 @@ function dryRunModelCall(req: { model: string; agentType: string; step: number; 
   return { value: toJson(record, 'a model call record'), usage: null, costUsd: null };
 }
 
-async function callModel(
-  deps: LoopDeps,
-  req: { model: string; agentType: string; step: number; requestDigest: string; options: AgentOptions; messages: Json[]; specs: ToolSpec[]; estimate: number | null },
-  info: { idempotencyKey: string; signal: AbortSignal },
-): Promise<ModelCallOutcome> {
-  const lm = deps.catalog.languageModel(req.model);
-  const tools: ToolSet = Object.fromEntries(req.specs.map((s) => [s.name, aiTool({ description: s.description, inputSchema: jsonSchema(s.inputSchema as JSONSchema7) })]));
-  const { system, maxOutputTokens, temperature } = req.options;
-  const result = await generateText({
-    model: lm,
-    messages: req.messages as unknown as ModelMessage[],
-    ...(system !== undefined ? { system } : {}),
-    ...(req.specs.length > 0 ? { tools } : {}),
-    ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
-    ...(temperature !== undefined ? { temperature } : {}),
-    maxRetries: deps.maxRetries,
-    timeout: deps.timeoutMs,
-    abortSignal: info.signal,
-    // The same on a redispatch after a crash: a gateway that honours it can deduplicate.
-    headers: { 'Idempotency-Key': info.idempotencyKey },
-  });
-  const u = result.usage;
-  const inputTokens = u.inputTokens ?? 0;
-  const outputTokens = u.outputTokens ?? 0;
-  const tokens = {
-    inputTokens, outputTokens, totalTokens: u.totalTokens ?? inputTokens + outputTokens,
-    cachedInputTokens: u.inputTokenDetails?.cacheReadTokens ?? 0, reasoningTokens: u.outputTokenDetails?.reasoningTokens ?? 0,
-  };
-  const price = deps.catalog.price(req.model);
-  // A provider that reports no usage is charged its estimate, so a budget still counts the call.
-  const usageReported = u.inputTokens !== undefined || u.outputTokens !== undefined;
-  const cost = !price ? null : usageReported ? costOf(price, tokens) : req.estimate;
-  const record: ModelCallRecord = {
-    model: req.model, provider: lm.provider, modelId: result.response.modelId || lm.modelId, agentType: req.agentType, step: req.step,
-    requestDigest: req.requestDigest,
-    // Only the assistant message: the SDK's own tool message (errors of invalid calls) is rebuilt
-    // below with every result, in the order the model listed the calls.
-    messages: toJson(result.response.messages.filter((m) => m.role === 'assistant'), 'the response of a model call') as Json[],
-    text: result.text,
-    finishReason: result.finishReason,
-    toolCalls: result.toolCalls.filter((c) => !c.providerExecuted).map((c) => ({
-      toolCallId: c.toolCallId, toolName: c.toolName, input: toJson(c.input ?? null, `the arguments of tool call ${c.toolCallId}`),
-      ...(c.dynamic && c.invalid ? { invalid: describeError(c.error) } : {}),
-    })),
-    usage: tokens,
-    costUsd: cost,
-    usageReported,
-  };
-  return { value: toJson(record, 'a model call record'), usage: { inputTokens, outputTokens, totalTokens: tokens.totalTokens }, costUsd: cost };
-}
-
 async function runToolCall(host: AgentHost, byName: Map<string, Tool>, tc: RecordedToolCall): Promise<{ output: Json; outcome: AgentToolCall['outcome'] }> {
   const tool = byName.get(tc.toolName);
   if (tc.invalid !== undefined || !tool) {
@@ -294,8 +201,4 @@ export function modelToolName(name: string): string {
   const dot = name.indexOf('.');
   const wire = dot > 0 ? `${name.slice(0, dot)}__${name.slice(dot + 1)}` : name;
   return wire.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error ?? 'the tool call could not be parsed');
 }

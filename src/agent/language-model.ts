@@ -9,3 +9,5 @@ export type LanguageModelV3 = Extract<LanguageModel, { specificationVersion: 'v3
 export type LanguageModelV3CallOptions = Parameters<LanguageModelV3['doGenerate']>[0];
 export type LanguageModelV3GenerateResult = Awaited<ReturnType<LanguageModelV3['doGenerate']>>;
 export type LanguageModelV3Content = LanguageModelV3GenerateResult['content'][number];
+export type LanguageModelV3StreamResult = Awaited<ReturnType<LanguageModelV3['doStream']>>;
+export type LanguageModelV3StreamPart = LanguageModelV3StreamResult['stream'] extends ReadableStream<infer P> ? P : never;

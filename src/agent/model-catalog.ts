@@ -3,6 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ModelNotConfiguredError, UnknownModelError } from './agent-errors.js';
 import type { LanguageModelV3 } from './language-model.js';
+import { isStreamingModel } from './streaming-model.js';
 import type { ModelConfig } from './model-config.js';
 import { priceOf, type ModelPrice } from './prices.js';
 import { BUILTIN_SCRIPTS, scriptedModel, type BuiltinScript } from './scripted-model.js';
@@ -53,6 +54,12 @@ export class ModelCatalog {
       this.built.set(name, model);
     }
     return model;
+  }
+
+  /** Whether calls of this canonical name stream (model-call.ts): built models do, models given in code when marked. */
+  streams(name: string): boolean {
+    const custom = this.custom[name];
+    return custom ? isStreamingModel(custom) : true;
   }
 
   price(name: string): ModelPrice | null {

@@ -1,5 +1,8 @@
 import type { Json } from '../journal/run.js';
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult } from './language-model.js';
+import type {
+  LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult, LanguageModelV3StreamPart, LanguageModelV3StreamResult,
+} from './language-model.js';
+import { streamingModel } from './streaming-model.js';
 
 /*
  * The built-in scripted model (`scripted:<script>`): a LanguageModelV3 that answers from a script,
@@ -11,6 +14,10 @@ import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Conten
  *   a `body`-like string gets the findings so far), then answers with a summary of what the tools
  *   returned (denials included).
  * - `scripted:echo` answers with the last user message.
+ * - `scripted:drip` answers like echo, streamed one word every DRIP_MS (to watch token streams
+ *   arrive, and to stop a replica mid-call in tests: test/chaos/token-streams.test.ts).
+ * Streamed (doStream, as ctx.agent calls it), a reply's text comes one word a delta and a tool
+ * call's arguments in two halves; doGenerate answers the same reply whole.
  * - scriptedModel({ id, turns }) replies with turns[n] at the n-th model call of a conversation
  *   (counted by the assistant messages in the request); register it under a name with
  *   createAgentRuntime({ models }).
@@ -24,16 +31,18 @@ export interface ScriptedTurn {
   usage?: { inputTokens: number; outputTokens: number };
 }
 
-export const BUILTIN_SCRIPTS = ['auto', 'echo'] as const;
+export const BUILTIN_SCRIPTS = ['auto', 'echo', 'drip'] as const;
+/** The pause between the words of `scripted:drip`. */
+export const DRIP_MS = 100;
 export type BuiltinScript = (typeof BUILTIN_SCRIPTS)[number];
 
 type Prompt = LanguageModelV3CallOptions['prompt'];
 type Message = Prompt[number];
 
 export function scriptedModel(script: BuiltinScript | { id: string; turns: readonly ScriptedTurn[] }): LanguageModelV3 {
-  if (typeof script === 'string') return new ScriptedModel(script, script === 'auto' ? autoTurn : echoTurn);
+  if (typeof script === 'string') return streamingModel(new ScriptedModel(script, script === 'auto' ? autoTurn : script === 'drip' ? dripTurn : echoTurn, script === 'drip' ? DRIP_MS : 0));
   const turns = [...script.turns];
-  return new ScriptedModel(script.id, (options) => turns[stepOf(options.prompt) - 1] ?? { text: '' });
+  return streamingModel(new ScriptedModel(script.id, (options) => turns[stepOf(options.prompt) - 1] ?? { text: '' }, 0));
 }
 
 class ScriptedModel implements LanguageModelV3 {
@@ -41,7 +50,7 @@ class ScriptedModel implements LanguageModelV3 {
   readonly provider = 'waymark.scripted';
   readonly supportedUrls = {};
 
-  constructor(readonly modelId: string, private readonly reply: (options: LanguageModelV3CallOptions) => ScriptedTurn) {}
+  constructor(readonly modelId: string, private readonly reply: (options: LanguageModelV3CallOptions) => ScriptedTurn, private readonly paceMs: number) {}
 
   async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
     const turn = this.reply(options);
@@ -65,9 +74,51 @@ class ScriptedModel implements LanguageModelV3 {
     };
   }
 
-  async doStream(): Promise<never> {
-    throw new Error('the scripted model answers generateText only; ctx.agent never streams');
+  /** The reply of doGenerate as stream parts: words of the text, then each tool call's arguments in two deltas. */
+  async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
+    const whole = await this.doGenerate(options);
+    const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, { type: 'response-metadata', modelId: this.modelId }];
+    for (const c of whole.content) {
+      if (c.type === 'text') {
+        parts.push({ type: 'text-start', id: 't0' });
+        for (const word of c.text.match(/\S+\s*|\s+/g) ?? []) parts.push({ type: 'text-delta', id: 't0', delta: word });
+        parts.push({ type: 'text-end', id: 't0' });
+      } else if (c.type === 'tool-call') {
+        const half = Math.ceil(c.input.length / 2);
+        parts.push(
+          { type: 'tool-input-start', id: c.toolCallId, toolName: c.toolName },
+          { type: 'tool-input-delta', id: c.toolCallId, delta: c.input.slice(0, half) },
+          { type: 'tool-input-delta', id: c.toolCallId, delta: c.input.slice(half) },
+          { type: 'tool-input-end', id: c.toolCallId },
+          c,
+        );
+      }
+    }
+    parts.push({ type: 'finish', usage: whole.usage, finishReason: whole.finishReason });
+    const pace = this.paceMs;
+    const signal = options.abortSignal;
+    return {
+      stream: new ReadableStream<LanguageModelV3StreamPart>({
+        async pull(controller) {
+          const part = parts.shift();
+          if (!part) return controller.close();
+          if (pace > 0 && part.type === 'text-delta') await pause(pace, signal);
+          controller.enqueue(part);
+        },
+      }),
+    };
   }
+}
+
+/** A real pause (the model's pace, not a test's wait), cut short when the call is aborted. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
 }
 
 /** 1 + the assistant messages already in the conversation: which model call of the loop this is. */
@@ -85,6 +136,10 @@ function lastUserText(prompt: Prompt): string {
 
 function echoTurn(options: LanguageModelV3CallOptions): ScriptedTurn {
   return { text: `echo: ${lastUserText(options.prompt)}` };
+}
+
+function dripTurn(options: LanguageModelV3CallOptions): ScriptedTurn {
+  return { text: lastUserText(options.prompt) };
 }
 
 function autoTurn(options: LanguageModelV3CallOptions): ScriptedTurn {

@@ -13,7 +13,7 @@ export type { ApiKey, KeyVerification, Scope } from './access/api-keys.js';
 export { PayloadSealer, parseSealingKeys } from './access/payload-sealer.js';
 export type { SealingKey } from './access/payload-sealer.js';
 export { MIN_SECRET_LENGTH, STREAM_TOKEN_DEFAULTS, StreamTokens, isStreamToken } from './access/stream-tokens.js';
-export type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ModelCallOutcome } from './author/agent-contract.js';
+export type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ModelCallOutcome, ModelDeltaSink } from './author/agent-contract.js';
 export { durationMs } from './author/duration.js';
 export type { McpConnector, McpServerHealth, McpServerRecord, McpToolListing, McpToolRule, McpTransport } from './runtime/mcp-connector.js';
 export { retryAfterHeaderMs } from './author/retry.js';
@@ -56,3 +56,6 @@ export type { RemoteTask, RemoteToolDeclaration } from './runtime/worker-tasks.j
 export { DUE_TIMERS_DEFAULTS, DueTimers } from './scheduling/due-timers.js';
 export { EXECUTOR_DEFAULTS, Executor } from './scheduling/executor.js';
 export { REPLICA_DEFAULTS, ReplicaPresence } from './scheduling/replica-presence.js';
+/** Model call deltas as StreamRunEvents weaves them in (docs/agents.md "Token streams"). */
+export type { FollowItem } from '../store/run-follow.js';
+export type { ModelDelta } from '../store/model-delta-params.js';

@@ -11,7 +11,8 @@ import { runCompare, type RunComparison } from './read/run-compare.js';
 import { approvalPage } from './read/approval-page.js';
 import { journalPage } from './read/journal-page.js';
 import { agentsOf, runProvenance, type RunProvenance } from './read/run-provenance.js';
-import { runEvents, runSettled } from './read/run-events.js';
+import { runEvents, runEventsWithDeltas, runSettled } from './read/run-events.js';
+import type { FollowItem } from '../store/run-follow.js';
 import { runWait, waitReached, type WaitFor } from './read/run-wait.js';
 import { runPage, runView, type RunPageParams, type RunView } from './read/run-view.js';
 import type { ReplayPreview } from './runtime/resume-preview.js';
@@ -168,6 +169,11 @@ export class ReplicaEngine {
   /** StreamRunEvents: the entries after `afterSeq`, live, ending after the one that settles the run (read/run-events.ts). */
   runEvents(params: { runId: string; namespace: string; afterSeq: number; followSuspended: boolean; signal: AbortSignal }): AsyncGenerator<JournalEntry, void, undefined> {
     return runEvents({ store: this.engine.store, ...params, ...this.#poll() });
+  }
+
+  /** StreamRunEvents with `include_deltas`: entries and model call deltas (read/run-events.ts). */
+  runEventsWithDeltas(params: { runId: string; namespace: string; afterSeq: number; afterOffset: number; followSuspended: boolean; signal: AbortSignal }): AsyncGenerator<FollowItem, void, undefined> {
+    return runEventsWithDeltas({ store: this.engine.store, ...params, ...this.#poll() });
   }
 
   /** GetRunProvenance: agents as the registry's agent runtime reads them (read/run-provenance.ts). */

@@ -99,6 +99,8 @@ export interface WakeupSubscribeParams {
   runId?: string;
   /** The run's journal grew, or it became claimable: a hint; catch up from your own cursor. */
   onRun?: (runId: string) => void;
+  /** The run's model call deltas grew (modelDeltaAppend): a hint, as onRun. */
+  onDelta?: (runId: string) => void;
   /** Some run became PENDING. */
   onPending?: () => void;
   /** A remote task of this namespace became claimable (created, or pending again after a retry). */

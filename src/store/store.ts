@@ -3,6 +3,7 @@ import type { ApiKeyOps } from './api-key-params.js';
 import type { FlowOps } from './flow-params.js';
 import type { JournalOps } from './journal-params.js';
 import type { McpServerOps } from './mcp-server-params.js';
+import type { ModelDeltaOps } from './model-delta-params.js';
 import type { RemoteTaskOps } from './remote-task-params.js';
 import type { ReplicaOps } from './replica-params.js';
 import type { RetentionOps } from './retention-params.js';
@@ -16,6 +17,7 @@ export type * from './flow-params.js';
 export type * from './remote-task-params.js';
 export type * from './journal-params.js';
 export type * from './mcp-server-params.js';
+export type * from './model-delta-params.js';
 export type * from './replica-params.js';
 export type * from './retention-params.js';
 export type * from './run-params.js';
@@ -40,7 +42,7 @@ export type * from './webhook-params.js';
  * (`<area>-params.ts`), as the Postgres store implements them in `postgres/<area>-ops.ts`.
  */
 export interface JournalStore
-  extends RunOps, JournalOps, SweeperOps, SignalOps, ReplicaOps, WebhookOps, ApiKeyOps, FlowOps, RemoteTaskOps, McpServerOps, RetentionOps {
+  extends RunOps, JournalOps, SweeperOps, SignalOps, ReplicaOps, WebhookOps, ApiKeyOps, FlowOps, RemoteTaskOps, McpServerOps, RetentionOps, ModelDeltaOps {
   /**
    * The limits this store enforces on every write (DESIGN "Limits"). The engine checks the entries
    * it builds from a request against them before anything is accepted, so a refusal names the

@@ -7,6 +7,7 @@ import type { JournalStore, SweeperLease, UnroutableRun } from '../store/store.j
 import { DeadlineAlarm } from './deadline-alarm.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
+import { sweepDeltas } from './delta-retention.js';
 import { checkedRetention, purgeExpired, RETENTION_DEFAULTS, type RetentionPolicy } from './retention-duty.js';
 
 /*
@@ -42,11 +43,12 @@ export interface SweeperOptions {
   unroutableAfterMs?: number;
   /** Which finished runs are deleted and when (retention-duty.ts); default: 30 days everywhere. */
   retention?: RetentionPolicy;
+  deltaRetentionMs?: number; // model call deltas are deleted this long after they were stored (docs/agents.md "Token streams")
   logger?: Logger;
 }
 
 export const SWEEPER_DEFAULTS = {
-  intervalMs: 5_000, sessionCheckMs: 200, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000,
+  intervalMs: 5_000, sessionCheckMs: 200, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000, deltaRetentionMs: 3_600_000,
 } as const;
 
 export const INTERRUPTED_RECOVERY: RunError = {
@@ -86,6 +88,7 @@ export interface SweepReport {
   unroutable: UnroutableRun[];
   /** Finished runs deleted by retention (duty 6), and their journal entries. */
   purged: number; purgedEntries: number;
+  deltasDeleted: number; // model call deltas past their retention, deleted (duty 7)
   durationMs: number;
   /** The leadership ended mid-sweep (a fenced write was refused). */
   fenced: boolean;
@@ -120,11 +123,11 @@ export class Sweeper {
   readonly maxBatches: number;
   readonly maxRecoveries: number;
   readonly unroutableAfterMs: number;
+  readonly deltaRetentionMs: number;
   readonly leaderTtlMs: number;
   readonly retention: RetentionPolicy;
   readonly leader: LeaderLease;
-  /** Unroutable runs already logged, so each is logged once while it stays unroutable. */
-  private readonly reportedUnroutable = new Set<string>();
+  private readonly reportedUnroutable = new Set<string>(); // logged once each while it stays unroutable
   private readonly store: JournalStore;
   private readonly logger: Logger;
   /** The sweep loop and the session-check loop, while running. */
@@ -137,7 +140,7 @@ export class Sweeper {
     for (const key of ['intervalMs', 'leaderTtlMs', 'batchSize', 'maxBatches'] as const) {
       if (!Number.isInteger(o[key]) || o[key] < 1) throw new RangeError(`${key} must be a whole number >= 1, got ${o[key]}`);
     }
-    for (const key of ['graceMs', 'maxRecoveries', 'unroutableAfterMs', 'sessionCheckMs'] as const) {
+    for (const key of ['graceMs', 'maxRecoveries', 'unroutableAfterMs', 'sessionCheckMs', 'deltaRetentionMs'] as const) {
       if (!Number.isInteger(o[key]) || o[key] < 0) throw new RangeError(`${key} must be a whole number >= 0, got ${o[key]}`);
     }
     this.store = options.store;
@@ -149,6 +152,7 @@ export class Sweeper {
     this.maxBatches = o.maxBatches;
     this.maxRecoveries = o.maxRecoveries;
     this.unroutableAfterMs = o.unroutableAfterMs;
+    this.deltaRetentionMs = o.deltaRetentionMs;
     this.leaderTtlMs = o.leaderTtlMs;
     this.retention = checkedRetention(options.retention ?? RETENTION_DEFAULTS);
     this.logger = (options.logger ?? pino({ enabled: false })).child({ component: 'sweeper' });
@@ -156,10 +160,8 @@ export class Sweeper {
     this.leader.events.on('acquired', (lease) => this.events.emit('elected', lease));
     this.leader.events.on('lost', () => this.events.emit('demoted'));
     // Twice the interval: a deadline that falls while the next pass runs already has its timer.
-    this.alarm = new DeadlineAlarm({
-      store: this.store, withinMs: 2 * this.intervalMs, leading: () => this.leader.current !== null,
-      fire: () => this.deadlinesOnce(), logger: this.logger,
-    });
+    const leading = (): boolean => this.leader.current !== null;
+    this.alarm = new DeadlineAlarm({ store: this.store, withinMs: 2 * this.intervalMs, leading, fire: () => this.deadlinesOnce(), logger: this.logger });
   }
 
   /** Sweeps at once, then every intervalMs (the next sweep starts intervalMs after one ends). */
@@ -175,10 +177,7 @@ export class Sweeper {
   /** Runs `work` (at once when `now`, else after `everyMs`), then `everyMs` after each run ended, while the sweeper runs. */
   private every(everyMs: number, work: () => Promise<unknown>, now: boolean): Loop {
     const loop: Loop = { timer: null, done: Promise.resolve() };
-    const schedule = (): void => {
-      loop.timer = setTimeout(tick, everyMs);
-      loop.timer.unref();
-    };
+    const schedule = (): void => void (loop.timer = setTimeout(tick, everyMs)).unref();
     const tick = (): void => {
       loop.done = work().catch(() => undefined).finally(() => {
         if (this.state === 'running') schedule();
@@ -244,7 +243,7 @@ export class Sweeper {
     const started = performance.now();
     const report: SweepReport = {
       leader: false, epoch: null, recovered: [], failed: [], byKind: { expired_lease: { recovered: [], failed: [] }, dead_session: { recovered: [], failed: [] } }, timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
-      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], purged: 0, purgedEntries: 0, durationMs: 0, fenced: false,
+      parentsWoken: 0, childrenCancelled: 0, childrenFailed: 0, unroutable: [], purged: 0, purgedEntries: 0, deltasDeleted: 0, durationMs: 0, fenced: false,
     };
     const lease = this.leader.current ?? (kind === 'sweep' ? await this.leader.tryAcquire() : null);
     if (lease) {
@@ -345,6 +344,7 @@ export class Sweeper {
     }
     // 6. Retention, last: a slow purge delays no recovery; a failed batch waits for the next sweep.
     ({ purged: report.purged, entries: report.purgedEntries } = await purgeExpired(store, this.retention, this.maxBatches, this.logger));
+    report.deltasDeleted = await sweepDeltas({ store, retentionMs: this.deltaRetentionMs, limit: this.batchSize * 10, maxBatches: this.maxBatches });
   }
 
   private operations(store: JournalStore): RecoveryOperations {

@@ -8,6 +8,7 @@ import { remoteTasksSection } from './remote-tasks.conformance.js';
 import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { mcpServersSection } from './mcp-servers.conformance.js';
+import { modelDeltasSection } from './model-deltas.conformance.js';
 import { leasesSection } from './leases.conformance.js';
 import { leaseSessionsSection } from './lease-sessions.conformance.js';
 import { limitsSection } from './limits.conformance.js';
@@ -72,6 +73,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('routing', () => routingSection(ctx));
     describe('flows', () => flowsSection(ctx));
     describe('mcp servers', () => mcpServersSection(ctx));
+    describe('model call deltas', () => modelDeltasSection(ctx));
     describe('remote tools and tasks', () => remoteTasksSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));

@@ -8,6 +8,7 @@ import { apiHarness, detail, failure, json, plain, shapeOf, type ApiHarness } fr
 /** A short description of an event: `3 status SUSPENDED`, `4 signal resolved`. */
 function describeEvent(e: RunEvent): string {
   if (e.body.case === 'statusChanged') return `${e.seq} status ${RunStatus[e.body.value.status]}`;
+  if (e.body.case === 'modelDelta') return `${e.seq} delta ${e.body.value.offset}`;
   return `${e.seq} ${e.body.value?.kind} ${e.body.value?.name}`;
 }
 

@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
  * it is), with tool_calls and usage. POST /v1/effects/<name> records a tool's side effect by its
  * Idempotency-Key, so a test counts deliveries outside the engine. Every request is kept, and a
  * step can be held open, so a test kills a worker while a call is in flight, waiting on events.
+ * A request with `stream: true` (ctx.agent streams) is answered as Server-Sent Events: the text one
+ * word a chunk, each tool call's arguments in two chunks, then the finish reason and the usage.
  */
 
 export interface FakeToolCall {
@@ -128,6 +130,7 @@ export class FakeOpenAIServer {
       id: `call_${step}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) },
     }));
     const usage = reply.usage ?? { prompt: 100 * step, completion: 20 };
+    if (body.stream === true) return sse(res, { id: `chatcmpl-${chat.n}`, model: body.model, text: reply.text ?? null, calls, usage });
     return json(res, 200, {
       id: `chatcmpl-${chat.n}`, object: 'chat.completion', created: 1_900_000_000, model: body.model,
       choices: [{
@@ -143,4 +146,24 @@ export class FakeOpenAIServer {
 function json(res: ServerResponse, status: number, value: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(value));
+}
+
+function sse(
+  res: ServerResponse,
+  r: { id: string; model: string; text: string | null; calls: { id: string; function: { name: string; arguments: string } }[]; usage: { prompt: number; completion: number } },
+): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    res.write(`data: ${JSON.stringify({ id: r.id, object: 'chat.completion.chunk', created: 1_900_000_000, model: r.model, choices, ...extra })}\n\n`);
+  const delta = (d: Record<string, unknown>, finish: string | null = null) => chunk([{ index: 0, delta: d, finish_reason: finish }]);
+  delta({ role: 'assistant', content: '' });
+  for (const word of r.text?.match(/\S+\s*|\s+/g) ?? []) delta({ content: word });
+  r.calls.forEach((c, i) => {
+    const half = Math.ceil(c.function.arguments.length / 2);
+    delta({ tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments.slice(0, half) } }] });
+    delta({ tool_calls: [{ index: i, function: { arguments: c.function.arguments.slice(half) } }] });
+  });
+  delta({}, r.calls.length ? 'tool_calls' : 'stop');
+  chunk([], { usage: { prompt_tokens: r.usage.prompt, completion_tokens: r.usage.completion, total_tokens: r.usage.prompt + r.usage.completion } });
+  res.end('data: [DONE]\n\n');
 }

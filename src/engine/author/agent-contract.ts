@@ -95,6 +95,16 @@ export interface ModelCallOutcome {
   costUsd: number | null;
 }
 
+/**
+ * Where a live model call attempt publishes its deltas as they arrive (docs/agents.md "Token
+ * streams"). Fire and forget: deltas are not the journal, the call's recorded result is.
+ */
+export interface ModelDeltaSink {
+  text(text: string): void;
+  /** A piece of a tool call's argument text. */
+  toolInput(toolCallId: string, toolName: string, text: string): void;
+}
+
 /** A model call whose identity is reserved; `perform` runs it live or answers it from the journal. */
 export interface ModelCall {
   /** True when the journal cannot answer it: performing it calls the model (and may cost money). */
@@ -110,7 +120,7 @@ export interface ModelCall {
     intent: Json;
     /** Called once before the model is called, when the intent is committed (or will not be). */
     afterIntent?: () => void;
-    execute: (info: { idempotencyKey: string; signal: AbortSignal }) => Promise<ModelCallOutcome>;
+    execute: (info: { idempotencyKey: string; signal: AbortSignal; deltas: ModelDeltaSink }) => Promise<ModelCallOutcome>;
     /** The call's retry policy (AgentOptions.retry) over the model-call default. */
     retry?: RetryOptions;
     /** Which failures are transient: the runtime knows its providers' errors, the engine does not. */

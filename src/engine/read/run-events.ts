@@ -3,6 +3,7 @@
 import type { JournalEntry, StatusPayload } from '../../journal/journal-entry.js';
 import { isTerminalStatus, RUN_STATUSES, type Run, type RunStatus } from '../../journal/run.js';
 import { journalFollow } from '../../store/journal-follow.js';
+import { runFollow, type FollowItem } from '../../store/run-follow.js';
 import type { JournalStore } from '../../store/store.js';
 
 /*
@@ -54,6 +55,29 @@ export async function* runEvents(params: RunEventsParams): AsyncGenerator<Journa
     }
   } finally {
     // Not awaited: a read in flight finishes on its own, and the follower unsubscribes after it.
+    void it.return(undefined).catch(() => undefined);
+  }
+}
+
+/**
+ * runEvents with the run's model call deltas woven in (StreamRunEvents with `include_deltas`,
+ * docs/agents.md "Token streams"): deltas after `afterOffset`, each after its call's entry.
+ */
+export async function* runEventsWithDeltas(params: RunEventsParams & { afterOffset: number }): AsyncGenerator<FollowItem, void, undefined> {
+  const { store, runId, namespace, signal } = params;
+  const run = await store.runGet({ runId, namespace });
+  if (params.afterSeq >= run.nextSeq - 1 && settles(run.status, params.followSuspended)) return;
+  const it = runFollow({
+    store, runId, namespace, afterSeq: params.afterSeq, afterOffset: params.afterOffset, signal, ...(params.pollMs ? { pollMs: params.pollMs } : {}),
+  })[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await it.next();
+      if (next.done) return;
+      yield next.value;
+      if (next.value.entry && (await endsHere(store, next.value.entry, namespace, params.followSuspended))) return;
+    }
+  } finally {
     void it.return(undefined).catch(() => undefined);
   }
 }

@@ -6,6 +6,7 @@ import type { AgentHost, ModelCallOutcome, ToolDenial, ToolOutcome } from '../au
 import { toJson } from '../replay/content-key.js';
 import { isRetryTimer, MODEL_RETRY_DEFAULT, retryPolicy } from '../author/retry.js';
 import { perform } from './effect-runner.js';
+import { DeltaPublisher, NO_DELTAS } from './delta-publisher.js';
 import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError, ToolNotFoundError } from '../errors.js';
 import { remoteToolStandIn } from './remote-calls.js';
 import { mcpToolName, mcpToolStandIn } from './mcp-calls.js';
@@ -55,8 +56,14 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
             twoPhase: true,
             intent,
             ...(afterIntent ? { afterIntent } : {}),
-            execute: async (signal) => {
-              columns = await execute({ idempotencyKey: call.idempotencyKey, signal });
+            execute: async (signal, headSeq) => {
+              const deltas = publisherFor(exec, headSeq);
+              try {
+                columns = await execute({ idempotencyKey: call.idempotencyKey, signal, deltas });
+              } finally {
+                // Every delta of this attempt commits before its result is journaled.
+                await deltas.flush();
+              }
               return columns.value;
             },
             columns: () => (columns ? { usage: columns.usage, costUsd: columns.costUsd } : {}),
@@ -82,6 +89,12 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
       return release;
     },
   };
+}
+
+/** The attempt's publisher: its call's `running` entry and the lease epoch it runs under name it. */
+function publisherFor(exec: Execution, headSeq: number | null): DeltaPublisher | typeof NO_DELTAS {
+  if (headSeq === null || exec.mode !== 'live' || !exec.store || !exec.lease) return NO_DELTAS;
+  return new DeltaPublisher({ store: exec.store, runId: exec.run.id, entrySeq: headSeq, attempt: exec.lease.epoch, logger: exec.logger });
 }
 
 /**

@@ -27,8 +27,11 @@ export interface PerformOptions {
   twoPhase: boolean;
   intent?: Json;
   status?: 'ok' | 'info';
-  /** One attempt. `signal` is the execution's, or the attempt's own when a timeout applies. */
-  execute: (signal: AbortSignal) => Promise<Json>;
+  /**
+   * One attempt. `signal` is the execution's, or the attempt's own when a timeout applies;
+   * `headSeq` is the seq of the call's `running` entry (null for a one-phase call).
+   */
+  execute: (signal: AbortSignal, headSeq: number | null) => Promise<Json>;
   /** Extra columns of the `ok` entry, read once `execute` finished (a model call's usage and cost). */
   columns?: () => Partial<Pick<NewJournalEntry, 'usage' | 'costUsd'>>;
   /** Absent: one attempt, the failure recorded as itself (the default of steps). */
@@ -133,7 +136,9 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   let outcome: { value: Json } | { error: unknown };
   try {
     const timeoutMs = options.timeoutMs;
-    outcome = { value: await exec.track(timeoutMs ? () => attemptWithin(exec, call, options.execute, timeoutMs) : () => options.execute(exec.abort.signal)) };
+    const headSeq = head ? head.seq : null;
+    const execute = (signal: AbortSignal): Promise<Json> => options.execute(signal, headSeq);
+    outcome = { value: await exec.track(timeoutMs ? () => attemptWithin(exec, call, execute, timeoutMs) : () => execute(exec.abort.signal)) };
   } catch (error) {
     outcome = { error };
   }

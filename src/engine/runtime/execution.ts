@@ -110,7 +110,8 @@ export class Execution {
   /** MCP servers (docs/mcp.md); null: none reachable from this execution. */
   readonly mcp: McpConnector | null;
 
-  private readonly store: JournalStore | null;
+  /** Read-only use outside this class, but for model call deltas (delta-publisher.ts), which are not the journal. */
+  readonly store: JournalStore | null;
   private readonly tally: PreviewTally;
   /** Live executions only (a store and a lease): the writes and the lease they are fenced with. */
   private readonly appends: AppendQueue | null = null;

@@ -1,10 +1,11 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
-  EntryStatus, JournalEntrySchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
+  EntryStatus, JournalEntrySchema, ModelDeltaKind, ModelDeltaSchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
 } from '../../gen/waymark/v1/run_pb.js';
 import { statusOf } from '../../engine/index.js';
 import type { JournalEntry as DomainEntry } from '../../journal/journal-entry.js';
+import type { ModelDelta as DomainDelta } from '../../engine/index.js';
 import { optionalValue, valueFromJson } from './convert-json.js';
 import { runErrorToProto, runStatusToProto } from './convert-run.js';
 import { redactSealed } from '../../journal/sealed-payload.js';
@@ -56,5 +57,23 @@ export function eventOf(entry: DomainEntry): RunEvent {
         }),
       }
       : { case: 'entry', value: entryToProto(entry) },
+  });
+}
+
+const DELTA_KINDS = { start: ModelDeltaKind.ATTEMPT_START, text: ModelDeltaKind.TEXT, tool_input: ModelDeltaKind.TOOL_INPUT } as const;
+
+/** A model call delta as a stream event: `seq` is its call's running entry (already sent), so a client's seq cursor never moves past an unsent entry. */
+export function deltaEventOf(delta: DomainDelta): RunEvent {
+  return create(RunEventSchema, {
+    runId: delta.runId,
+    seq: BigInt(delta.entrySeq),
+    createTime: timestampFromDate(delta.createdAt),
+    body: {
+      case: 'modelDelta',
+      value: create(ModelDeltaSchema, {
+        offset: BigInt(delta.offset), callSeq: BigInt(delta.entrySeq), attempt: BigInt(delta.attempt), index: delta.index,
+        kind: DELTA_KINDS[delta.kind], text: delta.text, toolCallId: delta.toolCallId ?? '', toolName: delta.toolName ?? '',
+      }),
+    },
   });
 }

@@ -156,6 +156,16 @@ export class RequestCheck {
     return Number(value);
   }
 
+  /** A delta offset to resume after (StreamRunEvents after_delta_offset): -1 or an offset. */
+  afterOffset(field: string, value: bigint | undefined): number {
+    if (value === undefined) return -1;
+    if (value < -1n || value > BigInt(Number.MAX_SAFE_INTEGER)) {
+      this.fail(field, 'must be -1 (from the first delta) or the offset of a delta');
+      return -1;
+    }
+    return Number(value);
+  }
+
   /**
    * A run timeout (google.protobuf.Duration) in whole milliseconds, a fraction rounded up; null when
    * unset. Zero, negative, malformed (seconds and nanos of opposite signs, nanos out of range) and

@@ -1,7 +1,9 @@
 import { ConnectError, type HandlerContext } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { StreamRunEventsRequest, StreamRunEventsResponseSchema } from '../../gen/waymark/v1/run_service_pb.js';
-import { eventOf } from '../convert/convert-journal.js';
+import { deltaEventOf, eventOf } from '../convert/convert-journal.js';
+import type { FollowItem } from '../../engine/index.js';
+import type { JournalEntry } from '../../journal/journal-entry.js';
 import type { RouteDeps } from './route-deps.js';
 import { RequestCheck } from '../convert/request-validation.js';
 import { callerKey, tokenExpiredError } from '../auth/auth.js';
@@ -23,18 +25,24 @@ export async function* streamRunEvents(
   const namespace = check.namespace(req.namespace);
   const runId = check.runId('run_id', req.runId);
   const afterSeq = check.afterSeq('after_seq', req.afterSeq);
+  const afterOffset = check.afterOffset('after_delta_offset', req.afterDeltaOffset);
   check.done();
   const release = deps.streams.acquire(ctx.signal);
   try {
     // Opened with a stream token: the stream ends with UNAUTHENTICATED (TOKEN_EXPIRED) when it expires.
     const caller = ctx.values.get(callerKey);
     const signal = streamSignal(ctx, caller.kind === 'stream-token' ? { at: caller.expiresAt, reason: tokenExpiredError } : undefined);
-    const it = deps.api.runEvents({ runId, namespace, afterSeq, followSuspended: req.followSuspended, signal });
+    const params = { runId, namespace, afterSeq, followSuspended: req.followSuspended, signal };
+    // With include_deltas, model call deltas come woven in (docs/agents.md "Token streams").
+    const it: AsyncGenerator<FollowItem, void, undefined> = req.includeDeltas
+      ? deps.api.runEventsWithDeltas({ ...params, afterOffset })
+      : entriesOnly(deps.api.runEvents(params));
     try {
       for (;;) {
         const next = await abortable(it.next(), signal);
         if (next.done) break;
-        yield { event: eventOf(next.value) };
+        const item = next.value;
+        yield { event: item.entry ? eventOf(item.entry) : deltaEventOf(item.delta) };
       }
     } finally {
       // Not awaited: a read in flight finishes on its own, and the follower unsubscribes after it.
@@ -43,5 +51,13 @@ export async function* streamRunEvents(
     if (signal.aborted) throw ConnectError.from(signal.reason);
   } finally {
     release();
+  }
+}
+
+async function* entriesOnly(entries: AsyncGenerator<JournalEntry, void, undefined>): AsyncGenerator<FollowItem, void, undefined> {
+  try {
+    for await (const entry of entries) yield { entry };
+  } finally {
+    void entries.return(undefined).catch(() => undefined);
   }
 }

@@ -16,11 +16,13 @@ import type {
   WebhookClaim, WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams, WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint,
   WebhookEndpointCreateParams, WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WorkerHeartbeatParams,
   BudgetLock, BudgetLockParams, JournalStore, RunCostDaily, RunCostDailyListParams, RunPurgeParams, RunPurgeResult, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, WakeupSubscribeParams, WakeupUnsubscribe,
+  ModelDelta, ModelDeltaAppendParams, ModelDeltaListParams,
 } from '../store.js';
 import { MemoryApiKeys } from './memory-api-keys.js';
 import { MemoryFlows } from './memory-flows.js';
 import { MemoryJournal } from './memory-journal.js';
 import { MemoryMcpServers } from './memory-mcp-servers.js';
+import { MemoryModelDeltas } from './memory-model-deltas.js';
 import { MemoryRemoteTasks } from './memory-remote-tasks.js';
 import { MemoryReplicas } from './memory-replicas.js';
 import { MemoryRetention } from './memory-retention.js';
@@ -48,6 +50,7 @@ export class MemoryStore implements JournalStore {
   private readonly table: MemoryRunTable;
   private readonly flows: MemoryFlows;
   private readonly mcpServers: MemoryMcpServers;
+  private readonly deltas: MemoryModelDeltas;
   private readonly replicas: MemoryReplicas;
   private readonly runs: MemoryRuns;
   private readonly journal: MemoryJournal;
@@ -65,6 +68,7 @@ export class MemoryStore implements JournalStore {
     this.table = table;
     this.flows = new MemoryFlows(() => table.now());
     this.mcpServers = new MemoryMcpServers(() => table.now());
+    this.deltas = new MemoryModelDeltas(table);
     this.replicas = new MemoryReplicas(table, this.flows);
     this.runs = new MemoryRuns(table, this.replicas, this.flows);
     this.journal = new MemoryJournal(table);
@@ -303,21 +307,13 @@ export class MemoryStore implements JournalStore {
     return this.flows.flowList(params);
   }
 
-  async mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> {
-    return this.mcpServers.mcpServerPut(params);
-  }
-
-  async mcpServerGet(params: McpServerKeyParams): Promise<McpServerRecord | null> {
-    return this.mcpServers.mcpServerGet(params);
-  }
-
-  async mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> {
-    return this.mcpServers.mcpServerList(params);
-  }
-
-  async mcpServerRemove(params: McpServerKeyParams): Promise<boolean> {
-    return this.mcpServers.mcpServerRemove(params);
-  }
+  async modelDeltaAppend(params: ModelDeltaAppendParams): Promise<void> { this.deltas.modelDeltaAppend(params); }
+  async modelDeltaList(params: ModelDeltaListParams): Promise<ModelDelta[]> { return this.deltas.modelDeltaList(params); }
+  async modelDeltaSweep(params: { before: Date; limit: number }): Promise<number> { return this.deltas.modelDeltaSweep(params); }
+  async mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> { return this.mcpServers.mcpServerPut(params); }
+  async mcpServerGet(params: McpServerKeyParams): Promise<McpServerRecord | null> { return this.mcpServers.mcpServerGet(params); }
+  async mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> { return this.mcpServers.mcpServerList(params); }
+  async mcpServerRemove(params: McpServerKeyParams): Promise<boolean> { return this.mcpServers.mcpServerRemove(params); }
 
   workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {
     return this.remote.workerHeartbeat(params);

@@ -2,6 +2,7 @@
 export interface WakeupSubscriber {
   runId?: string;
   onRun?: (runId: string) => void;
+  onDelta?: (runId: string) => void;
   onPending?: () => void;
   onTask?: (namespace: string) => void;
   onResync?: () => void;
@@ -32,6 +33,14 @@ export class MemoryWakeups {
         const onPending = s.onPending;
         queueMicrotask(() => this.subscribers.has(s) && onPending());
       }
+    }
+  }
+
+  /** The run's model call deltas grew (migration 0019's trigger, in memory). */
+  notifyDelta(runId: string): void {
+    for (const s of this.subscribers) {
+      const onDelta = s.onDelta;
+      if (onDelta && (s.runId === undefined || s.runId === runId)) queueMicrotask(() => this.subscribers.has(s) && onDelta(runId));
     }
   }
 

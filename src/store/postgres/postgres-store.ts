@@ -15,6 +15,7 @@ import type {
   WebhookDelivery, WebhookDeliveryClaimParams, WebhookDeliveryCompleteParams, WebhookDeliveryListParams, WebhookDeliveryListResult, WebhookDeliveryRedeliverParams, WebhookEndpoint, WebhookEndpointCreateParams,
   WebhookEndpointDeleteParams, WebhookEndpointListParams, WebhookEndpointRotateParams, WorkerHeartbeatParams,
   BudgetLock, BudgetLockParams, JournalStore, RunCostDaily, RunCostDailyListParams, RunPurgeParams, RunPurgeResult, McpServerKeyParams, McpServerPutParams, McpServerPutResult, McpServerRecord, LeaseSessionParams, WakeupSubscribeParams, WakeupUnsubscribe,
+  ModelDelta, ModelDeltaAppendParams, ModelDeltaListParams,
 } from '../store.js';
 import { STORE_DEFAULTS } from '../store-kind.js';
 import { AppendBatcher } from './append-batcher.js';
@@ -28,6 +29,7 @@ import * as apiKeys from './api-keys-ops.js';
 import * as flows from './flows-ops.js';
 import * as journal from './journal-ops.js';
 import * as mcpServers from './mcp-servers-ops.js';
+import * as deltas from './model-deltas-ops.js';
 import * as remote from './remote-tasks-ops.js';
 import * as replicas from './replicas-ops.js';
 import * as retention from './retention-ops.js';
@@ -300,21 +302,14 @@ export class PostgresStore implements JournalStore {
     return flows.flowList(this.db, params);
   }
 
-  mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> {
-    return mcpServers.mcpServerPut(this.db, params);
-  }
+  mcpServerPut(params: McpServerPutParams): Promise<McpServerPutResult> { return mcpServers.mcpServerPut(this.db, params); }
+  mcpServerGet(params: McpServerKeyParams): Promise<McpServerRecord | null> { return mcpServers.mcpServerGet(this.db, params); }
+  mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> { return mcpServers.mcpServerList(this.db, params); }
+  mcpServerRemove(params: McpServerKeyParams): Promise<boolean> { return mcpServers.mcpServerRemove(this.db, params); }
 
-  mcpServerGet(params: McpServerKeyParams): Promise<McpServerRecord | null> {
-    return mcpServers.mcpServerGet(this.db, params);
-  }
-
-  mcpServerList(params: { namespace: string }): Promise<McpServerRecord[]> {
-    return mcpServers.mcpServerList(this.db, params);
-  }
-
-  mcpServerRemove(params: McpServerKeyParams): Promise<boolean> {
-    return mcpServers.mcpServerRemove(this.db, params);
-  }
+  modelDeltaAppend = (params: ModelDeltaAppendParams): Promise<void> => deltas.modelDeltaAppend(this.db, params);
+  modelDeltaList = (params: ModelDeltaListParams): Promise<ModelDelta[]> => deltas.modelDeltaList(this.db, params);
+  modelDeltaSweep = (params: { before: Date; limit: number }): Promise<number> => deltas.modelDeltaSweep(this.db, params);
 
   workerHeartbeat(params: WorkerHeartbeatParams): Promise<boolean> {
     return remote.workerHeartbeat(this.db, params);

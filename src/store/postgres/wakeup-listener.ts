@@ -7,6 +7,7 @@ import { Reconnector, type ReconnectBackoff } from './reconnector.js';
 export interface WakeupSubscriber {
   runId?: string;
   onRun?: (runId: string) => void;
+  onDelta?: (runId: string) => void;
   onPending?: () => void;
   onTask?: (namespace: string) => void;
   onResync?: () => void;
@@ -16,6 +17,8 @@ export interface WakeupSubscriber {
 export const RUN_CHANNEL = 'waymark_run';
 export const PENDING_CHANNEL = 'waymark_pending';
 export const TASK_CHANNEL = 'waymark_task';
+/** 0019's: a run's model call deltas grew (a run id as payload). */
+export const DELTA_CHANNEL = 'waymark_delta';
 
 export interface WakeupListenerOptions extends ReconnectBackoff {
   client: pg.ClientConfig;
@@ -86,7 +89,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
     client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload ?? ''));
     try {
       await client.connect();
-      await client.query(`LISTEN ${RUN_CHANNEL}; LISTEN ${PENDING_CHANNEL}; LISTEN ${TASK_CHANNEL}`);
+      await client.query(`LISTEN ${RUN_CHANNEL}; LISTEN ${PENDING_CHANNEL}; LISTEN ${TASK_CHANNEL}; LISTEN ${DELTA_CHANNEL}`);
     } catch (err) {
       client.removeAllListeners('end');
       await client.end().catch(() => {});
@@ -117,6 +120,7 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
   private resync(): void {
     for (const s of this.subscribers) {
       if (s.runId !== undefined && s.onRun) this.call(s, () => s.onRun!(s.runId!));
+      if (s.runId !== undefined && s.onDelta) this.call(s, () => s.onDelta!(s.runId!));
       if (s.onPending) this.call(s, () => s.onPending!());
       if (s.onResync) this.call(s, () => s.onResync!());
     }
@@ -126,6 +130,8 @@ export class WakeupListener extends EventEmitter<{ connected: []; lost: [Error |
     for (const s of this.subscribers) {
       if (channel === RUN_CHANNEL && s.onRun && (s.runId === undefined || s.runId === payload)) {
         this.call(s, () => s.onRun!(payload));
+      } else if (channel === DELTA_CHANNEL && s.onDelta && (s.runId === undefined || s.runId === payload)) {
+        this.call(s, () => s.onDelta!(payload));
       } else if (channel === PENDING_CHANNEL && s.onPending) {
         this.call(s, () => s.onPending!());
       } else if (channel === TASK_CHANNEL && s.onTask) {

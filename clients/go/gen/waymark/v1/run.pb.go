@@ -170,6 +170,64 @@ func (EntryStatus) EnumDescriptor() ([]byte, []int) {
 	return file_waymark_v1_run_proto_rawDescGZIP(), []int{1}
 }
 
+// What a model delta carries.
+type ModelDeltaKind int32
+
+const (
+	// Not used.
+	ModelDeltaKind_MODEL_DELTA_KIND_UNSPECIFIED ModelDeltaKind = 0
+	// An attempt of the model call began (index 0): a newer attempt of the same call means the
+	// older one was aborted (its replica died), and its text is not part of the result.
+	ModelDeltaKind_MODEL_DELTA_KIND_ATTEMPT_START ModelDeltaKind = 1
+	// Text the model produced.
+	ModelDeltaKind_MODEL_DELTA_KIND_TEXT ModelDeltaKind = 2
+	// A piece of the arguments of a tool call the model is making.
+	ModelDeltaKind_MODEL_DELTA_KIND_TOOL_INPUT ModelDeltaKind = 3
+)
+
+// Enum value maps for ModelDeltaKind.
+var (
+	ModelDeltaKind_name = map[int32]string{
+		0: "MODEL_DELTA_KIND_UNSPECIFIED",
+		1: "MODEL_DELTA_KIND_ATTEMPT_START",
+		2: "MODEL_DELTA_KIND_TEXT",
+		3: "MODEL_DELTA_KIND_TOOL_INPUT",
+	}
+	ModelDeltaKind_value = map[string]int32{
+		"MODEL_DELTA_KIND_UNSPECIFIED":   0,
+		"MODEL_DELTA_KIND_ATTEMPT_START": 1,
+		"MODEL_DELTA_KIND_TEXT":          2,
+		"MODEL_DELTA_KIND_TOOL_INPUT":    3,
+	}
+)
+
+func (x ModelDeltaKind) Enum() *ModelDeltaKind {
+	p := new(ModelDeltaKind)
+	*p = x
+	return p
+}
+
+func (x ModelDeltaKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ModelDeltaKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_waymark_v1_run_proto_enumTypes[2].Descriptor()
+}
+
+func (ModelDeltaKind) Type() protoreflect.EnumType {
+	return &file_waymark_v1_run_proto_enumTypes[2]
+}
+
+func (x ModelDeltaKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ModelDeltaKind.Descriptor instead.
+func (ModelDeltaKind) EnumDescriptor() ([]byte, []int) {
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{2}
+}
+
 // The lifecycle of an approval.
 type ApprovalState int32
 
@@ -219,11 +277,11 @@ func (x ApprovalState) String() string {
 }
 
 func (ApprovalState) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_proto_enumTypes[2].Descriptor()
+	return file_waymark_v1_run_proto_enumTypes[3].Descriptor()
 }
 
 func (ApprovalState) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_proto_enumTypes[2]
+	return &file_waymark_v1_run_proto_enumTypes[3]
 }
 
 func (x ApprovalState) Number() protoreflect.EnumNumber {
@@ -232,7 +290,7 @@ func (x ApprovalState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalState.Descriptor instead.
 func (ApprovalState) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{3}
 }
 
 // A decision on an approval.
@@ -272,11 +330,11 @@ func (x ApprovalDecision) String() string {
 }
 
 func (ApprovalDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_proto_enumTypes[3].Descriptor()
+	return file_waymark_v1_run_proto_enumTypes[4].Descriptor()
 }
 
 func (ApprovalDecision) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_proto_enumTypes[3]
+	return &file_waymark_v1_run_proto_enumTypes[4]
 }
 
 func (x ApprovalDecision) Number() protoreflect.EnumNumber {
@@ -285,7 +343,7 @@ func (x ApprovalDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalDecision.Descriptor instead.
 func (ApprovalDecision) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 // How a resume treats one call or entry.
@@ -341,11 +399,11 @@ func (x ResumeOutcome) String() string {
 }
 
 func (ResumeOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_proto_enumTypes[4].Descriptor()
+	return file_waymark_v1_run_proto_enumTypes[5].Descriptor()
 }
 
 func (ResumeOutcome) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_proto_enumTypes[4]
+	return &file_waymark_v1_run_proto_enumTypes[5]
 }
 
 func (x ResumeOutcome) Number() protoreflect.EnumNumber {
@@ -354,7 +412,7 @@ func (x ResumeOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ResumeOutcome.Descriptor instead.
 func (ResumeOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 // What a resume does when a run's pinned workflow digest differs from the registered one.
@@ -394,11 +452,11 @@ func (x DriftPolicy) String() string {
 }
 
 func (DriftPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_waymark_v1_run_proto_enumTypes[5].Descriptor()
+	return file_waymark_v1_run_proto_enumTypes[6].Descriptor()
 }
 
 func (DriftPolicy) Type() protoreflect.EnumType {
-	return &file_waymark_v1_run_proto_enumTypes[5]
+	return &file_waymark_v1_run_proto_enumTypes[6]
 }
 
 func (x DriftPolicy) Number() protoreflect.EnumNumber {
@@ -407,7 +465,7 @@ func (x DriftPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DriftPolicy.Descriptor instead.
 func (DriftPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 // One execution of a workflow. Its journal is the source of truth; this message is a summary of it.
@@ -992,6 +1050,7 @@ type RunEvent struct {
 	//
 	//	*RunEvent_Entry
 	//	*RunEvent_StatusChanged
+	//	*RunEvent_ModelDelta
 	Body          isRunEvent_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1073,6 +1132,15 @@ func (x *RunEvent) GetStatusChanged() *RunStatusChange {
 	return nil
 }
 
+func (x *RunEvent) GetModelDelta() *ModelDelta {
+	if x != nil {
+		if x, ok := x.Body.(*RunEvent_ModelDelta); ok {
+			return x.ModelDelta
+		}
+	}
+	return nil
+}
+
 type isRunEvent_Body interface {
 	isRunEvent_Body()
 }
@@ -1087,9 +1155,128 @@ type RunEvent_StatusChanged struct {
 	StatusChanged *RunStatusChange `protobuf:"bytes,5,opt,name=status_changed,json=statusChanged,proto3,oneof"`
 }
 
+type RunEvent_ModelDelta struct {
+	// A piece of a model call's output as it arrives (only with StreamRunEventsRequest.include_deltas).
+	// Not a journal entry: `seq` is the seq of the model call's running entry, already sent.
+	ModelDelta *ModelDelta `protobuf:"bytes,40,opt,name=model_delta,json=modelDelta,proto3,oneof"`
+}
+
 func (*RunEvent_Entry) isRunEvent_Body() {}
 
 func (*RunEvent_StatusChanged) isRunEvent_Body() {}
+
+func (*RunEvent_ModelDelta) isRunEvent_Body() {}
+
+// A token delta of a model call (docs/agents.md "Token streams"). Deltas are not the journal: the
+// model call's journaled result is the truth, and deltas are deleted after a retention period.
+type ModelDelta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resume cursor: dense per run from 0, in the order deltas were stored. Resume a stream with
+	// StreamRunEventsRequest.after_delta_offset set to the last one received.
+	Offset int64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// The seq of the model call's running entry: which call this delta belongs to.
+	CallSeq int64 `protobuf:"varint,2,opt,name=call_seq,json=callSeq,proto3" json:"call_seq,omitempty"`
+	// The call's attempt (the lease epoch it ran under): a redispatch after a crash has a higher one.
+	Attempt int64 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Position within the attempt, from 0 (the ATTEMPT_START).
+	Index int32 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	// What the delta carries.
+	Kind ModelDeltaKind `protobuf:"varint,5,opt,name=kind,proto3,enum=waymark.v1.ModelDeltaKind" json:"kind,omitempty"`
+	// The text, or the tool call's argument text; empty for ATTEMPT_START.
+	Text string `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	// The tool call's id (TOOL_INPUT only).
+	ToolCallId string `protobuf:"bytes,7,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The tool's name (TOOL_INPUT only).
+	ToolName      string `protobuf:"bytes,8,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelDelta) Reset() {
+	*x = ModelDelta{}
+	mi := &file_waymark_v1_run_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelDelta) ProtoMessage() {}
+
+func (x *ModelDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelDelta.ProtoReflect.Descriptor instead.
+func (*ModelDelta) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ModelDelta) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ModelDelta) GetCallSeq() int64 {
+	if x != nil {
+		return x.CallSeq
+	}
+	return 0
+}
+
+func (x *ModelDelta) GetAttempt() int64 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ModelDelta) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *ModelDelta) GetKind() ModelDeltaKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ModelDeltaKind_MODEL_DELTA_KIND_UNSPECIFIED
+}
+
+func (x *ModelDelta) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ModelDelta) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ModelDelta) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
 
 // A change of a run's status, as a stream reports it.
 type RunStatusChange struct {
@@ -1106,7 +1293,7 @@ type RunStatusChange struct {
 
 func (x *RunStatusChange) Reset() {
 	*x = RunStatusChange{}
-	mi := &file_waymark_v1_run_proto_msgTypes[5]
+	mi := &file_waymark_v1_run_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1305,7 @@ func (x *RunStatusChange) String() string {
 func (*RunStatusChange) ProtoMessage() {}
 
 func (x *RunStatusChange) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[5]
+	mi := &file_waymark_v1_run_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1318,7 @@ func (x *RunStatusChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatusChange.ProtoReflect.Descriptor instead.
 func (*RunStatusChange) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RunStatusChange) GetStatus() RunStatus {
@@ -1200,7 +1387,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_waymark_v1_run_proto_msgTypes[6]
+	mi := &file_waymark_v1_run_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1399,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[6]
+	mi := &file_waymark_v1_run_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1412,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Approval) GetId() string {
@@ -1372,7 +1559,7 @@ type WaitingOn struct {
 
 func (x *WaitingOn) Reset() {
 	*x = WaitingOn{}
-	mi := &file_waymark_v1_run_proto_msgTypes[7]
+	mi := &file_waymark_v1_run_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1571,7 @@ func (x *WaitingOn) String() string {
 func (*WaitingOn) ProtoMessage() {}
 
 func (x *WaitingOn) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[7]
+	mi := &file_waymark_v1_run_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1584,7 @@ func (x *WaitingOn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingOn.ProtoReflect.Descriptor instead.
 func (*WaitingOn) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WaitingOn) GetKind() string {
@@ -1472,7 +1659,7 @@ type ResumePreview struct {
 
 func (x *ResumePreview) Reset() {
 	*x = ResumePreview{}
-	mi := &file_waymark_v1_run_proto_msgTypes[8]
+	mi := &file_waymark_v1_run_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1671,7 @@ func (x *ResumePreview) String() string {
 func (*ResumePreview) ProtoMessage() {}
 
 func (x *ResumePreview) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[8]
+	mi := &file_waymark_v1_run_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1684,7 @@ func (x *ResumePreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumePreview.ProtoReflect.Descriptor instead.
 func (*ResumePreview) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResumePreview) GetHits() int32 {
@@ -1570,7 +1757,7 @@ type ResumePreviewItem struct {
 
 func (x *ResumePreviewItem) Reset() {
 	*x = ResumePreviewItem{}
-	mi := &file_waymark_v1_run_proto_msgTypes[9]
+	mi := &file_waymark_v1_run_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1769,7 @@ func (x *ResumePreviewItem) String() string {
 func (*ResumePreviewItem) ProtoMessage() {}
 
 func (x *ResumePreviewItem) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[9]
+	mi := &file_waymark_v1_run_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1782,7 @@ func (x *ResumePreviewItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumePreviewItem.ProtoReflect.Descriptor instead.
 func (*ResumePreviewItem) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResumePreviewItem) GetOutcome() ResumeOutcome {
@@ -1667,7 +1854,7 @@ type Workflow struct {
 
 func (x *Workflow) Reset() {
 	*x = Workflow{}
-	mi := &file_waymark_v1_run_proto_msgTypes[10]
+	mi := &file_waymark_v1_run_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1866,7 @@ func (x *Workflow) String() string {
 func (*Workflow) ProtoMessage() {}
 
 func (x *Workflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[10]
+	mi := &file_waymark_v1_run_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1879,7 @@ func (x *Workflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
 func (*Workflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Workflow) GetName() string {
@@ -1823,15 +2010,28 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12!\n" +
-	"\ftotal_tokens\x18\x03 \x01(\x03R\vtotalTokens\"\xf0\x01\n" +
+	"\ftotal_tokens\x18\x03 \x01(\x03R\vtotalTokens\"\xab\x02\n" +
 	"\bRunEvent\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12;\n" +
 	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x120\n" +
 	"\x05entry\x18\x04 \x01(\v2\x18.waymark.v1.JournalEntryH\x00R\x05entry\x12D\n" +
-	"\x0estatus_changed\x18\x05 \x01(\v2\x1b.waymark.v1.RunStatusChangeH\x00R\rstatusChangedB\x06\n" +
-	"\x04body\"\x9c\x01\n" +
+	"\x0estatus_changed\x18\x05 \x01(\v2\x1b.waymark.v1.RunStatusChangeH\x00R\rstatusChanged\x129\n" +
+	"\vmodel_delta\x18( \x01(\v2\x16.waymark.v1.ModelDeltaH\x00R\n" +
+	"modelDeltaB\x06\n" +
+	"\x04body\"\xf2\x01\n" +
+	"\n" +
+	"ModelDelta\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x19\n" +
+	"\bcall_seq\x18\x02 \x01(\x03R\acallSeq\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\x03R\aattempt\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x05R\x05index\x12.\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x1a.waymark.v1.ModelDeltaKindR\x04kind\x12\x12\n" +
+	"\x04text\x18\x06 \x01(\tR\x04text\x12 \n" +
+	"\ftool_call_id\x18\a \x01(\tR\n" +
+	"toolCallId\x12\x1b\n" +
+	"\ttool_name\x18\b \x01(\tR\btoolName\"\x9c\x01\n" +
 	"\x0fRunStatusChange\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.waymark.v1.RunStatusR\x06status\x12.\n" +
 	"\x06output\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x06output\x12*\n" +
@@ -1913,7 +2113,12 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x16ENTRY_STATUS_SUSPENDED\x10\x05\x12\x19\n" +
 	"\x15ENTRY_STATUS_RESOLVED\x10\x06\x12\x15\n" +
 	"\x11ENTRY_STATUS_NOOP\x10\a\x12\x15\n" +
-	"\x11ENTRY_STATUS_INFO\x10\b*\xbf\x01\n" +
+	"\x11ENTRY_STATUS_INFO\x10\b*\x92\x01\n" +
+	"\x0eModelDeltaKind\x12 \n" +
+	"\x1cMODEL_DELTA_KIND_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eMODEL_DELTA_KIND_ATTEMPT_START\x10\x01\x12\x19\n" +
+	"\x15MODEL_DELTA_KIND_TEXT\x10\x02\x12\x1f\n" +
+	"\x1bMODEL_DELTA_KIND_TOOL_INPUT\x10\x03*\xbf\x01\n" +
 	"\rApprovalState\x12\x1e\n" +
 	"\x1aAPPROVAL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16APPROVAL_STATE_PENDING\x10\x01\x12\x1b\n" +
@@ -1953,72 +2158,76 @@ func file_waymark_v1_run_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_run_proto_rawDescData
 }
 
-var file_waymark_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_waymark_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_waymark_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_waymark_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_waymark_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                // 0: waymark.v1.RunStatus
 	(EntryStatus)(0),              // 1: waymark.v1.EntryStatus
-	(ApprovalState)(0),            // 2: waymark.v1.ApprovalState
-	(ApprovalDecision)(0),         // 3: waymark.v1.ApprovalDecision
-	(ResumeOutcome)(0),            // 4: waymark.v1.ResumeOutcome
-	(DriftPolicy)(0),              // 5: waymark.v1.DriftPolicy
-	(*Run)(nil),                   // 6: waymark.v1.Run
-	(*RunError)(nil),              // 7: waymark.v1.RunError
-	(*JournalEntry)(nil),          // 8: waymark.v1.JournalEntry
-	(*Usage)(nil),                 // 9: waymark.v1.Usage
-	(*RunEvent)(nil),              // 10: waymark.v1.RunEvent
-	(*RunStatusChange)(nil),       // 11: waymark.v1.RunStatusChange
-	(*Approval)(nil),              // 12: waymark.v1.Approval
-	(*WaitingOn)(nil),             // 13: waymark.v1.WaitingOn
-	(*ResumePreview)(nil),         // 14: waymark.v1.ResumePreview
-	(*ResumePreviewItem)(nil),     // 15: waymark.v1.ResumePreviewItem
-	(*Workflow)(nil),              // 16: waymark.v1.Workflow
-	nil,                           // 17: waymark.v1.Run.LabelsEntry
-	nil,                           // 18: waymark.v1.Approval.LabelsEntry
-	(*structpb.Value)(nil),        // 19: google.protobuf.Value
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(ModelDeltaKind)(0),           // 2: waymark.v1.ModelDeltaKind
+	(ApprovalState)(0),            // 3: waymark.v1.ApprovalState
+	(ApprovalDecision)(0),         // 4: waymark.v1.ApprovalDecision
+	(ResumeOutcome)(0),            // 5: waymark.v1.ResumeOutcome
+	(DriftPolicy)(0),              // 6: waymark.v1.DriftPolicy
+	(*Run)(nil),                   // 7: waymark.v1.Run
+	(*RunError)(nil),              // 8: waymark.v1.RunError
+	(*JournalEntry)(nil),          // 9: waymark.v1.JournalEntry
+	(*Usage)(nil),                 // 10: waymark.v1.Usage
+	(*RunEvent)(nil),              // 11: waymark.v1.RunEvent
+	(*ModelDelta)(nil),            // 12: waymark.v1.ModelDelta
+	(*RunStatusChange)(nil),       // 13: waymark.v1.RunStatusChange
+	(*Approval)(nil),              // 14: waymark.v1.Approval
+	(*WaitingOn)(nil),             // 15: waymark.v1.WaitingOn
+	(*ResumePreview)(nil),         // 16: waymark.v1.ResumePreview
+	(*ResumePreviewItem)(nil),     // 17: waymark.v1.ResumePreviewItem
+	(*Workflow)(nil),              // 18: waymark.v1.Workflow
+	nil,                           // 19: waymark.v1.Run.LabelsEntry
+	nil,                           // 20: waymark.v1.Approval.LabelsEntry
+	(*structpb.Value)(nil),        // 21: google.protobuf.Value
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
 }
 var file_waymark_v1_run_proto_depIdxs = []int32{
 	0,  // 0: waymark.v1.Run.status:type_name -> waymark.v1.RunStatus
-	19, // 1: waymark.v1.Run.input:type_name -> google.protobuf.Value
-	19, // 2: waymark.v1.Run.output:type_name -> google.protobuf.Value
-	7,  // 3: waymark.v1.Run.error:type_name -> waymark.v1.RunError
-	17, // 4: waymark.v1.Run.labels:type_name -> waymark.v1.Run.LabelsEntry
-	20, // 5: waymark.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	20, // 6: waymark.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	20, // 7: waymark.v1.Run.deadline_time:type_name -> google.protobuf.Timestamp
-	19, // 8: waymark.v1.RunError.details:type_name -> google.protobuf.Value
+	21, // 1: waymark.v1.Run.input:type_name -> google.protobuf.Value
+	21, // 2: waymark.v1.Run.output:type_name -> google.protobuf.Value
+	8,  // 3: waymark.v1.Run.error:type_name -> waymark.v1.RunError
+	19, // 4: waymark.v1.Run.labels:type_name -> waymark.v1.Run.LabelsEntry
+	22, // 5: waymark.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	22, // 6: waymark.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	22, // 7: waymark.v1.Run.deadline_time:type_name -> google.protobuf.Timestamp
+	21, // 8: waymark.v1.RunError.details:type_name -> google.protobuf.Value
 	1,  // 9: waymark.v1.JournalEntry.status:type_name -> waymark.v1.EntryStatus
-	19, // 10: waymark.v1.JournalEntry.payload:type_name -> google.protobuf.Value
-	7,  // 11: waymark.v1.JournalEntry.error:type_name -> waymark.v1.RunError
-	9,  // 12: waymark.v1.JournalEntry.usage:type_name -> waymark.v1.Usage
-	20, // 13: waymark.v1.JournalEntry.create_time:type_name -> google.protobuf.Timestamp
-	20, // 14: waymark.v1.RunEvent.create_time:type_name -> google.protobuf.Timestamp
-	8,  // 15: waymark.v1.RunEvent.entry:type_name -> waymark.v1.JournalEntry
-	11, // 16: waymark.v1.RunEvent.status_changed:type_name -> waymark.v1.RunStatusChange
-	0,  // 17: waymark.v1.RunStatusChange.status:type_name -> waymark.v1.RunStatus
-	19, // 18: waymark.v1.RunStatusChange.output:type_name -> google.protobuf.Value
-	7,  // 19: waymark.v1.RunStatusChange.error:type_name -> waymark.v1.RunError
-	19, // 20: waymark.v1.Approval.payload_schema:type_name -> google.protobuf.Value
-	2,  // 21: waymark.v1.Approval.state:type_name -> waymark.v1.ApprovalState
-	19, // 22: waymark.v1.Approval.decision_payload:type_name -> google.protobuf.Value
-	20, // 23: waymark.v1.Approval.decide_time:type_name -> google.protobuf.Timestamp
-	20, // 24: waymark.v1.Approval.deadline:type_name -> google.protobuf.Timestamp
-	3,  // 25: waymark.v1.Approval.on_timeout:type_name -> waymark.v1.ApprovalDecision
-	18, // 26: waymark.v1.Approval.labels:type_name -> waymark.v1.Approval.LabelsEntry
-	20, // 27: waymark.v1.Approval.create_time:type_name -> google.protobuf.Timestamp
-	20, // 28: waymark.v1.WaitingOn.deadline:type_name -> google.protobuf.Timestamp
-	15, // 29: waymark.v1.ResumePreview.items:type_name -> waymark.v1.ResumePreviewItem
-	4,  // 30: waymark.v1.ResumePreviewItem.outcome:type_name -> waymark.v1.ResumeOutcome
-	19, // 31: waymark.v1.Workflow.input_schema:type_name -> google.protobuf.Value
-	5,  // 32: waymark.v1.Workflow.drift_policy:type_name -> waymark.v1.DriftPolicy
-	21, // 33: waymark.v1.Workflow.timeout:type_name -> google.protobuf.Duration
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	21, // 10: waymark.v1.JournalEntry.payload:type_name -> google.protobuf.Value
+	8,  // 11: waymark.v1.JournalEntry.error:type_name -> waymark.v1.RunError
+	10, // 12: waymark.v1.JournalEntry.usage:type_name -> waymark.v1.Usage
+	22, // 13: waymark.v1.JournalEntry.create_time:type_name -> google.protobuf.Timestamp
+	22, // 14: waymark.v1.RunEvent.create_time:type_name -> google.protobuf.Timestamp
+	9,  // 15: waymark.v1.RunEvent.entry:type_name -> waymark.v1.JournalEntry
+	13, // 16: waymark.v1.RunEvent.status_changed:type_name -> waymark.v1.RunStatusChange
+	12, // 17: waymark.v1.RunEvent.model_delta:type_name -> waymark.v1.ModelDelta
+	2,  // 18: waymark.v1.ModelDelta.kind:type_name -> waymark.v1.ModelDeltaKind
+	0,  // 19: waymark.v1.RunStatusChange.status:type_name -> waymark.v1.RunStatus
+	21, // 20: waymark.v1.RunStatusChange.output:type_name -> google.protobuf.Value
+	8,  // 21: waymark.v1.RunStatusChange.error:type_name -> waymark.v1.RunError
+	21, // 22: waymark.v1.Approval.payload_schema:type_name -> google.protobuf.Value
+	3,  // 23: waymark.v1.Approval.state:type_name -> waymark.v1.ApprovalState
+	21, // 24: waymark.v1.Approval.decision_payload:type_name -> google.protobuf.Value
+	22, // 25: waymark.v1.Approval.decide_time:type_name -> google.protobuf.Timestamp
+	22, // 26: waymark.v1.Approval.deadline:type_name -> google.protobuf.Timestamp
+	4,  // 27: waymark.v1.Approval.on_timeout:type_name -> waymark.v1.ApprovalDecision
+	20, // 28: waymark.v1.Approval.labels:type_name -> waymark.v1.Approval.LabelsEntry
+	22, // 29: waymark.v1.Approval.create_time:type_name -> google.protobuf.Timestamp
+	22, // 30: waymark.v1.WaitingOn.deadline:type_name -> google.protobuf.Timestamp
+	17, // 31: waymark.v1.ResumePreview.items:type_name -> waymark.v1.ResumePreviewItem
+	5,  // 32: waymark.v1.ResumePreviewItem.outcome:type_name -> waymark.v1.ResumeOutcome
+	21, // 33: waymark.v1.Workflow.input_schema:type_name -> google.protobuf.Value
+	6,  // 34: waymark.v1.Workflow.drift_policy:type_name -> waymark.v1.DriftPolicy
+	23, // 35: waymark.v1.Workflow.timeout:type_name -> google.protobuf.Duration
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_proto_init() }
@@ -2031,15 +2240,16 @@ func file_waymark_v1_run_proto_init() {
 	file_waymark_v1_run_proto_msgTypes[4].OneofWrappers = []any{
 		(*RunEvent_Entry)(nil),
 		(*RunEvent_StatusChanged)(nil),
+		(*RunEvent_ModelDelta)(nil),
 	}
-	file_waymark_v1_run_proto_msgTypes[9].OneofWrappers = []any{}
+	file_waymark_v1_run_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_proto_rawDesc), len(file_waymark_v1_run_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   13,
+			NumEnums:      7,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -964,8 +964,13 @@ type StreamRunEventsRequest struct {
 	// Keep the stream open while the run is SUSPENDED, until its terminal event. Without it the
 	// stream also ends after the event that parks the run.
 	FollowSuspended bool `protobuf:"varint,4,opt,name=follow_suspended,json=followSuspended,proto3" json:"follow_suspended,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Also send model call deltas (RunEvent.model_delta) as model calls produce them.
+	IncludeDeltas bool `protobuf:"varint,40,opt,name=include_deltas,json=includeDeltas,proto3" json:"include_deltas,omitempty"`
+	// With include_deltas: send deltas with offset greater than this (the last ModelDelta.offset the
+	// client saw). Unset or -1 means from the run's first delta still kept.
+	AfterDeltaOffset *int64 `protobuf:"varint,41,opt,name=after_delta_offset,json=afterDeltaOffset,proto3,oneof" json:"after_delta_offset,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *StreamRunEventsRequest) Reset() {
@@ -1024,6 +1029,20 @@ func (x *StreamRunEventsRequest) GetFollowSuspended() bool {
 		return x.FollowSuspended
 	}
 	return false
+}
+
+func (x *StreamRunEventsRequest) GetIncludeDeltas() bool {
+	if x != nil {
+		return x.IncludeDeltas
+	}
+	return false
+}
+
+func (x *StreamRunEventsRequest) GetAfterDeltaOffset() int64 {
+	if x != nil && x.AfterDeltaOffset != nil {
+		return *x.AfterDeltaOffset
+	}
+	return 0
 }
 
 // One message of the StreamRunEvents stream.
@@ -3115,14 +3134,17 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"_after_seq\"p\n" +
 	"\x12GetJournalResponse\x122\n" +
 	"\aentries\x18\x01 \x03(\v2\x18.waymark.v1.JournalEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa8\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x99\x02\n" +
 	"\x16StreamRunEventsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n" +
 	"\tafter_seq\x18\x03 \x01(\x03H\x00R\bafterSeq\x88\x01\x01\x12)\n" +
-	"\x10follow_suspended\x18\x04 \x01(\bR\x0ffollowSuspendedB\f\n" +
+	"\x10follow_suspended\x18\x04 \x01(\bR\x0ffollowSuspended\x12%\n" +
+	"\x0einclude_deltas\x18( \x01(\bR\rincludeDeltas\x121\n" +
+	"\x12after_delta_offset\x18) \x01(\x03H\x01R\x10afterDeltaOffset\x88\x01\x01B\f\n" +
 	"\n" +
-	"_after_seq\"E\n" +
+	"_after_seqB\x15\n" +
+	"\x13_after_delta_offset\"E\n" +
 	"\x17StreamRunEventsResponse\x12*\n" +
 	"\x05event\x18\x01 \x01(\v2\x14.waymark.v1.RunEventR\x05event\"\xc2\x01\n" +
 	"\x10ResumeRunRequest\x12\x1c\n" +

@@ -110,6 +110,38 @@ ENTRY_STATUS_INFO: EntryStatus.ValueType  # 8
 """A record that is not an effect: a status change or an emitted event."""
 Global___EntryStatus: _TypeAlias = EntryStatus  # noqa: Y015
 
+class _ModelDeltaKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ModelDeltaKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ModelDeltaKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    MODEL_DELTA_KIND_UNSPECIFIED: _ModelDeltaKind.ValueType  # 0
+    """Not used."""
+    MODEL_DELTA_KIND_ATTEMPT_START: _ModelDeltaKind.ValueType  # 1
+    """An attempt of the model call began (index 0): a newer attempt of the same call means the
+    older one was aborted (its replica died), and its text is not part of the result.
+    """
+    MODEL_DELTA_KIND_TEXT: _ModelDeltaKind.ValueType  # 2
+    """Text the model produced."""
+    MODEL_DELTA_KIND_TOOL_INPUT: _ModelDeltaKind.ValueType  # 3
+    """A piece of the arguments of a tool call the model is making."""
+
+class ModelDeltaKind(_ModelDeltaKind, metaclass=_ModelDeltaKindEnumTypeWrapper):
+    """What a model delta carries."""
+
+MODEL_DELTA_KIND_UNSPECIFIED: ModelDeltaKind.ValueType  # 0
+"""Not used."""
+MODEL_DELTA_KIND_ATTEMPT_START: ModelDeltaKind.ValueType  # 1
+"""An attempt of the model call began (index 0): a newer attempt of the same call means the
+older one was aborted (its replica died), and its text is not part of the result.
+"""
+MODEL_DELTA_KIND_TEXT: ModelDeltaKind.ValueType  # 2
+"""Text the model produced."""
+MODEL_DELTA_KIND_TOOL_INPUT: ModelDeltaKind.ValueType  # 3
+"""A piece of the arguments of a tool call the model is making."""
+Global___ModelDeltaKind: _TypeAlias = ModelDeltaKind  # noqa: Y015
+
 class _ApprovalState:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -583,6 +615,7 @@ class RunEvent(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     ENTRY_FIELD_NUMBER: _builtins.int
     STATUS_CHANGED_FIELD_NUMBER: _builtins.int
+    MODEL_DELTA_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run the event belongs to."""
     seq: _builtins.int
@@ -599,6 +632,12 @@ class RunEvent(_message.Message):
     def status_changed(self) -> Global___RunStatusChange:
         """The run's status changed."""
 
+    @_builtins.property
+    def model_delta(self) -> Global___ModelDelta:
+        """A piece of a model call's output as it arrives (only with StreamRunEventsRequest.include_deltas).
+        Not a journal entry: `seq` is the seq of the model call's running entry, already sent.
+        """
+
     def __init__(
         self,
         *,
@@ -607,16 +646,71 @@ class RunEvent(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         entry: Global___JournalEntry | None = ...,
         status_changed: Global___RunStatusChange | None = ...,
+        model_delta: Global___ModelDelta | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "create_time", b"create_time", "entry", b"entry", "status_changed", b"status_changed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "create_time", b"create_time", "entry", b"entry", "model_delta", b"model_delta", "status_changed", b"status_changed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "create_time", b"create_time", "entry", b"entry", "run_id", b"run_id", "seq", b"seq", "status_changed", b"status_changed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "create_time", b"create_time", "entry", b"entry", "model_delta", b"model_delta", "run_id", b"run_id", "seq", b"seq", "status_changed", b"status_changed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["entry", "status_changed"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["entry", "status_changed", "model_delta"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
 Global___RunEvent: _TypeAlias = RunEvent  # noqa: Y015
+
+@_typing.final
+class ModelDelta(_message.Message):
+    """A token delta of a model call (docs/agents.md "Token streams"). Deltas are not the journal: the
+    model call's journaled result is the truth, and deltas are deleted after a retention period.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OFFSET_FIELD_NUMBER: _builtins.int
+    CALL_SEQ_FIELD_NUMBER: _builtins.int
+    ATTEMPT_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    offset: _builtins.int
+    """The resume cursor: dense per run from 0, in the order deltas were stored. Resume a stream with
+    StreamRunEventsRequest.after_delta_offset set to the last one received.
+    """
+    call_seq: _builtins.int
+    """The seq of the model call's running entry: which call this delta belongs to."""
+    attempt: _builtins.int
+    """The call's attempt (the lease epoch it ran under): a redispatch after a crash has a higher one."""
+    index: _builtins.int
+    """Position within the attempt, from 0 (the ATTEMPT_START)."""
+    kind: Global___ModelDeltaKind.ValueType
+    """What the delta carries."""
+    text: _builtins.str
+    """The text, or the tool call's argument text; empty for ATTEMPT_START."""
+    tool_call_id: _builtins.str
+    """The tool call's id (TOOL_INPUT only)."""
+    tool_name: _builtins.str
+    """The tool's name (TOOL_INPUT only)."""
+    def __init__(
+        self,
+        *,
+        offset: _builtins.int = ...,
+        call_seq: _builtins.int = ...,
+        attempt: _builtins.int = ...,
+        index: _builtins.int = ...,
+        kind: Global___ModelDeltaKind.ValueType = ...,
+        text: _builtins.str = ...,
+        tool_call_id: _builtins.str = ...,
+        tool_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "call_seq", b"call_seq", "index", b"index", "kind", b"kind", "offset", b"offset", "text", b"text", "tool_call_id", b"tool_call_id", "tool_name", b"tool_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ModelDelta: _TypeAlias = ModelDelta  # noqa: Y015
 
 @_typing.final
 class RunStatusChange(_message.Message):

@@ -564,6 +564,8 @@ class StreamRunEventsRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     AFTER_SEQ_FIELD_NUMBER: _builtins.int
     FOLLOW_SUSPENDED_FIELD_NUMBER: _builtins.int
+    INCLUDE_DELTAS_FIELD_NUMBER: _builtins.int
+    AFTER_DELTA_OFFSET_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The run's namespace; empty means "default"."""
     run_id: _builtins.str
@@ -576,6 +578,12 @@ class StreamRunEventsRequest(_message.Message):
     """Keep the stream open while the run is SUSPENDED, until its terminal event. Without it the
     stream also ends after the event that parks the run.
     """
+    include_deltas: _builtins.bool
+    """Also send model call deltas (RunEvent.model_delta) as model calls produce them."""
+    after_delta_offset: _builtins.int
+    """With include_deltas: send deltas with offset greater than this (the last ModelDelta.offset the
+    client saw). Unset or -1 means from the run's first delta still kept.
+    """
     def __init__(
         self,
         *,
@@ -583,13 +591,20 @@ class StreamRunEventsRequest(_message.Message):
         run_id: _builtins.str = ...,
         after_seq: _builtins.int | None = ...,
         follow_suspended: _builtins.bool = ...,
+        include_deltas: _builtins.bool = ...,
+        after_delta_offset: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq", "after_seq", b"after_seq"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset", "_after_seq", b"_after_seq", "after_delta_offset", b"after_delta_offset", "after_seq", b"after_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq", "after_seq", b"after_seq", "follow_suspended", b"follow_suspended", "namespace", b"namespace", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset", "_after_seq", b"_after_seq", "after_delta_offset", b"after_delta_offset", "after_seq", b"after_seq", "follow_suspended", b"follow_suspended", "include_deltas", b"include_deltas", "namespace", b"namespace", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__after_delta_offset: _TypeAlias = _typing.Literal["after_delta_offset"]  # noqa: Y015
+    _WhichOneofArgType__after_delta_offset: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset"]  # noqa: Y015
     _WhichOneofReturnType__after_seq: _TypeAlias = _typing.Literal["after_seq"]  # noqa: Y015
     _WhichOneofArgType__after_seq: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__after_delta_offset) -> _WhichOneofReturnType__after_delta_offset | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__after_seq) -> _WhichOneofReturnType__after_seq | None: ...
 
 Global___StreamRunEventsRequest: _TypeAlias = StreamRunEventsRequest  # noqa: Y015

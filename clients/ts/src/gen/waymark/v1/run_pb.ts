@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/run.proto.
  */
 export const file_waymark_v1_run: GenFile = /*@__PURE__*/
-  fileDesc("ChR3YXltYXJrL3YxL3J1bi5wcm90bxIKd2F5bWFyay52MSLIBQoDUnVuEgoKAmlkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIVCg13b3JrZmxvd19uYW1lGAMgASgJEhgKEHdvcmtmbG93X3ZlcnNpb24YBCABKAkSFwoPd29ya2Zsb3dfZGlnZXN0GAUgASgJEiUKBnN0YXR1cxgGIAEoDjIVLndheW1hcmsudjEuUnVuU3RhdHVzEiUKBWlucHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiYKBm91dHB1dBgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIjCgVlcnJvchgJIAEoCzIULndheW1hcmsudjEuUnVuRXJyb3ISKwoGbGFiZWxzGAogAygLMhsud2F5bWFyay52MS5SdW4uTGFiZWxzRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAsgASgJEhUKDXBhcmVudF9ydW5faWQYDCABKAkSFwoKYnVkZ2V0X3VzZBgNIAEoAUgAiAEBEhEKCXNwZW50X3VzZBgOIAEoARIPCgdkcnlfcnVuGA8gASgIEi8KC2NyZWF0ZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbmV4dF9zZXEYEiABKAMSMQoNZGVhZGxpbmVfdGltZRgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoSZm9ya2VkX2Zyb21fcnVuX2lkGB4gASgJEhUKCGZvcmtfc2VxGB8gASgDSAGIAQEaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUINCgtfYnVkZ2V0X3VzZEILCglfZm9ya19zZXEiYgoIUnVuRXJyb3ISDAoEbmFtZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRInCgdkZXRhaWxzGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIs0DCgxKb3VybmFsRW50cnkSDgoGcnVuX2lkGAEgASgJEgsKA3NlcRgCIAEoAxINCgVzY29wZRgDIAEoCRIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkSEwoLY29udGVudF9rZXkYBiABKAkSEgoKb2NjdXJyZW5jZRgHIAEoBRInCgZzdGF0dXMYCCABKA4yFy53YXltYXJrLnYxLkVudHJ5U3RhdHVzEicKB3BheWxvYWQYCSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoFZXJyb3IYCiABKAsyFC53YXltYXJrLnYxLlJ1bkVycm9yEhQKB3JlZl9zZXEYCyABKANIAIgBARIXCg9pZGVtcG90ZW5jeV9rZXkYDCABKAkSEgoKZGVkdXBlX2tleRgNIAEoCRIgCgV1c2FnZRgOIAEoCzIRLndheW1hcmsudjEuVXNhZ2USFQoIY29zdF91c2QYDyABKAFIAYgBARIvCgtjcmVhdGVfdGltZRgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgRIAEoBUIKCghfcmVmX3NlcUILCglfY29zdF91c2QiSgoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSFAoMdG90YWxfdG9rZW5zGAMgASgDIsIBCghSdW5FdmVudBIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgDEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgVlbnRyeRgEIAEoCzIYLndheW1hcmsudjEuSm91cm5hbEVudHJ5SAASNQoOc3RhdHVzX2NoYW5nZWQYBSABKAsyGy53YXltYXJrLnYxLlJ1blN0YXR1c0NoYW5nZUgAQgYKBGJvZHkihQEKD1J1blN0YXR1c0NoYW5nZRIlCgZzdGF0dXMYASABKA4yFS53YXltYXJrLnYxLlJ1blN0YXR1cxImCgZvdXRwdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoFZXJyb3IYAyABKAsyFC53YXltYXJrLnYxLlJ1bkVycm9yItgECghBcHByb3ZhbBIKCgJpZBgBIAEoCRIOCgZydW5faWQYAiABKAkSCwoDc2VxGAMgASgDEhUKDXdvcmtmbG93X25hbWUYBCABKAkSDQoFdGl0bGUYBSABKAkSDgoGcHJvbXB0GAYgASgJEi4KDnBheWxvYWRfc2NoZW1hGAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEigKBXN0YXRlGAggASgOMhkud2F5bWFyay52MS5BcHByb3ZhbFN0YXRlEhIKCmRlY2lkZWRfYnkYCSABKAkSDwoHY29tbWVudBgKIAEoCRIwChBkZWNpc2lvbl9wYXlsb2FkGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEi8KC2RlY2lkZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghkZWFkbGluZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoKb25fdGltZW91dBgOIAEoDjIcLndheW1hcmsudjEuQXBwcm92YWxEZWNpc2lvbhIwCgZsYWJlbHMYDyADKAsyIC53YXltYXJrLnYxLkFwcHJvdmFsLkxhYmVsc0VudHJ5Ei8KC2NyZWF0ZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFkZWNpZGVkX2J5X2tleV9pZBgRIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIp0BCglXYWl0aW5nT24SDAoEa2luZBgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA3NlcRgDIAEoAxITCgthcHByb3ZhbF9pZBgEIAEoCRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMbGl2ZV93b3JrZXJzGAYgASgNEg4KBmRldGFpbBgHIAEoCSKrAQoNUmVzdW1lUHJldmlldxIMCgRoaXRzGAEgASgFEg4KBm1pc3NlcxgCIAEoBRIPCgdza2lwcGVkGAMgASgFEg4KBnJlcnVucxgEIAEoBRIQCghvcnBoYW5lZBgFIAEoBRIbChNpbnZhbGlkX3Jlc29sdXRpb25zGAYgASgFEiwKBWl0ZW1zGAcgAygLMh0ud2F5bWFyay52MS5SZXN1bWVQcmV2aWV3SXRlbSKUAQoRUmVzdW1lUHJldmlld0l0ZW0SKgoHb3V0Y29tZRgBIAEoDjIZLndheW1hcmsudjEuUmVzdW1lT3V0Y29tZRIQCgNzZXEYAiABKANIAIgBARINCgVzY29wZRgDIAEoCRIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkSDgoGZGV0YWlsGAYgASgJQgYKBF9zZXEi6QEKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIOCgZkaWdlc3QYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSLAoMaW5wdXRfc2NoZW1hGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEi0KDGRyaWZ0X3BvbGljeRgGIAEoDjIXLndheW1hcmsudjEuRHJpZnRQb2xpY3kSEAoIcmVwbGljYXMYByADKAkSKgoHdGltZW91dBgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiq8AQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1BFTkRJTkcQARIWChJSVU5fU1RBVFVTX1JVTk5JTkcQAhIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBADEhgKFFJVTl9TVEFUVVNfU1VDQ0VFREVEEAQSFQoRUlVOX1NUQVRVU19GQUlMRUQQBRIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAGKvMBCgtFbnRyeVN0YXR1cxIcChhFTlRSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRFTlRSWV9TVEFUVVNfUlVOTklORxABEhMKD0VOVFJZX1NUQVRVU19PSxACEhYKEkVOVFJZX1NUQVRVU19FUlJPUhADEhoKFkVOVFJZX1NUQVRVU19DQU5DRUxMRUQQBBIaChZFTlRSWV9TVEFUVVNfU1VTUEVOREVEEAUSGQoVRU5UUllfU1RBVFVTX1JFU09MVkVEEAYSFQoRRU5UUllfU1RBVFVTX05PT1AQBxIVChFFTlRSWV9TVEFUVVNfSU5GTxAIKr8BCg1BcHByb3ZhbFN0YXRlEh4KGkFQUFJPVkFMX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWQVBQUk9WQUxfU1RBVEVfUEVORElORxABEhsKF0FQUFJPVkFMX1NUQVRFX0FQUFJPVkVEEAISGQoVQVBQUk9WQUxfU1RBVEVfREVOSUVEEAMSHAoYQVBQUk9WQUxfU1RBVEVfVElNRURfT1VUEAQSHAoYQVBQUk9WQUxfU1RBVEVfQ0FOQ0VMTEVEEAUqcAoQQXBwcm92YWxEZWNpc2lvbhIhCh1BUFBST1ZBTF9ERUNJU0lPTl9VTlNQRUNJRklFRBAAEh0KGUFQUFJPVkFMX0RFQ0lTSU9OX0FQUFJPVkUQARIaChZBUFBST1ZBTF9ERUNJU0lPTl9ERU5ZEAIq2gEKDVJlc3VtZU91dGNvbWUSHgoaUkVTVU1FX09VVENPTUVfVU5TUEVDSUZJRUQQABIWChJSRVNVTUVfT1VUQ09NRV9ISVQQARIXChNSRVNVTUVfT1VUQ09NRV9NSVNTEAISGgoWUkVTVU1FX09VVENPTUVfU0tJUFBFRBADEhgKFFJFU1VNRV9PVVRDT01FX1JFUlVOEAQSGwoXUkVTVU1FX09VVENPTUVfT1JQSEFORUQQBRIlCiFSRVNVTUVfT1VUQ09NRV9JTlZBTElEX1JFU09MVVRJT04QBipbCgtEcmlmdFBvbGljeRIcChhEUklGVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNEUklGVF9QT0xJQ1lfU1RSSUNUEAESFQoRRFJJRlRfUE9MSUNZX1dBUk4QAkKnAQoOY29tLndheW1hcmsudjFCCFJ1blByb3RvUAFaQmdpdGh1Yi5jb20vd2F5bWFyay1kZXYvd2F5bWFyay9jbGllbnRzL2dvL2dlbi93YXltYXJrL3YxO3dheW1hcmt2MaICA1dYWKoCCldheW1hcmsuVjHKAgpXYXltYXJrXFYx4gIWV2F5bWFya1xWMVxHUEJNZXRhZGF0YeoCC1dheW1hcms6OlYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChR3YXltYXJrL3YxL3J1bi5wcm90bxIKd2F5bWFyay52MSLIBQoDUnVuEgoKAmlkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIVCg13b3JrZmxvd19uYW1lGAMgASgJEhgKEHdvcmtmbG93X3ZlcnNpb24YBCABKAkSFwoPd29ya2Zsb3dfZGlnZXN0GAUgASgJEiUKBnN0YXR1cxgGIAEoDjIVLndheW1hcmsudjEuUnVuU3RhdHVzEiUKBWlucHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiYKBm91dHB1dBgIIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIjCgVlcnJvchgJIAEoCzIULndheW1hcmsudjEuUnVuRXJyb3ISKwoGbGFiZWxzGAogAygLMhsud2F5bWFyay52MS5SdW4uTGFiZWxzRW50cnkSFwoPaWRlbXBvdGVuY3lfa2V5GAsgASgJEhUKDXBhcmVudF9ydW5faWQYDCABKAkSFwoKYnVkZ2V0X3VzZBgNIAEoAUgAiAEBEhEKCXNwZW50X3VzZBgOIAEoARIPCgdkcnlfcnVuGA8gASgIEi8KC2NyZWF0ZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbmV4dF9zZXEYEiABKAMSMQoNZGVhZGxpbmVfdGltZRgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoSZm9ya2VkX2Zyb21fcnVuX2lkGB4gASgJEhUKCGZvcmtfc2VxGB8gASgDSAGIAQEaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUINCgtfYnVkZ2V0X3VzZEILCglfZm9ya19zZXEiYgoIUnVuRXJyb3ISDAoEbmFtZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRInCgdkZXRhaWxzGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIs0DCgxKb3VybmFsRW50cnkSDgoGcnVuX2lkGAEgASgJEgsKA3NlcRgCIAEoAxINCgVzY29wZRgDIAEoCRIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkSEwoLY29udGVudF9rZXkYBiABKAkSEgoKb2NjdXJyZW5jZRgHIAEoBRInCgZzdGF0dXMYCCABKA4yFy53YXltYXJrLnYxLkVudHJ5U3RhdHVzEicKB3BheWxvYWQYCSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoFZXJyb3IYCiABKAsyFC53YXltYXJrLnYxLlJ1bkVycm9yEhQKB3JlZl9zZXEYCyABKANIAIgBARIXCg9pZGVtcG90ZW5jeV9rZXkYDCABKAkSEgoKZGVkdXBlX2tleRgNIAEoCRIgCgV1c2FnZRgOIAEoCzIRLndheW1hcmsudjEuVXNhZ2USFQoIY29zdF91c2QYDyABKAFIAYgBARIvCgtjcmVhdGVfdGltZRgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHYXR0ZW1wdBgRIAEoBUIKCghfcmVmX3NlcUILCglfY29zdF91c2QiSgoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgDEhUKDW91dHB1dF90b2tlbnMYAiABKAMSFAoMdG90YWxfdG9rZW5zGAMgASgDIvEBCghSdW5FdmVudBIOCgZydW5faWQYASABKAkSCwoDc2VxGAIgASgDEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgVlbnRyeRgEIAEoCzIYLndheW1hcmsudjEuSm91cm5hbEVudHJ5SAASNQoOc3RhdHVzX2NoYW5nZWQYBSABKAsyGy53YXltYXJrLnYxLlJ1blN0YXR1c0NoYW5nZUgAEi0KC21vZGVsX2RlbHRhGCggASgLMhYud2F5bWFyay52MS5Nb2RlbERlbHRhSABCBgoEYm9keSKvAQoKTW9kZWxEZWx0YRIOCgZvZmZzZXQYASABKAMSEAoIY2FsbF9zZXEYAiABKAMSDwoHYXR0ZW1wdBgDIAEoAxINCgVpbmRleBgEIAEoBRIoCgRraW5kGAUgASgOMhoud2F5bWFyay52MS5Nb2RlbERlbHRhS2luZBIMCgR0ZXh0GAYgASgJEhQKDHRvb2xfY2FsbF9pZBgHIAEoCRIRCgl0b29sX25hbWUYCCABKAkihQEKD1J1blN0YXR1c0NoYW5nZRIlCgZzdGF0dXMYASABKA4yFS53YXltYXJrLnYxLlJ1blN0YXR1cxImCgZvdXRwdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSIwoFZXJyb3IYAyABKAsyFC53YXltYXJrLnYxLlJ1bkVycm9yItgECghBcHByb3ZhbBIKCgJpZBgBIAEoCRIOCgZydW5faWQYAiABKAkSCwoDc2VxGAMgASgDEhUKDXdvcmtmbG93X25hbWUYBCABKAkSDQoFdGl0bGUYBSABKAkSDgoGcHJvbXB0GAYgASgJEi4KDnBheWxvYWRfc2NoZW1hGAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEigKBXN0YXRlGAggASgOMhkud2F5bWFyay52MS5BcHByb3ZhbFN0YXRlEhIKCmRlY2lkZWRfYnkYCSABKAkSDwoHY29tbWVudBgKIAEoCRIwChBkZWNpc2lvbl9wYXlsb2FkGAsgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEi8KC2RlY2lkZV90aW1lGAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghkZWFkbGluZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoKb25fdGltZW91dBgOIAEoDjIcLndheW1hcmsudjEuQXBwcm92YWxEZWNpc2lvbhIwCgZsYWJlbHMYDyADKAsyIC53YXltYXJrLnYxLkFwcHJvdmFsLkxhYmVsc0VudHJ5Ei8KC2NyZWF0ZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFkZWNpZGVkX2J5X2tleV9pZBgRIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIp0BCglXYWl0aW5nT24SDAoEa2luZBgBIAEoCRIMCgRuYW1lGAIgASgJEgsKA3NlcRgDIAEoAxITCgthcHByb3ZhbF9pZBgEIAEoCRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMbGl2ZV93b3JrZXJzGAYgASgNEg4KBmRldGFpbBgHIAEoCSKrAQoNUmVzdW1lUHJldmlldxIMCgRoaXRzGAEgASgFEg4KBm1pc3NlcxgCIAEoBRIPCgdza2lwcGVkGAMgASgFEg4KBnJlcnVucxgEIAEoBRIQCghvcnBoYW5lZBgFIAEoBRIbChNpbnZhbGlkX3Jlc29sdXRpb25zGAYgASgFEiwKBWl0ZW1zGAcgAygLMh0ud2F5bWFyay52MS5SZXN1bWVQcmV2aWV3SXRlbSKUAQoRUmVzdW1lUHJldmlld0l0ZW0SKgoHb3V0Y29tZRgBIAEoDjIZLndheW1hcmsudjEuUmVzdW1lT3V0Y29tZRIQCgNzZXEYAiABKANIAIgBARINCgVzY29wZRgDIAEoCRIMCgRraW5kGAQgASgJEgwKBG5hbWUYBSABKAkSDgoGZGV0YWlsGAYgASgJQgYKBF9zZXEi6QEKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSDwoHdmVyc2lvbhgCIAEoCRIOCgZkaWdlc3QYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSLAoMaW5wdXRfc2NoZW1hGAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEi0KDGRyaWZ0X3BvbGljeRgGIAEoDjIXLndheW1hcmsudjEuRHJpZnRQb2xpY3kSEAoIcmVwbGljYXMYByADKAkSKgoHdGltZW91dBgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiq8AQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1BFTkRJTkcQARIWChJSVU5fU1RBVFVTX1JVTk5JTkcQAhIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBADEhgKFFJVTl9TVEFUVVNfU1VDQ0VFREVEEAQSFQoRUlVOX1NUQVRVU19GQUlMRUQQBRIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAGKvMBCgtFbnRyeVN0YXR1cxIcChhFTlRSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRFTlRSWV9TVEFUVVNfUlVOTklORxABEhMKD0VOVFJZX1NUQVRVU19PSxACEhYKEkVOVFJZX1NUQVRVU19FUlJPUhADEhoKFkVOVFJZX1NUQVRVU19DQU5DRUxMRUQQBBIaChZFTlRSWV9TVEFUVVNfU1VTUEVOREVEEAUSGQoVRU5UUllfU1RBVFVTX1JFU09MVkVEEAYSFQoRRU5UUllfU1RBVFVTX05PT1AQBxIVChFFTlRSWV9TVEFUVVNfSU5GTxAIKpIBCg5Nb2RlbERlbHRhS2luZBIgChxNT0RFTF9ERUxUQV9LSU5EX1VOU1BFQ0lGSUVEEAASIgoeTU9ERUxfREVMVEFfS0lORF9BVFRFTVBUX1NUQVJUEAESGQoVTU9ERUxfREVMVEFfS0lORF9URVhUEAISHwobTU9ERUxfREVMVEFfS0lORF9UT09MX0lOUFVUEAMqvwEKDUFwcHJvdmFsU3RhdGUSHgoaQVBQUk9WQUxfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZBUFBST1ZBTF9TVEFURV9QRU5ESU5HEAESGwoXQVBQUk9WQUxfU1RBVEVfQVBQUk9WRUQQAhIZChVBUFBST1ZBTF9TVEFURV9ERU5JRUQQAxIcChhBUFBST1ZBTF9TVEFURV9USU1FRF9PVVQQBBIcChhBUFBST1ZBTF9TVEFURV9DQU5DRUxMRUQQBSpwChBBcHByb3ZhbERlY2lzaW9uEiEKHUFQUFJPVkFMX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHQoZQVBQUk9WQUxfREVDSVNJT05fQVBQUk9WRRABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAiraAQoNUmVzdW1lT3V0Y29tZRIeChpSRVNVTUVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhYKElJFU1VNRV9PVVRDT01FX0hJVBABEhcKE1JFU1VNRV9PVVRDT01FX01JU1MQAhIaChZSRVNVTUVfT1VUQ09NRV9TS0lQUEVEEAMSGAoUUkVTVU1FX09VVENPTUVfUkVSVU4QBBIbChdSRVNVTUVfT1VUQ09NRV9PUlBIQU5FRBAFEiUKIVJFU1VNRV9PVVRDT01FX0lOVkFMSURfUkVTT0xVVElPThAGKlsKC0RyaWZ0UG9saWN5EhwKGERSSUZUX1BPTElDWV9VTlNQRUNJRklFRBAAEhcKE0RSSUZUX1BPTElDWV9TVFJJQ1QQARIVChFEUklGVF9QT0xJQ1lfV0FSThACQqcBCg5jb20ud2F5bWFyay52MUIIUnVuUHJvdG9QAVpCZ2l0aHViLmNvbS93YXltYXJrLWRldi93YXltYXJrL2NsaWVudHMvZ28vZ2VuL3dheW1hcmsvdjE7d2F5bWFya3YxogIDV1hYqgIKV2F5bWFyay5WMcoCCldheW1hcmtcVjHiAhZXYXltYXJrXFYxXEdQQk1ldGFkYXRh6gILV2F5bWFyazo6VjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One execution of a workflow. Its journal is the source of truth; this message is a summary of it.
@@ -447,6 +447,15 @@ export type RunEvent = Message<"waymark.v1.RunEvent"> & {
      */
     value: RunStatusChange;
     case: "statusChanged";
+  } | {
+    /**
+     * A piece of a model call's output as it arrives (only with StreamRunEventsRequest.include_deltas).
+     * Not a journal entry: `seq` is the seq of the model call's running entry, already sent.
+     *
+     * @generated from field: waymark.v1.ModelDelta model_delta = 40;
+     */
+    value: ModelDelta;
+    case: "modelDelta";
   } | { case: undefined; value?: undefined };
 };
 
@@ -456,6 +465,78 @@ export type RunEvent = Message<"waymark.v1.RunEvent"> & {
  */
 export const RunEventSchema: GenMessage<RunEvent> = /*@__PURE__*/
   messageDesc(file_waymark_v1_run, 4);
+
+/**
+ * A token delta of a model call (docs/agents.md "Token streams"). Deltas are not the journal: the
+ * model call's journaled result is the truth, and deltas are deleted after a retention period.
+ *
+ * @generated from message waymark.v1.ModelDelta
+ */
+export type ModelDelta = Message<"waymark.v1.ModelDelta"> & {
+  /**
+   * The resume cursor: dense per run from 0, in the order deltas were stored. Resume a stream with
+   * StreamRunEventsRequest.after_delta_offset set to the last one received.
+   *
+   * @generated from field: int64 offset = 1;
+   */
+  offset: bigint;
+
+  /**
+   * The seq of the model call's running entry: which call this delta belongs to.
+   *
+   * @generated from field: int64 call_seq = 2;
+   */
+  callSeq: bigint;
+
+  /**
+   * The call's attempt (the lease epoch it ran under): a redispatch after a crash has a higher one.
+   *
+   * @generated from field: int64 attempt = 3;
+   */
+  attempt: bigint;
+
+  /**
+   * Position within the attempt, from 0 (the ATTEMPT_START).
+   *
+   * @generated from field: int32 index = 4;
+   */
+  index: number;
+
+  /**
+   * What the delta carries.
+   *
+   * @generated from field: waymark.v1.ModelDeltaKind kind = 5;
+   */
+  kind: ModelDeltaKind;
+
+  /**
+   * The text, or the tool call's argument text; empty for ATTEMPT_START.
+   *
+   * @generated from field: string text = 6;
+   */
+  text: string;
+
+  /**
+   * The tool call's id (TOOL_INPUT only).
+   *
+   * @generated from field: string tool_call_id = 7;
+   */
+  toolCallId: string;
+
+  /**
+   * The tool's name (TOOL_INPUT only).
+   *
+   * @generated from field: string tool_name = 8;
+   */
+  toolName: string;
+};
+
+/**
+ * Describes the message waymark.v1.ModelDelta.
+ * Use `create(ModelDeltaSchema)` to create a new message.
+ */
+export const ModelDeltaSchema: GenMessage<ModelDelta> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_run, 5);
 
 /**
  * A change of a run's status, as a stream reports it.
@@ -490,7 +571,7 @@ export type RunStatusChange = Message<"waymark.v1.RunStatusChange"> & {
  * Use `create(RunStatusChangeSchema)` to create a new message.
  */
 export const RunStatusChangeSchema: GenMessage<RunStatusChange> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_run, 5);
+  messageDesc(file_waymark_v1_run, 6);
 
 /**
  * A request for a person's decision, journaled by ctx.approve (or a tool whose policy is "ask").
@@ -625,7 +706,7 @@ export type Approval = Message<"waymark.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_run, 6);
+  messageDesc(file_waymark_v1_run, 7);
 
 /**
  * What a parked run waits for: one open suspension.
@@ -690,7 +771,7 @@ export type WaitingOn = Message<"waymark.v1.WaitingOn"> & {
  * Use `create(WaitingOnSchema)` to create a new message.
  */
 export const WaitingOnSchema: GenMessage<WaitingOn> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_run, 7);
+  messageDesc(file_waymark_v1_run, 8);
 
 /**
  * What a resume would do, computed by replaying the journal with zero live calls.
@@ -753,7 +834,7 @@ export type ResumePreview = Message<"waymark.v1.ResumePreview"> & {
  * Use `create(ResumePreviewSchema)` to create a new message.
  */
 export const ResumePreviewSchema: GenMessage<ResumePreview> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_run, 8);
+  messageDesc(file_waymark_v1_run, 9);
 
 /**
  * One call or entry of a resume preview.
@@ -809,7 +890,7 @@ export type ResumePreviewItem = Message<"waymark.v1.ResumePreviewItem"> & {
  * Use `create(ResumePreviewItemSchema)` to create a new message.
  */
 export const ResumePreviewItemSchema: GenMessage<ResumePreviewItem> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_run, 9);
+  messageDesc(file_waymark_v1_run, 10);
 
 /**
  * A workflow registered with the server.
@@ -881,7 +962,7 @@ export type Workflow = Message<"waymark.v1.Workflow"> & {
  * Use `create(WorkflowSchema)` to create a new message.
  */
 export const WorkflowSchema: GenMessage<Workflow> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_run, 10);
+  messageDesc(file_waymark_v1_run, 11);
 
 /**
  * The lifecycle of a run: PENDING -> RUNNING <-> SUSPENDED -> SUCCEEDED | FAILED | CANCELLED.
@@ -1022,6 +1103,48 @@ export const EntryStatusSchema: GenEnum<EntryStatus> = /*@__PURE__*/
   enumDesc(file_waymark_v1_run, 1);
 
 /**
+ * What a model delta carries.
+ *
+ * @generated from enum waymark.v1.ModelDeltaKind
+ */
+export enum ModelDeltaKind {
+  /**
+   * Not used.
+   *
+   * @generated from enum value: MODEL_DELTA_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An attempt of the model call began (index 0): a newer attempt of the same call means the
+   * older one was aborted (its replica died), and its text is not part of the result.
+   *
+   * @generated from enum value: MODEL_DELTA_KIND_ATTEMPT_START = 1;
+   */
+  ATTEMPT_START = 1,
+
+  /**
+   * Text the model produced.
+   *
+   * @generated from enum value: MODEL_DELTA_KIND_TEXT = 2;
+   */
+  TEXT = 2,
+
+  /**
+   * A piece of the arguments of a tool call the model is making.
+   *
+   * @generated from enum value: MODEL_DELTA_KIND_TOOL_INPUT = 3;
+   */
+  TOOL_INPUT = 3,
+}
+
+/**
+ * Describes the enum waymark.v1.ModelDeltaKind.
+ */
+export const ModelDeltaKindSchema: GenEnum<ModelDeltaKind> = /*@__PURE__*/
+  enumDesc(file_waymark_v1_run, 2);
+
+/**
  * The lifecycle of an approval.
  *
  * @generated from enum waymark.v1.ApprovalState
@@ -1074,7 +1197,7 @@ export enum ApprovalState {
  * Describes the enum waymark.v1.ApprovalState.
  */
 export const ApprovalStateSchema: GenEnum<ApprovalState> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_run, 2);
+  enumDesc(file_waymark_v1_run, 3);
 
 /**
  * A decision on an approval.
@@ -1108,7 +1231,7 @@ export enum ApprovalDecision {
  * Describes the enum waymark.v1.ApprovalDecision.
  */
 export const ApprovalDecisionSchema: GenEnum<ApprovalDecision> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_run, 3);
+  enumDesc(file_waymark_v1_run, 4);
 
 /**
  * How a resume treats one call or entry.
@@ -1170,7 +1293,7 @@ export enum ResumeOutcome {
  * Describes the enum waymark.v1.ResumeOutcome.
  */
 export const ResumeOutcomeSchema: GenEnum<ResumeOutcome> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_run, 4);
+  enumDesc(file_waymark_v1_run, 5);
 
 /**
  * What a resume does when a run's pinned workflow digest differs from the registered one.
@@ -1204,5 +1327,5 @@ export enum DriftPolicy {
  * Describes the enum waymark.v1.DriftPolicy.
  */
 export const DriftPolicySchema: GenEnum<DriftPolicy> = /*@__PURE__*/
-  enumDesc(file_waymark_v1_run, 5);
+  enumDesc(file_waymark_v1_run, 6);
 
