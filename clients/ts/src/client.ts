@@ -5,6 +5,7 @@ import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { randomUUID } from 'node:crypto';
 import { alreadyResolved, Unavailable, WaymarkError, WrongState } from './errors.js';
 import { followEvents } from './events.js';
+import { tokensOf, type TokenEvent } from './tokens.js';
 import { Health, HealthCheckResponse_ServingStatus as Serving } from './gen/grpc/health/v1/health_pb.js';
 import {
   ApprovalState, EntryStatus, RunStatus, type Approval, type JournalEntry, type ResumePreview, type Run, type RunEvent, type Workflow,
@@ -18,7 +19,7 @@ import { McpService } from './gen/waymark/v1/mcp_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor } from './names.js';
 import type {
-  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter,
+  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
   SignalOptions, StartOptions,
 } from './options.js';
 import { required, type DecisionResult, type ResumeResult, type RunState, type StartRunResult } from './responses.js';
@@ -196,6 +197,26 @@ export class WaymarkClient {
       });
     } catch (err) {
       throw timedOut() ? deadline('the event stream', options.timeoutMs) : err;
+    }
+  }
+
+  /**
+   * Yields the text of a run's model calls as the models write it (docs/clients.md "Token
+   * streams"): per call and attempt, with a mark when a newer attempt replaces an aborted one (drop
+   * that attempt's text) and the call's journaled text when it is recorded. Reconnects as
+   * events() does, resuming after the last seq and delta offset, so each delta arrives once.
+   */
+  async *tokens(runId: string, options: TokensOptions = {}): AsyncGenerator<TokenEvent, void, undefined> {
+    const { signal, timedOut } = callSignal(options.signal, options.timeoutMs);
+    try {
+      yield* tokensOf(followEvents({
+        runs: this.runs, namespace: this.namespace, runId, afterSeq: options.afterSeq ?? -1n, followSuspended: options.followSuspended ?? false,
+        includeDeltas: true, afterOffset: options.afterOffset ?? -1n,
+        policy: options.giveUpAfterMs === undefined ? this.policy : { ...this.policy, streamGiveUpMs: options.giveUpAfterMs },
+        onReconnect: options.onReconnect, signal,
+      }));
+    } catch (err) {
+      throw timedOut() ? deadline('the token stream', options.timeoutMs) : err;
     }
   }
 

@@ -30,6 +30,9 @@ export interface FollowSettings {
   runId: string;
   afterSeq: bigint;
   followSuspended: boolean;
+  /** Also model call deltas (docs/clients.md "Token streams"), resumed after `afterOffset`. */
+  includeDeltas?: boolean;
+  afterOffset?: bigint;
   policy: RetryPolicy;
   onReconnect: ((info: ReconnectInfo) => void) | undefined;
   signal: AbortSignal;
@@ -37,6 +40,7 @@ export interface FollowSettings {
 
 export async function* followEvents(s: FollowSettings): AsyncGenerator<RunEvent, void, undefined> {
   let last = s.afterSeq;
+  let lastOffset = s.afterOffset ?? -1n;
   let attempt = 0;
   /** When the stream lost its connection with no success since; undefined while it works. */
   let failingSince: number | undefined;
@@ -58,11 +62,21 @@ export async function* followEvents(s: FollowSettings): AsyncGenerator<RunEvent,
         withRetries({ mode: 'safe', policy: s.policy, attemptTimeoutMs: 30_000, signal: stream.signal, retry: true },
           (_, o) => s.runs.getRun({ namespace: s.namespace, runId: s.runId }, o)).then(succeeded, () => undefined);
       }
-      const request = { namespace: s.namespace, runId: s.runId, afterSeq: last >= 0n ? last : undefined, followSuspended: s.followSuspended };
+      const request = {
+        namespace: s.namespace, runId: s.runId, afterSeq: last >= 0n ? last : undefined, followSuspended: s.followSuspended,
+        ...(s.includeDeltas ? { includeDeltas: true, afterDeltaOffset: lastOffset >= 0n ? lastOffset : undefined } : {}),
+      };
       for await (const { event } of s.runs.streamRunEvents(request, options)) {
         succeeded();
-        if (!event || event.seq <= last) continue; // delivered before a reconnect
-        last = event.seq;
+        if (!event) continue;
+        // A delta's seq is its call's entry, already delivered: deltas have their own cursor.
+        if (event.body.case === 'modelDelta') {
+          if (event.body.value.offset <= lastOffset) continue; // delivered before a reconnect
+          lastOffset = event.body.value.offset;
+        } else {
+          if (event.seq <= last) continue; // delivered before a reconnect
+          last = event.seq;
+        }
         yield event;
       }
     } catch (err) {

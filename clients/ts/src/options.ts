@@ -143,6 +143,11 @@ export interface EventsOptions {
   giveUpAfterMs?: number | undefined;
 }
 
+export interface TokensOptions extends EventsOptions {
+  /** Start after this delta offset (the last one a previous stream delivered); unset starts at the first delta kept. */
+  afterOffset?: bigint | undefined;
+}
+
 export interface ResultOptions extends Omit<EventsOptions, 'afterSeq' | 'followSuspended'> {}
 
 export interface ResumeOptions extends CallOptions {
