@@ -10,7 +10,7 @@ import { Health, HealthCheckResponse_ServingStatus as Serving } from './gen/grpc
 import {
   ApprovalState, EntryStatus, RunStatus, type Approval, type JournalEntry, type ResumePreview, type Run, type RunEvent, type Workflow,
 } from './gen/waymark/v1/run_pb.js';
-import { DriftRecovery, RunService, WaitFor, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
+import { DriftRecovery, RunService, WaitFor, type CompareRunsResponse, type ForkPreview, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
@@ -19,10 +19,10 @@ import { McpService } from './gen/waymark/v1/mcp_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor } from './names.js';
 import type {
-  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
+  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ForkOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
   SignalOptions, StartOptions,
 } from './options.js';
-import { required, type DecisionResult, type ResumeResult, type RunState, type StartRunResult } from './responses.js';
+import { required, type DecisionResult, type ForkResult, type ResumeResult, type RunState, type StartRunResult } from './responses.js';
 import { DEFAULT_RETRY, withRetries, type RetryMode, type RetryPolicy } from './retry.js';
 import { RunCancelled, RunFailed } from './run-failed.js';
 import { openConnection } from './environment.js';
@@ -145,7 +145,7 @@ export class WaymarkClient {
   /** A run and, when it is suspended, what it waits for (`waitingOn`). */
   async getRun(runId: string, options: CallOptions = {}): Promise<RunState> {
     const r = await this.unary('safe', options, (_, o) => this.runs.getRun({ namespace: this.namespace, runId }, o));
-    return { run: required(r.run, 'run', 'GetRun'), waitingOn: r.waitingOn };
+    return { run: required(r.run, 'run', 'GetRun'), waitingOn: r.waitingOn, forks: r.forks };
   }
 
   /** Iterates over matching runs, newest first, fetching pages as the loop advances. */
@@ -273,6 +273,43 @@ export class WaymarkClient {
     const request = { namespace: this.namespace, runId, invalidate: options.invalidate ?? [], dryRun: true };
     const r = await this.unary('safe', options, (_, o) => this.runs.resumeRun(request, o));
     return required(r.preview, 'preview', 'ResumeRun');
+  }
+
+  /**
+   * Forks a run at the entry `atSeq` (docs/forks.md): a new run that keeps every result the source
+   * recorded before it and executes from there, with the options' changes. Retried safely: without
+   * an idempotencyKey the client generates one for this call, and a retry that finds the fork
+   * reports created.
+   */
+  async fork(runId: string, atSeq: bigint | number, options: ForkOptions = {}): Promise<ForkResult> {
+    const generated = !options.idempotencyKey;
+    const request = { ...this.forkRequest(runId, atSeq, options), idempotencyKey: options.idempotencyKey || `client:${randomUUID()}`, wait: options.wait ?? false };
+    let attempts = 0;
+    const r = await this.unary('safe', options, (attempt, o) => {
+      attempts = attempt;
+      return this.runs.forkRun(request, o);
+    });
+    return { run: required(r.run, 'run', 'ForkRun'), created: r.created || (generated && attempts > 1), forkSeq: r.forkSeq, waitingOn: r.waitingOn };
+  }
+
+  /** What `fork` would keep, redo and cost, computed with no live calls and nothing written. */
+  async previewFork(runId: string, atSeq: bigint | number, options: Omit<ForkOptions, 'idempotencyKey' | 'wait'> = {}): Promise<ForkPreview> {
+    const r = await this.unary('safe', options, (_, o) => this.runs.forkRun({ ...this.forkRequest(runId, atSeq, options), dryRun: true }, o));
+    return required(r.preview, 'preview', 'ForkRun');
+  }
+
+  /** Two runs of one workflow effect by effect: output, model, tokens, cost and duration (docs/forks.md "Comparing runs"). */
+  async compareRuns(runIdA: string, runIdB: string, options: CallOptions = {}): Promise<CompareRunsResponse> {
+    return this.unary('safe', options, (_, o) => this.runs.compareRuns({ namespace: this.namespace, runIdA, runIdB }, o));
+  }
+
+  private forkRequest(runId: string, atSeq: bigint | number, options: Omit<ForkOptions, 'idempotencyKey' | 'wait'>) {
+    const d = options.decision;
+    const decision = d === undefined ? undefined : typeof d === 'string' ? { approve: d === 'approve', comment: '', by: '' } : { approve: d.approve, comment: d.comment ?? '', by: d.by ?? '' };
+    return {
+      namespace: this.namespace, runId, atSeq: BigInt(atSeq), input: options.input === undefined ? undefined : toValue(options.input),
+      model: options.model ?? '', workflowVersion: options.workflowVersion ?? '', decision, budgetUsd: options.budgetUsd, labels: options.labels ?? {},
+    };
   }
 
   /** Cancels a run and its unfinished children; cancelling a finished run returns it unchanged. */

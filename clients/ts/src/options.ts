@@ -157,6 +157,28 @@ export interface ResumeOptions extends CallOptions {
   driftRecovery?: DriftRecovery | DriftRecoveryName | undefined;
 }
 
+export interface ForkOptions extends CallOptions {
+  /**
+   * The fork's own idempotency key: a repeat returns the first fork (created false). When unset
+   * the client generates one (`client:<uuid>`) so its own retries are safe.
+   */
+  idempotencyKey?: string | undefined;
+  /** The fork's input; unset: the source's. */
+  input?: JsonValue | undefined;
+  /** The model every live model call of the fork's agents uses; unset: the source's. */
+  model?: string | undefined;
+  /** The workflow version the fork runs on (the one the server runs); unset: the source's. */
+  workflowVersion?: string | undefined;
+  /** A decision for the approval at the fork point. */
+  decision?: 'approve' | 'deny' | { approve: boolean; comment?: string | undefined; by?: string | undefined } | undefined;
+  /** The fork's budget in US dollars; unset: the source's. */
+  budgetUsd?: number | undefined;
+  /** Added to the source's labels. */
+  labels?: Record<string, string> | undefined;
+  /** Execute the fork on the receiving server and answer when it ends or parks. */
+  wait?: boolean | undefined;
+}
+
 export interface SignalOptions extends CallOptions {
   /** Makes the delivery idempotent; default a random id per call. */
   signalId?: string | undefined;

@@ -26,6 +26,20 @@ export interface RunState {
   run: Run;
   /** What the run waits for, when it is SUSPENDED. */
   waitingOn: WaitingOn[];
+  /** The ids of the runs forked from this one, newest first (at most 100). */
+  forks: string[];
+}
+
+/** ForkRun's answer. */
+export interface ForkResult {
+  /** The fork. */
+  run: Run;
+  /** False when the idempotency key returned a fork an earlier call created. */
+  created: boolean;
+  /** The fork point, after moving to the first entry of its effect. */
+  forkSeq: bigint;
+  /** What the fork waits for, when it answered SUSPENDED (with `wait`). */
+  waitingOn: WaitingOn[];
 }
 
 /** ResumeRun's answer. */

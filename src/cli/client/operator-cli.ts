@@ -7,6 +7,7 @@ import { errorMessage, exitCodeOf, EXIT, Interrupted, UsageError } from './exit-
 import { Output } from './output.js';
 import { RUNS_COMMANDS } from './runs-commands.js';
 import { EXPORT_COMMANDS } from './runs-export-command.js';
+import { FORK_COMMANDS } from './runs-fork-commands.js';
 import { SIGNALS_COMMANDS } from './signals-commands.js';
 import { WORKFLOWS_COMMANDS } from './workflows-commands.js';
 import { FLOWS_COMMANDS } from './flows-commands.js';
@@ -20,7 +21,7 @@ import { MCP_COMMANDS } from './mcp-commands.js';
  * keeps this folder off src/gen, src/server and the engine (eslint.config.js).
  */
 
-export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...EXPORT_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
+export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...EXPORT_COMMANDS, ...FORK_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
 export const GROUPS = [...new Set(COMMANDS.map((c) => c.group))];
 
 export interface Streams {

@@ -121,9 +121,9 @@ const get: CommandSpec = {
   options: {},
   examples: ['waymark runs get 01a23172-033b-7f93-91d6-20d4a94c98dd'],
   async run(inv) {
-    const { run, waitingOn } = await inv.client().getRun(inv.args[0]!, call(inv));
-    if (inv.out.json) inv.out.jsonLine(GetRunResponseSchema, create(GetRunResponseSchema, { run, waitingOn }));
-    else inv.out.print(runFields(inv.out, run, waitingOn));
+    const { run, waitingOn, forks } = await inv.client().getRun(inv.args[0]!, call(inv));
+    if (inv.out.json) inv.out.jsonLine(GetRunResponseSchema, create(GetRunResponseSchema, { run, waitingOn, forks }));
+    else inv.out.print(runFields(inv.out, run, waitingOn, forks.length > 0 ? [['forks', forks.join(', ')]] : []));
     return EXIT.ok;
   },
 };
