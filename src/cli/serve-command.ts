@@ -24,6 +24,7 @@ import { loadRegistry, startReplicaServices } from './replica-services.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { unusableAddress } from './port-check.js';
 import { startTracing } from './tracing.js';
+import { watchExecutions } from './execution-tracing.js';
 
 /** A --workflows module that cannot be loaded, or an address that cannot be listened on, is a configuration error (sysexits EX_CONFIG, as a bad setting). */
 const EXIT_WORKFLOWS_MODULE = 78;
@@ -98,6 +99,8 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
         },
       } : {}),
     });
+    // A span per execution attempt, in the run's own trace (cli/execution-tracing.ts).
+    if (tracing) watchExecutions(services.engine);
     // What the API calls; it executes the runs StartRun (wait), signals and decisions make runnable.
     const engineApi = new ReplicaEngine({ engine: services.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
     cleanup.push(() => Promise.all([services.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));

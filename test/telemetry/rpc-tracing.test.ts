@@ -76,6 +76,25 @@ describe('tracing a waymark server over OTLP/HTTP', () => {
     expect(failed).toMatchObject({ trace_id: CALLER_TRACE, span_id: rpc!.spanId });
   });
 
+  it('exports a span per execution attempt in the run\'s own trace (its id is the run id)', async () => {
+    const dev = WaymarkProcess.start(['dev'], { env: env({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }) });
+    let runId = '';
+    try {
+      const client = createWaymarkClient({ address: await dev.listening() });
+      // wait: true returns once the run parked on its approval, its first attempt ended.
+      ({ run: { id: runId } } = await client.startRun('refund', { order: 'A-1', amount: 1 }, { idempotencyKey: 'traced', wait: true }));
+    } finally {
+      expect((await dev.stop('SIGTERM')).code).toBe(0);
+    }
+    const attempts = receiver.spans.filter((s) => s.name === 'waymark.execution' && s.attributes['waymark.run_id'] === runId);
+    expect(attempts.length, JSON.stringify(receiver.spans.map((s) => s.name))).toBeGreaterThanOrEqual(1);
+    for (const a of attempts) {
+      expect(a.traceId).toBe(runId.replaceAll('-', ''));
+      expect(a.attributes['waymark.workflow']).toBe('refund');
+    }
+    expect(attempts.map((a) => a.attributes['waymark.outcome'])).toContain('suspended');
+  });
+
   it('with no OTEL_* variable, exports nothing and logs no trace ids', async () => {
     const before = receiver.spans.length;
     const server = WaymarkProcess.start(['server'], { env: env({}) });
