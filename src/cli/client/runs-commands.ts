@@ -18,7 +18,7 @@ import { entryDetail, entryStatusText, eventLine, resolvedBy, runStatusText } fr
 const RUN_STATUSES: RunStatusName[] = ['PENDING', 'RUNNING', 'SUSPENDED', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 
 
-function seqArg(flag: string, text: string): bigint {
+export function seqArg(flag: string, text: string): bigint {
   if (!/^\d{1,18}$/.test(text)) throw new UsageError(`--${flag} must be a journal seq (a whole number >= 0); got "${text}"`);
   return BigInt(text);
 }

@@ -4,14 +4,13 @@ import { call, list, str, type CommandSpec } from './command-spec.js';
 import { EXIT, UsageError } from './exit-codes.js';
 import { clip, formatDuration, formatUsd, table } from './format.js';
 import { readJsonArg, readPairs } from './json-input.js';
-import { runFields } from './runs-commands.js';
+import { runFields, seqArg } from './runs-commands.js';
 
 /* `waymark runs fork` and `waymark runs compare` (docs/forks.md). */
 
 function seqOf(text: string | undefined): bigint {
   if (text === undefined) throw new UsageError('--at is required: the seq of the journal entry to fork at (waymark runs journal RUN lists them)');
-  if (!/^\d{1,18}$/.test(text)) throw new UsageError(`--at must be a journal seq (a whole number >= 0); got "${text}"`);
-  return BigInt(text);
+  return seqArg('at', text);
 }
 
 const fork: CommandSpec = {
