@@ -26,6 +26,7 @@ const ENGINE_ROOMS = [
   ['read', 'the read-only views: the scheduler and the use cases call them, not the reverse'],
   ['scheduling', '"execute this run here now": only the use cases (the root) sit above it'],
   ['run-engine.ts', 'the use cases on runs: the replica engine and the front door call them'],
+  ['schedules', 'schedules: the ScheduleService use cases and the ticker\'s pass; they start runs through the use cases on runs, nothing above'],
   ['replica-engine.ts', 'one replica\'s engine behind its RPCs: the front door exports it'],
   ['user-module.ts', 'the user-module loader'],
   ['index.ts', 'the front door'],

@@ -3,7 +3,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { RunStateError, WorkflowNotFoundError } from '../journal/errors.js';
-import type { Run, RunStatus } from '../journal/run.js';
+import type { Json, Run, RunStatus } from '../journal/run.js';
 import { FORK_LABELS } from '../journal/fork-labels.js';
 import type { JournalStore, ServedWorkflow } from '../store/store.js';
 import { schemaHash, toJson } from './replay/content-key.js';
@@ -18,7 +18,6 @@ import { signalSend, type SignalSendParams, type SignalSendResult } from './runt
 import { replayHistory, type ReplayPreview } from './runtime/resume-preview.js';
 import { forkCreate, forkDraft, forkPreview, type ForkPreview, type RunForkParams } from './runtime/run-fork.js';
 import type { Waiting } from './runtime/suspension.js';
-import type { Workflow } from './author/workflow.js';
 import type { FlowCatalog } from './flow/flow-catalog.js';
 import type { RemoteCalls } from './runtime/remote-calls.js';
 import type { ResumeCache } from './runtime/resume-cache.js';
@@ -49,6 +48,19 @@ export interface RunStartParams {
   execute?: boolean;
   /** Told the run once it exists, before it executes (StartRun's wait answers it at the call's deadline). */
   onCreated?: (run: Run, created: boolean) => void;
+}
+
+/** What a run started now pins, and the check of its input (RunEngine.runDefinition). */
+export interface RunDefinition {
+  name: string;
+  version: string;
+  digest: string;
+  /** The definition's run timeout; null: none. */
+  timeoutMs: number | null;
+  /** This replica executes it (its registry, or a flow). */
+  local: boolean;
+  /** The input as JSON once it passes the definition's schema; InvalidInputError otherwise. */
+  checkInput(input: unknown): Json;
 }
 
 /** Statuses a resume may take a run from (a RUNNING one only once its lease expired). */
@@ -91,27 +103,15 @@ export class RunEngine {
    * it ends or parks.
    */
   async runStart(params: RunStartParams): Promise<{ run: Run; created: boolean; execution: ExecuteResult | null; waitingOn: Waiting[] }> {
-    // A declarative flow of the namespace is local to every replica (it lives in the store).
-    const local = this.registry.has(params.workflowName) ? this.registry.workflow(params.workflowName)
-      : await this.flows.workflowFor(params.namespace, params.workflowName);
-    // Routing (docs/recovery.md "Routing"): a workflow this replica lacks is started for a live
-    // replica that serves it (its newest definition), validated against that replica's input schema.
-    const workflow: Pick<Workflow, 'name' | 'version' | 'digest'> & { timeoutMs?: number | null } = local ?? (await this.servedElsewhere(params.workflowName));
-    if (local) {
-      const parsed = local.input.safeParse(params.input);
-      if (!parsed.success) throw new InvalidInputError(`the input of workflow "${local.name}"`, zodViolations(parsed.error));
-    } else {
-      const served = workflow as ServedWorkflow;
-      const violations = served.inputSchema === null ? [] : validatePinned({ schema: served.inputSchema, schemaHash: schemaHash(served.inputSchema) }, toJson(params.input, `the input of workflow "${served.name}"`));
-      if (violations.length > 0) throw new InvalidInputError(`the input of workflow "${served.name}"`, violations);
-    }
-    const execute = params.execute && local !== null;
+    const workflow = await this.runDefinition(params.namespace, params.workflowName);
+    const input = workflow.checkInput(params.input);
+    const execute = params.execute === true && workflow.local;
     const { run, created, lease } = await this.store.runCreate({
       namespace: params.namespace,
       workflowName: workflow.name,
       workflowVersion: workflow.version,
       workflowDigest: workflow.digest,
-      input: toJson(params.input, `the input of workflow "${workflow.name}"`),
+      input,
       labels: params.labels ?? {},
       idempotencyKey: params.idempotencyKey ?? null,
       parentRunId: params.parentRunId ?? null,
@@ -127,6 +127,37 @@ export class RunEngine {
     // Created with its RUNNING entry (recordRunning): the journal is that one entry, nothing to read.
     const execution = await this.driver.executeLeased({ lease, created: run });
     return { run: execution.run ?? run, created, execution, waitingOn: execution.waitingOn };
+  }
+
+  /**
+   * What a run of `workflowName` started now pins: this replica's definition, the namespace's flow,
+   * or (routing, docs/recovery.md "Routing") the newest definition a live replica serves, with the
+   * check of an input against it (InvalidInputError, nothing written). WorkflowNotFoundError when
+   * none has it. StartRun and a schedule's ticks (schedules/) both start runs from it.
+   */
+  async runDefinition(namespace: string, workflowName: string): Promise<RunDefinition> {
+    // A declarative flow of the namespace is local to every replica (it lives in the store).
+    const local = this.registry.has(workflowName) ? this.registry.workflow(workflowName) : await this.flows.workflowFor(namespace, workflowName);
+    if (local) {
+      return {
+        name: local.name, version: local.version, digest: local.digest, timeoutMs: local.timeoutMs ?? null, local: true,
+        checkInput: (input) => {
+          const parsed = local.input.safeParse(input);
+          if (!parsed.success) throw new InvalidInputError(`the input of workflow "${local.name}"`, zodViolations(parsed.error));
+          return toJson(input, `the input of workflow "${local.name}"`);
+        },
+      };
+    }
+    const served = await this.servedElsewhere(workflowName);
+    return {
+      name: served.name, version: served.version, digest: served.digest, timeoutMs: served.timeoutMs ?? null, local: false,
+      checkInput: (input) => {
+        const json = toJson(input, `the input of workflow "${served.name}"`);
+        const violations = served.inputSchema === null ? [] : validatePinned({ schema: served.inputSchema, schemaHash: schemaHash(served.inputSchema) }, json);
+        if (violations.length > 0) throw new InvalidInputError(`the input of workflow "${served.name}"`, violations);
+        return json;
+      },
+    };
   }
 
   /** The definitions this replica serves (routing): what its heartbeat records and its claims ask for. */

@@ -142,3 +142,19 @@ export class StreamTokensDisabledError extends WaymarkError {
     super('this server mints no stream tokens: set WAYMARK_STREAM_TOKEN_SECRET (the same value on every replica) to enable them');
   }
 }
+
+/** ScheduleService: CreateSchedule with an id the namespace already has. */
+export class ScheduleExistsError extends WaymarkError {
+  readonly reason = 'SCHEDULE_EXISTS';
+  constructor(readonly scheduleId: string) {
+    super(`schedule "${scheduleId}" exists in this namespace; UpdateSchedule changes it, or pick another id`);
+  }
+}
+
+/** ScheduleService: no schedule of this id in the namespace. */
+export class ScheduleNotFoundError extends WaymarkError {
+  readonly reason = 'SCHEDULE_NOT_FOUND';
+  constructor(readonly scheduleId: string) {
+    super(`schedule "${scheduleId}" was not found in this namespace; ListSchedules shows its schedules`);
+  }
+}

@@ -8,6 +8,7 @@ import type { RemoteTaskOps } from './remote-task-params.js';
 import type { ReplicaOps } from './replica-params.js';
 import type { RetentionOps } from './retention-params.js';
 import type { RunOps } from './run-params.js';
+import type { ScheduleOps } from './schedule-params.js';
 import type { SignalOps } from './suspension-params.js';
 import type { SweeperOps } from './sweeper-params.js';
 import type { WebhookOps } from './webhook-params.js';
@@ -21,6 +22,7 @@ export type * from './model-delta-params.js';
 export type * from './replica-params.js';
 export type * from './retention-params.js';
 export type * from './run-params.js';
+export type * from './schedule-params.js';
 export type * from './suspension-params.js';
 export type * from './sweeper-params.js';
 export type * from './webhook-params.js';
@@ -42,7 +44,7 @@ export type * from './webhook-params.js';
  * (`<area>-params.ts`), as the Postgres store implements them in `postgres/<area>-ops.ts`.
  */
 export interface JournalStore
-  extends RunOps, JournalOps, SweeperOps, SignalOps, ReplicaOps, WebhookOps, ApiKeyOps, FlowOps, RemoteTaskOps, McpServerOps, RetentionOps, ModelDeltaOps {
+  extends RunOps, JournalOps, SweeperOps, SignalOps, ReplicaOps, WebhookOps, ApiKeyOps, FlowOps, RemoteTaskOps, McpServerOps, RetentionOps, ModelDeltaOps, ScheduleOps {
   /**
    * The limits this store enforces on every write (DESIGN "Limits"). The engine checks the entries
    * it builds from a request against them before anything is accepted, so a refusal names the

@@ -1,7 +1,7 @@
 import type { JournalStore, SweeperLease } from '../store/store.js';
 
 /** The store methods a sweeper writes through; each accepts a `leader` lease as its fence. */
-const FENCED = new Set<string | symbol>(['runRecoverExpired', 'runRecoverDeadSessions', 'runStatusForce', 'journalResolve', 'runPurge']);
+const FENCED = new Set<string | symbol>(['runRecoverExpired', 'runRecoverDeadSessions', 'runStatusForce', 'journalResolve', 'runPurge', 'scheduleUpdate', 'scheduleFire']);
 
 /**
  * A view of `store` whose sweeper writes carry `lease`, so code written against the plain store

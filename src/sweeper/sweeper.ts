@@ -9,6 +9,7 @@ import { leaderFencedStore } from './leader-fenced-store.js';
 import { LeaderLease } from './leader-lease.js';
 import { sweepDeltas } from './delta-retention.js';
 import { checkedRetention, purgeExpired, RETENTION_DEFAULTS, type RetentionPolicy } from './retention-duty.js';
+import { ScheduleTicker, type ScheduleTickerOptions } from './schedule-ticker.js';
 
 /*
  * The recovery loop of one store (DESIGN "Sweeper duties"). Several may run; the leader lease makes
@@ -44,6 +45,7 @@ export interface SweeperOptions {
   /** Which finished runs are deleted and when (retention-duty.ts); default: 30 days everywhere. */
   retention?: RetentionPolicy;
   deltaRetentionMs?: number; // model call deltas are deleted this long after they were stored (docs/agents.md "Token streams")
+  schedules?: Pick<ScheduleTickerOptions, 'pollMs' | 'watchMs' | 'batchSize' | 'concurrency' | 'maxStarts'> | false; // the schedules' ticker (schedule-ticker.ts) while this sweeper leads
   logger?: Logger;
 }
 
@@ -107,12 +109,6 @@ export interface SweeperEvents {
   stopped: [];
 }
 
-/** A repeating duty of the sweeper: its pending timer and the run in flight. */
-interface Loop {
-  timer: NodeJS.Timeout | null;
-  done: Promise<unknown>;
-}
-
 export class Sweeper {
   readonly events = new EventEmitter<SweeperEvents>();
   readonly holder: string;
@@ -127,6 +123,7 @@ export class Sweeper {
   readonly leaderTtlMs: number;
   readonly retention: RetentionPolicy;
   readonly leader: LeaderLease;
+  readonly schedules: ScheduleTicker | null; // null: turned off (SweeperOptions.schedules false)
   private readonly reportedUnroutable = new Set<string>(); // logged once each while it stays unroutable
   private readonly store: JournalStore;
   private readonly logger: Logger;
@@ -162,6 +159,8 @@ export class Sweeper {
     // Twice the interval: a deadline that falls while the next pass runs already has its timer.
     const leading = (): boolean => this.leader.current !== null;
     this.alarm = new DeadlineAlarm({ store: this.store, withinMs: 2 * this.intervalMs, leading, fire: () => this.deadlinesOnce(), logger: this.logger });
+    const ticker = { store: this.store, leader: this.leader, holder: this.holder, leaseTtlMs: o.leaderTtlMs, logger: this.logger };
+    this.schedules = options.schedules === false ? null : new ScheduleTicker({ ...options.schedules, ...ticker });
   }
 
   /** Sweeps at once, then every intervalMs (the next sweep starts intervalMs after one ends). */
@@ -172,6 +171,7 @@ export class Sweeper {
     this.logger.info({ holder: this.holder, intervalMs: this.intervalMs, sessionCheckMs: this.sessionCheckMs, graceMs: this.graceMs }, 'sweeper started');
     this.loops.push(this.every(this.intervalMs, () => this.sweepOnce().finally(() => this.alarm.rearm()), true));
     if (this.sessionCheckMs > 0) this.loops.push(this.every(this.sessionCheckMs, () => this.checkSessionsOnce(), false));
+    this.schedules?.start();
   }
 
   /** Runs `work` (at once when `now`, else after `everyMs`), then `everyMs` after each run ended, while the sweeper runs. */
@@ -193,7 +193,7 @@ export class Sweeper {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
     for (const loop of this.loops) if (loop.timer) clearTimeout(loop.timer);
-    await Promise.all([...this.loops.map((loop) => loop.done), this.alarm.stop()]);
+    await Promise.all([...this.loops.map((loop) => loop.done), this.alarm.stop(), this.schedules?.stop()]);
     await this.leader.stop();
     this.events.emit('stopped');
   }

@@ -9,6 +9,7 @@ import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { mcpServersSection } from './mcp-servers.conformance.js';
 import { modelDeltasSection } from './model-deltas.conformance.js';
+import { schedulesSection } from './schedules.conformance.js';
 import { leasesSection } from './leases.conformance.js';
 import { leaseSessionsSection } from './lease-sessions.conformance.js';
 import { limitsSection } from './limits.conformance.js';
@@ -74,6 +75,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     describe('flows', () => flowsSection(ctx));
     describe('mcp servers', () => mcpServersSection(ctx));
     describe('model call deltas', () => modelDeltasSection(ctx));
+    describe('schedules', () => schedulesSection(ctx));
     describe('remote tools and tasks', () => remoteTasksSection(ctx));
     describe('webhooks and their outbox', () => webhooksSection(ctx));
     describe('run timeouts', () => runTimeoutsSection(ctx));

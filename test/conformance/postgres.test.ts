@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, lease_sessions, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks, mcp_servers, run_cost_daily, model_deltas, model_delta_counters');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, lease_sessions, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks, mcp_servers, run_cost_daily, model_deltas, model_delta_counters, schedules');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {
@@ -34,6 +34,7 @@ runConformanceSuite('postgres', async (options) => {
       await admin.query(`UPDATE sweeper_leader SET expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE replicas SET started_at = started_at - $1 * interval '1 millisecond',
         heartbeat_at = heartbeat_at - $1 * interval '1 millisecond', expires_at = expires_at - $1 * interval '1 millisecond'`, [ms]);
+      await admin.query(`UPDATE schedules SET due_at = due_at - $1 * interval '1 millisecond'`, [ms]);
       await admin.query(`UPDATE webhook_deliveries SET created_at = created_at - $1 * interval '1 millisecond',
         next_attempt_at = next_attempt_at - $1 * interval '1 millisecond', claimed_until = claimed_until - $1 * interval '1 millisecond'`, [ms]);
       // Secret expiries live in a JSON array (ISO strings).

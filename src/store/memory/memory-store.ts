@@ -27,6 +27,7 @@ import { MemoryRemoteTasks } from './memory-remote-tasks.js';
 import { MemoryReplicas } from './memory-replicas.js';
 import { MemoryRetention } from './memory-retention.js';
 import { MemoryRunTable } from './memory-run-table.js';
+import { MemoryScheduleOps, MemorySchedules } from './memory-schedules.js';
 import { MemoryRuns } from './memory-runs.js';
 import { MemorySignalInbox } from './memory-signal-inbox.js';
 import { MemorySweeper } from './memory-sweeper.js';
@@ -45,12 +46,13 @@ export interface MemoryStoreOptions {
  * caller mutating an object cannot edit the journal behind the store's back. The rows are one
  * MemoryRunTable (memory-run-table.ts); each area's methods live in `memory-<area>.ts`.
  */
-export class MemoryStore implements JournalStore {
+export class MemoryStore extends MemoryScheduleOps implements JournalStore {
   readonly limits: Limits;
   private readonly table: MemoryRunTable;
   private readonly flows: MemoryFlows;
   private readonly mcpServers: MemoryMcpServers;
   private readonly deltas: MemoryModelDeltas;
+  protected readonly schedules: MemorySchedules;
   private readonly replicas: MemoryReplicas;
   private readonly runs: MemoryRuns;
   private readonly journal: MemoryJournal;
@@ -63,6 +65,7 @@ export class MemoryStore implements JournalStore {
   private readonly budgetLocks = new KeyedMutex();
 
   constructor(options: MemoryStoreOptions = {}) {
+    super();
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     const table = new MemoryRunTable(this.limits, options.clock ?? (() => new Date()));
     this.table = table;
@@ -72,6 +75,9 @@ export class MemoryStore implements JournalStore {
     this.replicas = new MemoryReplicas(table, this.flows);
     this.runs = new MemoryRuns(table, this.replicas, this.flows);
     this.journal = new MemoryJournal(table);
+    this.schedules = new MemorySchedules({
+      now: () => table.now(), runCreate: (p) => this.runs.runCreate(p), run: (id) => table.runs.get(id)?.run, sweeperFence: (l) => table.sweeperFence(l),
+    });
     this.sweeper = new MemorySweeper(table);
     this.signals = new MemorySignalInbox(table, this.journal);
     this.webhooks = table.webhooks;

@@ -34,6 +34,7 @@ import * as remote from './remote-tasks-ops.js';
 import * as replicas from './replicas-ops.js';
 import * as retention from './retention-ops.js';
 import * as runs from './runs-ops.js';
+import { PostgresScheduleOps } from './schedules-ops.js';
 import * as signals from './signals-ops.js';
 import * as sweeper from './sweeper-ops.js';
 import * as webhooks from './webhooks-ops.js';
@@ -45,15 +46,14 @@ export type { PostgresStoreOptions } from './postgres-pools.js';
  * renewals and releases, so a busy main pool cannot starve a renewal into a spurious takeover
  * (reliability.md §2.10); and one LISTEN client for wake-ups. The fence is the run row's
  * lease_epoch compared in the same statement that takes the row lock (see journal-queries.ts).
- * Each area's methods live in `<area>-ops.ts` as functions of the PgAccess this class lends them;
- * this class holds the connections and the state that outlives a call (batcher, sessions, listener).
- */
-export class PostgresStore implements JournalStore {
+ * Each area's methods live in `<area>-ops.ts` as functions of the PgAccess this class lends them (the
+ * schedules' are inherited); this class holds the connections and the state that outlives a call. */
+export class PostgresStore extends PostgresScheduleOps implements JournalStore {
   readonly limits: Limits;
   /** Wake-up connection; emits 'connected' and 'lost'. */
   readonly listener: WakeupListener;
   private closing: Promise<void> | null = null;
-  private readonly db: PgAccess;
+  protected readonly db: PgAccess;
   private readonly batcher: AppendBatcher | null;
   private readonly budgetLocks: BudgetLocks;
   private readonly leaseSessions: LeaseSessions;
@@ -65,6 +65,7 @@ export class PostgresStore implements JournalStore {
     sessionConfig: (role: string) => pg.ClientConfig,
     options: PostgresStoreOptions,
   ) {
+    super();
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.db = new PgAccess(pool, leasePool, this.limits, options.sweeperLockTimeoutMs ?? 500);
     this.budgetLocks = new BudgetLocks(lockPool);
@@ -136,7 +137,6 @@ export class PostgresStore implements JournalStore {
   }
 
   runCountByStatus(): Promise<RunCountByStatusResult> { return runs.runCountByStatus(this.db); }
-
   runForks(params: RunForksParams): Promise<string[]> { return runs.runForks(this.db, params); }
 
   journalAppend(params: JournalAppendParams): Promise<JournalEntry[]> {
