@@ -109,6 +109,7 @@ export interface SweeperEvents {
   stopped: [];
 }
 
+interface Loop { timer: NodeJS.Timeout | null; done: Promise<unknown> } // a repeating duty: its pending timer and the run in flight
 export class Sweeper {
   readonly events = new EventEmitter<SweeperEvents>();
   readonly holder: string;
@@ -159,8 +160,7 @@ export class Sweeper {
     // Twice the interval: a deadline that falls while the next pass runs already has its timer.
     const leading = (): boolean => this.leader.current !== null;
     this.alarm = new DeadlineAlarm({ store: this.store, withinMs: 2 * this.intervalMs, leading, fire: () => this.deadlinesOnce(), logger: this.logger });
-    const ticker = { store: this.store, leader: this.leader, holder: this.holder, leaseTtlMs: o.leaderTtlMs, logger: this.logger };
-    this.schedules = options.schedules === false ? null : new ScheduleTicker({ ...options.schedules, ...ticker });
+    this.schedules = options.schedules === false ? null : new ScheduleTicker({ ...options.schedules, store: this.store, leader: this.leader, holder: this.holder, leaseTtlMs: o.leaderTtlMs, logger: this.logger });
   }
 
   /** Sweeps at once, then every intervalMs (the next sweep starts intervalMs after one ends). */
