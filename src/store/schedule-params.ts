@@ -12,17 +12,8 @@ export interface ScheduleKeyParams {
   id: string;
 }
 
-export interface ScheduleCreateParams {
-  namespace: string;
-  id: string;
-  spec: ScheduleSpec;
-  action: ScheduleAction;
-  policies: SchedulePolicies;
-  paused: boolean;
-  note: string;
-  state: ScheduleState;
-  dueAt: Date | null;
-}
+/** A schedule as created: the record less what the store sets (revision, times). */
+export type ScheduleCreateParams = Omit<ScheduleRecord, 'revision' | 'createdAt' | 'updatedAt'>;
 
 export interface ScheduleListParams {
   namespace: string;

@@ -4,7 +4,7 @@ import { ScheduleNotFoundError } from '../../journal/errors.js';
 import {
   emptyScheduleState, type OverlapPolicy, type ScheduleAction, type SchedulePolicies, type ScheduleRecord, type ScheduleSpec,
 } from '../../journal/schedule.js';
-import type { JournalStore, ScheduleChanges } from '../../store/store.js';
+import type { JournalStore, ScheduleChanges, ScheduleCreateParams } from '../../store/store.js';
 import { InvalidDeclarationError } from '../errors.js';
 import type { RunEngine } from '../run-engine.js';
 import { dueAfter } from './schedule-pass.js';
@@ -16,17 +16,8 @@ export interface ScheduleView {
   nextTimes: Date[];
 }
 
-export interface ScheduleCreate {
-  namespace: string;
-  id: string;
-  spec: ScheduleSpec;
-  action: ScheduleAction;
-  policies: SchedulePolicies;
-  paused: boolean;
-  note: string;
-  /** Null: unlimited. */
-  remainingActions: number | null;
-}
+/** CreateSchedule's request: a schedule as stored less its state, plus its remaining actions (null: unlimited). */
+export type ScheduleCreate = Omit<ScheduleCreateParams, 'state' | 'dueAt'> & { remainingActions: number | null };
 
 export interface ScheduleEdit {
   namespace: string;
