@@ -22,6 +22,7 @@ import { measureParked } from './parked.js';
 import { measureMcp, mcpRows } from './mcp.js';
 import { measureStorage } from './storage.js';
 import { measureTimers } from './timers.js';
+import { measureTokens } from './tokens.js';
 import { measureWaymark, openEngine, STEPS, tenIntentSteps, tenParallelSteps } from './waymark-inprocess.js';
 import { CRAWL_STEP_MS } from './workflows.js';
 import { DEFAULT_LIMITS } from '../src/journal/limits.js';
@@ -184,6 +185,12 @@ try {
   const timersAfter = await measureTimers(await db.create('bench_timers_memory'), TIMER_RUNS, true);
   row('timers: 1 s sleep lateness, sweeper alone (5 s interval)', `${TIMER_RUNS} runs at once`, fmt(timersBefore.p50Ms, 0), fmt(timersBefore.p99Ms, 0));
   row('timers: 1 s sleep lateness, in-memory timers', `${TIMER_RUNS} runs at once`, fmt(timersAfter.p50Ms, 1), fmt(timersAfter.p99Ms, 1));
+
+  const TOKEN_RUNS = quick ? 10 : 50;
+  progress(`tokens: ${TOKEN_RUNS} model calls streamed from a provider on loopback through a server to the TypeScript client's tokens()`);
+  const tok = await measureTokens(await db.create('bench_tokens'), TOKEN_RUNS);
+  row('tokens: provider writes the first token to the client holds it (issue 34)', `${tok.runs} calls of 20 words`, fmt(tok.firstP50Ms, 1), fmt(tok.firstP99Ms, 1));
+  row('tokens: provider writes any token to the client holds it', `${tok.runs} calls of 20 words`, fmt(tok.allP50Ms, 1), fmt(tok.allP99Ms, 1));
 
   const PARKED = quick ? [1_000, 10_000] : [1_000, 100_000];
   progress(`parked: a server's RSS and idle CPU with ${PARKED.join(', then ')} runs parked on it on 2 h sleeps`);

@@ -62,3 +62,9 @@ export const park = defineWorkflow({ name: 'bench-park', input: z.object({ n: z.
   await ctx.sleep('2h');
   return 'woke';
 });
+
+/** Token streams (bench/tokens.ts): one model call whose deltas a client reads as they arrive. */
+export const tokens = defineWorkflow({ name: 'bench-tokens', input: z.object({ prompt: z.string(), model: z.string() }) }, async (ctx, { prompt, model }) => {
+  const answer = await ctx.agent(prompt, { model });
+  return { text: answer.text };
+});
