@@ -22,7 +22,7 @@ engineSuite('PostgresStore', {
   async makeStore() {
     // One test at a time per file: close the previous test's store and start from empty tables.
     await Promise.all(open.splice(0).map((s) => s.close()));
-    await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    await admin.query('TRUNCATE runs, journal, suspension_deadlines CASCADE');
     const store = await PostgresStore.connect({ url: db.url, applicationName: 'engine-suite', poolSize: 4 });
     open.push(store);
     return store;

@@ -97,7 +97,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
 
   it('on stop aborts what still executes after the grace period and releases its lease only once its effect settled', async () => {
     const store = await stores[storeName]!();
-    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines CASCADE');
     const engine = engineOn(store, `${storeName}-s1`);
     const a = new Executor({ driver: engine.driver, store, concurrency: 1, pollMs: 3_600_000, settleMs: 3_600_000 });
     await a.start();
@@ -119,7 +119,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
 
   it('on stop keeps the lease of an execution whose effect ignores the abort: it expires and the sweeper recovers it', async () => {
     const store = await stores[storeName]!();
-    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines CASCADE');
     const engine = engineOn(store, `${storeName}-s2`);
     const a = new Executor({ driver: engine.driver, store, concurrency: 1, pollMs: 3_600_000, settleMs: 0 });
     await a.start();
@@ -140,7 +140,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
 
   it('claims and executes pending runs, at most `concurrency` at once, woken without waiting for its poll', async () => {
     const store = await stores[storeName]!();
-    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines CASCADE');
     const engine = engineOn(store, `${storeName}-a`);
     // A poll period far longer than the test: only wake-ups can make it finish in time.
     const executor = new Executor({ driver: engine.driver, store, concurrency: 2, pollMs: 3_600_000 });
@@ -204,7 +204,7 @@ describe.each(Object.keys(stores))('Executor on %s', (storeName) => {
 
   it('emits idle when there is nothing to claim, and validates its settings', async () => {
     const store = await stores[storeName]!();
-    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+    if (store instanceof PostgresStore) await admin.query('TRUNCATE runs, journal, suspension_deadlines CASCADE');
     const engine = engineOn(store, `${storeName}-d`);
     expect(() => new Executor({ driver: engine.driver, store, concurrency: 0 })).toThrow(RangeError);
     expect(() => new Executor({ driver: engine.driver, store, pollMs: -1 })).toThrow(RangeError);

@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines');
+  await admin.query('TRUNCATE runs, journal, suspension_deadlines CASCADE');
 });
 
 async function stores(n: number): Promise<PostgresStore[]> {
