@@ -41,7 +41,8 @@ export const SCHEDULE_TICKER_DEFAULTS = { pollMs: 1_000, watchMs: 1_000, batchSi
 export interface ScheduleTickerEvents {
   /** One look: the schedules passed and the runs started, each with its lateness (ms after its scheduled time). */
   look: [{ schedules: number; started: { run: Run; scheduleId: string; latenessMs: number }[] }];
-  error: [{ error: unknown }];
+  /** A look failed (the store is unavailable); the next one retries. Not `error`: an EventEmitter throws an `error` nobody hears. */
+  failed: [{ error: unknown }];
 }
 
 export class ScheduleTicker {
@@ -89,7 +90,7 @@ export class ScheduleTicker {
       }, (error: unknown) => {
         this.looking = false;
         this.options.logger.warn({ err: error }, 'schedule look failed; retrying');
-        this.events.emit('error', { error });
+        this.events.emit('failed', { error });
         this.wake(this.o.pollMs);
       });
     }, delayMs);
