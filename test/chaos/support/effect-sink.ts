@@ -140,7 +140,8 @@ export class EffectSink {
     res.setHeader('content-type', 'application/json');
     const hold = this.holding?.(delivery) ?? false;
     this.events.emit('delivery', delivery);
-    if (chat) res.end(JSON.stringify(chatCompletion(delivery.effect)));
+    if (chat && (JSON.parse(body || '{}') as { stream?: boolean }).stream === true) streamCompletion(res, delivery.effect);
+    else if (chat) res.end(JSON.stringify(chatCompletion(delivery.effect)));
     else if (hold) this.held.push(res);
     else if (this.delayMs > 0) setTimeout(() => res.end(JSON.stringify({ applied })), this.delayMs);
     else res.end(JSON.stringify({ applied }));
@@ -162,6 +163,17 @@ function chatCompletion(prompt: string): unknown {
     choices: [{ index: 0, message: { role: 'assistant', content: `answered ${prompt}` }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
   };
+}
+
+/** The same answer as Server-Sent Events, for a streaming model call (`ctx.agent` streams: docs/agents.md "Token streams"). */
+function streamCompletion(res: ServerResponse, prompt: string): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const chunk = (choices: unknown[], extra: object = {}) =>
+    res.write(`data: ${JSON.stringify({ id: `chatcmpl-${prompt}`, object: 'chat.completion.chunk', created: 1_900_000_000, model: 'chaos', choices, ...extra })}\n\n`);
+  chunk([{ index: 0, delta: { role: 'assistant', content: `answered ${prompt}` }, finish_reason: null }]);
+  chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]);
+  chunk([], { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+  res.end('data: [DONE]\n\n');
 }
 
 /**
