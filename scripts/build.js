@@ -9,7 +9,7 @@
 // under a second; types are checked by `npm run typecheck`, not here. Files that are not
 // TypeScript (the module hooks, the CommonJS shim, the SQL migrations) are copied as they are.
 import { build } from 'esbuild';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
@@ -26,13 +26,19 @@ function files(base, dir, keep) {
 
 const isSource = (name) => /\.(ts|js|cjs|sql)$/.test(name) && !/\.(d|test)\.ts$/.test(name);
 
-/** The `dirs` of `base` into `outdir` (paths kept below `outbase`), emptied first so a removed source never lingers. */
+/**
+ * The `dirs` of `base` into `outdir` (paths kept below `outbase`), from empty so a removed source
+ * never lingers. Built beside `outdir` and swapped in by two renames: a process started from dist/
+ * while a build runs (a test packing a package rebuilds it) never finds it half empty.
+ */
 async function transpile(base, dirs, outbase, outdir) {
-  rmSync(outdir, { recursive: true, force: true });
+  const fresh = `${outdir}.building-${process.pid}`;
+  const old = `${outdir}.old-${process.pid}`;
+  rmSync(fresh, { recursive: true, force: true });
   await build({
     absWorkingDir: base,
     entryPoints: dirs.flatMap((dir) => files(base, dir, isSource)),
-    outdir,
+    outdir: fresh,
     outbase,
     format: 'esm',
     platform: 'node',
@@ -42,6 +48,14 @@ async function transpile(base, dirs, outbase, outdir) {
     loader: { '.js': 'copy', '.cjs': 'copy', '.sql': 'copy' },
     logLevel: 'warning',
   });
+  rmSync(old, { recursive: true, force: true });
+  try {
+    renameSync(outdir, old);
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error; // the first build: nothing to set aside
+  }
+  renameSync(fresh, outdir);
+  rmSync(old, { recursive: true, force: true });
 }
 
 const started = performance.now();

@@ -86,6 +86,7 @@ export class Driver {
     const digests = serverDigests(modulePath);
     const registry = new Registry();
     for (const wf of loaded.workflows()) registry.register(Object.freeze({ ...wf, digest: digests.get(wf.name) ?? wf.digest }));
+    for (const tool of loaded.tools()) if (!registry.hasTool(tool.name)) registry.register(tool); // a flow registered here names them
     const engine = new RunEngine({ store, registry, holder: 'chaos-driver', leaseTtlMs: LEASE_TTL_MS });
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
     pool.on('error', () => undefined); // an idle connection killed by a PG restart or DROP DATABASE; the pool replaces it
