@@ -98,7 +98,7 @@ describe('the web console in Chromium', () => {
     await t.page.getByText('You approved it. The run resumes.').waitFor();
 
     await t.page.goto(`${stack.base}runs/${runId}`);
-    await t.page.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 30_000 });
+    await t.page.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 90_000 });
     await t.page.getByText('approved by alice').first().waitFor();
     await t.page.getByRole('button', { name: /tool charge_back/ }).waitFor();
     await expectAccessible(t.page, 'run page, finished');
