@@ -1,6 +1,7 @@
 import { WaymarkError } from '../journal/errors.js';
 import type { JournalEntry, StatusPayload } from '../journal/journal-entry.js';
 import { isTerminalStatus } from '../journal/run.js';
+import { FollowWaker } from './follow-waker.js';
 import type { JournalStore } from './store.js';
 
 export const FOLLOW_DEFAULTS = {
@@ -49,16 +50,11 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
   const retryMs = Math.min(params.retryMs ?? FOLLOW_DEFAULTS.retryMs, pollMs);
   const batchSize = params.batchSize ?? 500;
   let cursor = params.afterSeq ?? -1;
-  let woken: boolean; // set by a wake-up that lands while we are reading
-  let wake: (() => void) | null = null;
-  const onWake = () => {
-    woken = true;
-    wake?.();
-  };
-  const unsubscribe = await store.wakeupSubscribe({ runId, onRun: onWake, onResync: onWake });
+  const waker = new FollowWaker();
+  const unsubscribe = await store.wakeupSubscribe({ runId, onRun: waker.onWake, onResync: waker.onWake });
   try {
     while (!signal.aborted) {
-      woken = false;
+      waker.round();
       let more = true;
       let failed = false;
       try {
@@ -81,18 +77,7 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
         if (!(err instanceof WaymarkError && err.retryable)) throw err;
         failed = true;
       }
-      if (woken || signal.aborted) continue;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          wake = null;
-          resolve();
-        };
-        const timer = setTimeout(done, failed ? retryMs : pollMs);
-        signal.addEventListener('abort', done, { once: true });
-        wake = done;
-      });
+      await waker.wait(failed ? retryMs : pollMs, signal);
     }
   } finally {
     await unsubscribe();

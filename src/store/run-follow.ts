@@ -1,5 +1,6 @@
 import { WaymarkError } from '../journal/errors.js';
 import type { JournalEntry } from '../journal/journal-entry.js';
+import { FollowWaker } from './follow-waker.js';
 import { FOLLOW_DEFAULTS } from './journal-follow.js';
 import type { JournalStore, ModelDelta } from './store.js';
 
@@ -38,16 +39,11 @@ export async function* runFollow(params: RunFollowParams): AsyncGenerator<Follow
   const limit = params.batchSize ?? 500;
   let seq = params.afterSeq;
   let offset = params.afterOffset;
-  let woken: boolean; // set by a wake-up that lands while we are reading
-  let wake: (() => void) | null = null;
-  const onWake = () => {
-    woken = true;
-    wake?.();
-  };
-  const unsubscribe = await store.wakeupSubscribe({ runId, onRun: onWake, onDelta: onWake, onResync: onWake });
+  const waker = new FollowWaker();
+  const unsubscribe = await store.wakeupSubscribe({ runId, onRun: waker.onWake, onDelta: waker.onWake, onResync: waker.onWake });
   try {
     while (!signal.aborted) {
-      woken = false;
+      waker.round();
       let again = false;
       let failed = false;
       try {
@@ -81,18 +77,7 @@ export async function* runFollow(params: RunFollowParams): AsyncGenerator<Follow
         if (!(err instanceof WaymarkError && err.retryable)) throw err;
         failed = true;
       }
-      if (again || woken || signal.aborted) continue;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          wake = null;
-          resolve();
-        };
-        const timer = setTimeout(done, failed ? retryMs : pollMs);
-        signal.addEventListener('abort', done, { once: true });
-        wake = done;
-      });
+      if (!again) await waker.wait(failed ? retryMs : pollMs, signal);
     }
   } finally {
     await unsubscribe();
