@@ -225,7 +225,7 @@ export class Sweeper {
 
   /** One pass over every duty, if this sweeper leads (tests call it directly). */
   sweepOnce(): Promise<SweepReport> {
-    return this.pass('sweep', (store, report) => this.duties(store, report));
+    return this.pass('sweep', (p) => this.duties(p));
   }
 
   /**
@@ -233,13 +233,13 @@ export class Sweeper {
    * leads: what the deadline alarm runs when a deadline passes between sweeps.
    */
   deadlinesOnce(): Promise<SweepReport> {
-    return this.pass('deadlines', async (store, report) => {
-      await this.timeoutDuty(store, report);
-      await this.deadlineDuty(store, report);
+    return this.pass('deadlines', async (p) => {
+      await this.timeoutDuty(p);
+      await this.deadlineDuty(p);
     });
   }
 
-  private async pass(kind: 'sweep' | 'deadlines', duties: (store: JournalStore, report: SweepReport) => Promise<void>): Promise<SweepReport> {
+  private async pass(kind: 'sweep' | 'deadlines', duties: (p: Pass) => Promise<void>): Promise<SweepReport> {
     const started = performance.now();
     const report: SweepReport = {
       leader: false, epoch: null, recovered: [], failed: [], byKind: { expired_lease: { recovered: [], failed: [] }, dead_session: { recovered: [], failed: [] } }, timedOut: [], timedOutChildrenCancelled: 0, timeouts: 0, sleeps: 0,
@@ -250,7 +250,9 @@ export class Sweeper {
       report.leader = true;
       report.epoch = lease.epoch;
       try {
-        await duties(leaderFencedStore(this.store, lease), report);
+        const store = leaderFencedStore(this.store, lease);
+        const engine = new RecoveryOperations({ store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger });
+        await duties({ store, engine, report });
       } catch (error) {
         if (error instanceof SweeperLeaseLostError) {
           report.fenced = true;
@@ -279,9 +281,10 @@ export class Sweeper {
     return report;
   }
 
-  private async duties(store: JournalStore, report: SweepReport): Promise<void> {
+  private async duties(p: Pass): Promise<void> {
+    const { store, engine, report } = p;
     const { batchSize: limit, graceMs } = this;
-    await this.timeoutDuty(store, report);
+    await this.timeoutDuty(p);
     // 1. Leases of holders whose session ended (a killed replica), then expired leases: claimable
     // again, or failed after maxRecoveries.
     await this.batches(async () => {
@@ -302,8 +305,7 @@ export class Sweeper {
       report.byKind.expired_lease.failed.push(...r.failed);
       return r.recovered.length + r.failed.length;
     });
-    await this.deadlineDuty(store, report);
-    const engine = this.operations(store);
+    await this.deadlineDuty(p);
     // 4a. Parents waiting on a child that ended (the engine's own wake-up was lost in a crash).
     await this.batches(async () => {
       const children = await store.runListEndedChildren({ limit, graceMs });
@@ -347,17 +349,12 @@ export class Sweeper {
     report.deltasDeleted = await sweepDeltas({ store, retentionMs: this.deltaRetentionMs, limit: this.batchSize * 10, maxBatches: this.maxBatches });
   }
 
-  private operations(store: JournalStore): RecoveryOperations {
-    return new RecoveryOperations({ store, holder: this.holder, leaseTtlMs: this.leaderTtlMs, logger: this.logger });
-  }
-
   /**
    * 0. Run timeouts: runs past their deadline (the run row, database clock) fail with
    * RunTimedOutError and their unfinished children are cancelled. First in a sweep, so a run both
    * expired and past its deadline is failed rather than recovered. The forced status fences any holder.
    */
-  private async timeoutDuty(store: JournalStore, report: SweepReport): Promise<void> {
-    const engine = this.operations(store);
+  private async timeoutDuty({ store, engine, report }: Pass): Promise<void> {
     const limit = this.batchSize;
     await this.batches(async () => {
       const due = await store.runListTimedOut({ limit });
@@ -374,8 +371,7 @@ export class Sweeper {
   }
 
   /** 2 and 3. Due deadlines and sleeps: their timeout resolution; the run becomes claimable. */
-  private async deadlineDuty(store: JournalStore, report: SweepReport): Promise<void> {
-    const engine = this.operations(store);
+  private async deadlineDuty({ engine, report }: Pass): Promise<void> {
     await this.batches(async () => {
       const { resolved } = await engine.suspensionsResolveDue({ limit: this.batchSize });
       for (const r of resolved) {
@@ -394,6 +390,9 @@ export class Sweeper {
     }
   }
 }
+
+/** One pass's leader-fenced store, the engine operations acting through it, and what it did. */
+type Pass = { store: JournalStore; engine: RecoveryOperations; report: SweepReport };
 
 function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
