@@ -148,7 +148,8 @@ function json(res: ServerResponse, status: number, value: unknown): void {
   res.end(JSON.stringify(value));
 }
 
-function sse(
+/** A chat completion as Server-Sent Events (what a streaming request gets): the text a word a chunk, each call's arguments in two, the finish reason, the usage. */
+export function sse(
   res: ServerResponse,
   r: { id: string; model: string; text: string | null; calls: { id: string; function: { name: string; arguments: string } }[]; usage: { prompt: number; completion: number } },
 ): void {

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sse } from '../../support/fake-openai-server.js';
 
 /*
  * The independent oracle of reliability.md §4.0: an HTTP server in the test process that the
@@ -140,7 +141,10 @@ export class EffectSink {
     res.setHeader('content-type', 'application/json');
     const hold = this.holding?.(delivery) ?? false;
     this.events.emit('delivery', delivery);
-    if (chat && (JSON.parse(body || '{}') as { stream?: boolean }).stream === true) streamCompletion(res, delivery.effect);
+    if (chat && (JSON.parse(body || '{}') as { stream?: boolean }).stream === true) {
+      // A streaming model call (ctx.agent streams: docs/agents.md "Token streams"): the same answer as SSE.
+      sse(res, { id: `chatcmpl-${delivery.effect}`, model: 'chaos', text: `answered ${delivery.effect}`, calls: [], usage: { prompt: 10, completion: 5 } });
+    }
     else if (chat) res.end(JSON.stringify(chatCompletion(delivery.effect)));
     else if (hold) this.held.push(res);
     else if (this.delayMs > 0) setTimeout(() => res.end(JSON.stringify({ applied })), this.delayMs);
@@ -163,17 +167,6 @@ function chatCompletion(prompt: string): unknown {
     choices: [{ index: 0, message: { role: 'assistant', content: `answered ${prompt}` }, finish_reason: 'stop' }],
     usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
   };
-}
-
-/** The same answer as Server-Sent Events, for a streaming model call (`ctx.agent` streams: docs/agents.md "Token streams"). */
-function streamCompletion(res: ServerResponse, prompt: string): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const chunk = (choices: unknown[], extra: object = {}) =>
-    res.write(`data: ${JSON.stringify({ id: `chatcmpl-${prompt}`, object: 'chat.completion.chunk', created: 1_900_000_000, model: 'chaos', choices, ...extra })}\n\n`);
-  chunk([{ index: 0, delta: { role: 'assistant', content: `answered ${prompt}` }, finish_reason: null }]);
-  chunk([{ index: 0, delta: {}, finish_reason: 'stop' }]);
-  chunk([], { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
-  res.end('data: [DONE]\n\n');
 }
 
 /**
