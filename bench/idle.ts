@@ -7,6 +7,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { processCpuMs } from './cpu.js';
+import { runAlone } from './postgres.js';
 import { startServer } from './grpc.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -35,14 +36,8 @@ export async function measureIdle(databaseUrl: string, streams: number, polls: n
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { openBenchDatabase } = await import('./postgres.js');
-  const db = await openBenchDatabase();
-  try {
-    const s = await measureIdle(await db.create('bench_idle_streams'), 1_000, 0);
-    const p = await measureIdle(await db.create('bench_idle_polls'), 0, 500);
-    process.stdout.write(`${JSON.stringify({ streamsCores: s.cores, pollsCores: p.cores })}\n`);
-  } finally {
-    await db.close();
-  }
-}
+await runAlone(import.meta.url, async (db) => {
+  const s = await measureIdle(await db.create('bench_idle_streams'), 1_000, 0);
+  const p = await measureIdle(await db.create('bench_idle_polls'), 0, 500);
+  process.stdout.write(`${JSON.stringify({ streamsCores: s.cores, pollsCores: p.cores })}\n`);
+});

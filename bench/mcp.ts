@@ -6,7 +6,6 @@
 // `node --import tsx bench/mcp.ts`; `npm run bench` includes it as a row.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -17,7 +16,7 @@ import { RunEngine } from '../src/engine/run-engine.js';
 import { SdkMcpConnector } from '../src/mcp/sdk-mcp-connector.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
-import { openBenchDatabase } from './postgres.js';
+import { runAlone } from './postgres.js';
 import { fmt, percentile, pool } from './stats.js';
 
 const SERVER = fileURLToPath(new URL('../test/mcp/fixtures/counting-mcp-server.mjs', import.meta.url));
@@ -90,15 +89,10 @@ export function mcpRows(seq: { mcp: McpRow; local: McpRow }, c16: { mcp: McpRow;
   ];
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+await runAlone(import.meta.url, async (db) => {
   const runs = Number(process.env.BENCH_MCP_RUNS ?? 200);
-  const db = await openBenchDatabase();
-  try {
-    const seq = await measureMcp(await db.create('bench_mcp_seq'), runs, 1);
-    const c16 = await measureMcp(await db.create('bench_mcp_c16'), runs, 16);
-    for (const r of mcpRows(seq, c16)) console.log(r.join(' | '));
-    console.log(`added p50 ms over in process: sequential ${fmt(seq.mcp.p50Ms - seq.local.p50Ms, 3)}, concurrency 16 ${fmt(c16.mcp.p50Ms - c16.local.p50Ms, 3)}`);
-  } finally {
-    await db.close();
-  }
-}
+  const seq = await measureMcp(await db.create('bench_mcp_seq'), runs, 1);
+  const c16 = await measureMcp(await db.create('bench_mcp_c16'), runs, 16);
+  for (const r of mcpRows(seq, c16)) console.log(r.join(' | '));
+  console.log(`added p50 ms over in process: sequential ${fmt(seq.mcp.p50Ms - seq.local.p50Ms, 3)}, concurrency 16 ${fmt(c16.mcp.p50Ms - c16.local.p50Ms, 3)}`);
+});

@@ -3,13 +3,12 @@
 // replica's horizon, the sweeper's alarm), and the resume cache is bounded, so both should stay flat.
 // Alone: `node --import tsx bench/parked.ts [N…]`.
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Registry } from '../src/engine/registry.js';
 import { RunEngine } from '../src/engine/run-engine.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { processCpuMs } from './cpu.js';
+import { runAlone } from './postgres.js';
 import { startServer } from './grpc.js';
 import { park } from './workflows.js';
 
@@ -62,14 +61,8 @@ export async function measureParked(url: string, counts: number[], progress: (m:
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { openBenchDatabase } = await import('./postgres.js');
-  const db = await openBenchDatabase();
-  try {
-    const counts = process.argv.slice(2).map(Number);
-    const figures = await measureParked(await db.create('bench_parked'), counts.length ? counts : [1_000, 100_000], (m) => console.error(m));
-    for (const f of figures) console.log(`${f.parked} parked: server RSS ${f.rssMiB.toFixed(0)} MiB, idle CPU ${f.cores.toFixed(3)} cores (parked at ${f.parkPerSec.toFixed(0)} runs/s)`);
-  } finally {
-    await db.close();
-  }
-}
+await runAlone(import.meta.url, async (db) => {
+  const counts = process.argv.slice(2).map(Number);
+  const figures = await measureParked(await db.create('bench_parked'), counts.length ? counts : [1_000, 100_000], (m) => console.error(m));
+  for (const f of figures) console.log(`${f.parked} parked: server RSS ${f.rssMiB.toFixed(0)} MiB, idle CPU ${f.cores.toFixed(3)} cores (parked at ${f.parkPerSec.toFixed(0)} runs/s)`);
+});

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startEmbeddedPostgres } from '../src/cli/embedded-postgres.js';
 
 export interface BenchDatabase {
@@ -64,5 +65,20 @@ export async function walCounters(url: string): Promise<{ commits: number; walBy
     return { commits: Number(rows[0]!.xid), walBytes: Number(rows[0]!.wal) };
   } finally {
     await c.end();
+  }
+}
+
+/**
+ * A bench row run alone (`node --import tsx bench/<row>.ts`): when `moduleUrl` is the script node
+ * was started with, `measure` runs on a bench database that is closed after it; otherwise (the row
+ * imported by bench/main.ts) nothing happens.
+ */
+export async function runAlone(moduleUrl: string, measure: (db: BenchDatabase) => Promise<void>): Promise<void> {
+  if (!process.argv[1] || path.resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
+  const db = await openBenchDatabase();
+  try {
+    await measure(db);
+  } finally {
+    await db.close();
   }
 }

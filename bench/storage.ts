@@ -3,8 +3,6 @@
 // written per step (pg_current_wal_lsn around the runs), and the bytes per run before and after
 // the runs are purged (backdated past the horizon, store.runPurge in batches, VACUUM FULL so the
 // figure is the space really held). Alone: `node --import tsx bench/storage.ts [runs]`.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
 import { Registry } from '../src/engine/registry.js';
@@ -12,6 +10,7 @@ import { RunEngine } from '../src/engine/run-engine.js';
 import { migrate } from '../src/store/postgres/migrate.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { STEPS, tenSteps } from './workflows.js';
+import { runAlone } from './postgres.js';
 
 export interface StorageFigure {
   runs: number; steps: number; entriesPerRun: number;
@@ -67,13 +66,7 @@ export async function measureStorage(url: string, runs: number): Promise<Storage
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { openBenchDatabase } = await import('./postgres.js');
-  const db = await openBenchDatabase();
-  try {
-    const f = await measureStorage(await db.create('bench_storage'), Number(process.argv[2] ?? 2_000));
-    console.log(JSON.stringify(f, null, 2));
-  } finally {
-    await db.close();
-  }
-}
+await runAlone(import.meta.url, async (db) => {
+  const f = await measureStorage(await db.create('bench_storage'), Number(process.argv[2] ?? 2_000));
+  console.log(JSON.stringify(f, null, 2));
+});

@@ -5,11 +5,10 @@
 // latency, and every token's. Alone: `node --import tsx bench/tokens.ts [runs]`.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { createWaymarkClient } from '../clients/ts/src/index.js';
 import { startServer } from './grpc.js';
+import { runAlone } from './postgres.js';
 import { percentile } from './stats.js';
 
 const WORDS = 20;
@@ -75,13 +74,7 @@ export async function measureTokens(url: string, runs: number): Promise<TokenFig
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { openBenchDatabase } = await import('./postgres.js');
-  const db = await openBenchDatabase();
-  try {
-    const f = await measureTokens(await db.create('bench_tokens'), Number(process.argv[2] ?? 30));
-    console.log(`tokens: ${f.runs} runs of ${WORDS} words: first token p50 ${f.firstP50Ms.toFixed(1)} ms, p99 ${f.firstP99Ms.toFixed(1)} ms; every token p50 ${f.allP50Ms.toFixed(1)} ms, p99 ${f.allP99Ms.toFixed(1)} ms`);
-  } finally {
-    await db.close();
-  }
-}
+await runAlone(import.meta.url, async (db) => {
+  const f = await measureTokens(await db.create('bench_tokens'), Number(process.argv[2] ?? 30));
+  console.log(`tokens: ${f.runs} runs of ${WORDS} words: first token p50 ${f.firstP50Ms.toFixed(1)} ms, p99 ${f.firstP99Ms.toFixed(1)} ms; every token p50 ${f.allP50Ms.toFixed(1)} ms, p99 ${f.allP99Ms.toFixed(1)} ms`);
+});

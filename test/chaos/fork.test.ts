@@ -31,8 +31,9 @@ describe('a fork whose replica dies mid-way', () => {
     const source = await driver.start('chaos-pair', { sink: sink.url, tag: 'f1' });
     await driver.waitEnded([source], 60_000);
     expect((await driver.store.runGet({ runId: source, namespace: NS })).status).toBe('SUCCEEDED');
-    const after = (await driver.store.journalList({ runId: source })).find((e) => e.kind === 'tool' && e.status === 'running' && e.payload !== null && JSON.stringify(e.payload).includes('f1:after'))
-      ?? (await driver.store.journalList({ runId: source })).filter((e) => e.kind === 'tool' && e.status === 'running')[1]!;
+    const sourceEntries = await driver.store.journalList({ runId: source });
+    const after = sourceEntries.find((e) => e.kind === 'tool' && e.status === 'running' && e.payload !== null && JSON.stringify(e.payload).includes('f1:after'))
+      ?? sourceEntries.filter((e) => e.kind === 'tool' && e.status === 'running')[1]!;
     const sourceKey = after.idempotencyKey;
 
     // The fork's own delivery of f1:after is held at the sink: its replica is then mid-effect.
