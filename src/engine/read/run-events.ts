@@ -41,44 +41,39 @@ export interface RunEventsParams {
 }
 
 /** The run's entries after `afterSeq`, ending after the one that settles it (RunNotFoundError first for an unknown run). */
-export async function* runEvents(params: RunEventsParams): AsyncGenerator<JournalEntry, void, undefined> {
-  const { store, runId, namespace, signal } = params;
-  const run = await store.runGet({ runId, namespace });
-  if (params.afterSeq >= run.nextSeq - 1 && settles(run.status, params.followSuspended)) return;
-  const it = journalFollow({ store, runId, namespace, afterSeq: params.afterSeq, signal, ...(params.pollMs ? { pollMs: params.pollMs } : {}) })[Symbol.asyncIterator]();
-  try {
-    for (;;) {
-      const next = await it.next();
-      if (next.done) return;
-      yield next.value;
-      if (await endsHere(store, next.value, namespace, params.followSuspended)) return;
-    }
-  } finally {
-    // Not awaited: a read in flight finishes on its own, and the follower unsubscribes after it.
-    void it.return(undefined).catch(() => undefined);
-  }
+export function runEvents(params: RunEventsParams): AsyncGenerator<JournalEntry, void, undefined> {
+  return untilSettled(params, (p) => journalFollow(p), (entry) => entry);
 }
 
 /**
  * runEvents with the run's model call deltas woven in (StreamRunEvents with `include_deltas`,
  * docs/agents.md "Token streams"): deltas after `afterOffset`, each after its call's entry.
  */
-export async function* runEventsWithDeltas(params: RunEventsParams & { afterOffset: number }): AsyncGenerator<FollowItem, void, undefined> {
+export function runEventsWithDeltas(params: RunEventsParams & { afterOffset: number }): AsyncGenerator<FollowItem, void, undefined> {
+  return untilSettled(params, (p) => runFollow({ ...p, afterOffset: params.afterOffset }), (item) => item.entry);
+}
+
+/** What `follow` yields from `afterSeq` on, ending after the entry that settles the run. */
+async function* untilSettled<T>(
+  params: RunEventsParams,
+  follow: (p: { store: JournalStore; runId: string; namespace: string; afterSeq: number; signal: AbortSignal; pollMs?: number }) => AsyncIterable<T>,
+  entryOf: (item: T) => JournalEntry | undefined,
+): AsyncGenerator<T, void, undefined> {
   const { store, runId, namespace, signal } = params;
   const run = await store.runGet({ runId, namespace });
   if (params.afterSeq >= run.nextSeq - 1 && settles(run.status, params.followSuspended)) return;
-  const it = runFollow({
-    store, runId, namespace, afterSeq: params.afterSeq, afterOffset: params.afterOffset, signal, ...(params.pollMs ? { pollMs: params.pollMs } : {}),
-  })[Symbol.asyncIterator]();
+  const it = follow({ store, runId, namespace, afterSeq: params.afterSeq, signal, ...(params.pollMs ? { pollMs: params.pollMs } : {}) })[Symbol.asyncIterator]();
   try {
     for (;;) {
       const next = await it.next();
       if (next.done) return;
       yield next.value;
-      if (next.value.entry && (await endsHere(store, next.value.entry, namespace, params.followSuspended))) return;
+      const entry = entryOf(next.value);
+      if (entry && (await endsHere(store, entry, namespace, params.followSuspended))) return;
     }
   } finally {
-    void it.return(undefined).catch(() => undefined);
+    // Not awaited: a read in flight finishes on its own, and the follower unsubscribes after it.
+    void it.return?.(undefined)?.catch(() => undefined);
   }
 }
 
