@@ -3,11 +3,9 @@ package waymark
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
@@ -87,21 +85,7 @@ func TestParseFlowRefusesWhatIsNotAFlow(t *testing.T) {
 // flowServer answers FlowService with the next error of its script, then success.
 type flowServer struct {
 	waymarkv1.UnimplementedFlowServiceServer
-	mu       sync.Mutex
-	script   []error
-	requests []proto.Message
-}
-
-func (s *flowServer) next(req proto.Message) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
-	if len(s.script) == 0 {
-		return nil
-	}
-	err := s.script[0]
-	s.script = s.script[1:]
-	return err
+	errorScript
 }
 
 func (s *flowServer) RegisterFlow(_ context.Context, req *waymarkv1.RegisterFlowRequest) (*waymarkv1.RegisterFlowResponse, error) {
@@ -126,16 +110,7 @@ func (s *flowServer) ListFlows(_ context.Context, req *waymarkv1.ListFlowsReques
 }
 
 func serveFlows(t *testing.T, s *flowServer) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	waymarkv1.RegisterFlowServiceServer(srv, s)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return serveGRPC(t, func(srv *grpc.Server) { waymarkv1.RegisterFlowServiceServer(srv, s) })
 }
 
 // RegisterFlow, GetFlow and ListFlows ride through UNAVAILABLE (a registration of the same
@@ -151,7 +126,7 @@ func TestFlowCallsRetryAndCarryTheNamespace(t *testing.T) {
 		func(c *Client) error { _, err := c.ListFlows(ctx); return err },
 	}
 	for i, call := range calls {
-		s := &flowServer{script: restarting()}
+		s := &flowServer{errorScript: errorScript{script: restarting()}}
 		client := dialTest(t, serveFlows(t, s), WithNamespace("payments"))
 		if err := call(client); err != nil || len(s.requests) != 3 {
 			t.Fatalf("call %d: %v after %d attempts, want success after 3", i, err, len(s.requests))
@@ -176,7 +151,7 @@ func TestFlowErrorsAreTyped(t *testing.T) {
 		&errdetails.ErrorInfo{Reason: ReasonFlowNotFound, Domain: "waymark", Metadata: map[string]string{"flow": "nope", "version": "7"}})
 	taken, _ := status.New(codes.AlreadyExists, "taken").WithDetails(
 		&errdetails.ErrorInfo{Reason: ReasonFlowNameTaken, Domain: "waymark", Metadata: map[string]string{"flow": "refund"}})
-	s := &flowServer{script: []error{invalid.Err(), notFound.Err(), taken.Err()}}
+	s := &flowServer{errorScript: errorScript{script: []error{invalid.Err(), notFound.Err(), taken.Err()}}}
 	client := dialTest(t, serveFlows(t, s))
 
 	_, err := client.RegisterFlowDocument(ctx, []byte(refundFlowYAML))

@@ -3,8 +3,6 @@ package waymark
 import (
 	"context"
 	"errors"
-	"net"
-	"sync"
 	"testing"
 
 	waymarkv1 "github.com/waymark-dev/waymark/clients/go/gen/waymark/v1"
@@ -18,21 +16,7 @@ import (
 // mcpServer answers McpService with the next error of its script, then success.
 type mcpServer struct {
 	waymarkv1.UnimplementedMcpServiceServer
-	mu       sync.Mutex
-	script   []error
-	requests []proto.Message
-}
-
-func (s *mcpServer) next(req proto.Message) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
-	if len(s.script) == 0 {
-		return nil
-	}
-	err := s.script[0]
-	s.script = s.script[1:]
-	return err
+	errorScript
 }
 
 func (s *mcpServer) PutMcpServer(_ context.Context, req *waymarkv1.PutMcpServerRequest) (*waymarkv1.PutMcpServerResponse, error) {
@@ -57,16 +41,7 @@ func (s *mcpServer) RemoveMcpServer(_ context.Context, req *waymarkv1.RemoveMcpS
 }
 
 func serveMcp(t *testing.T, s *mcpServer) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	waymarkv1.RegisterMcpServiceServer(srv, s)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return serveGRPC(t, func(srv *grpc.Server) { waymarkv1.RegisterMcpServiceServer(srv, s) })
 }
 
 // PutMcpServer and ListMcpServers ride through UNAVAILABLE and carry the client's namespace;
@@ -81,7 +56,7 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 		Transport: &waymarkv1.McpServer_Http{Http: &waymarkv1.McpHttpTransport{Url: "http://127.0.0.1:8931/mcp"}},
 		Tools:     map[string]*waymarkv1.McpToolRule{"refund": {Policy: waymarkv1.ToolPolicy_TOOL_POLICY_ASK}},
 	}
-	put := &mcpServer{script: restarting()}
+	put := &mcpServer{errorScript: errorScript{script: restarting()}}
 	client := dialTest(t, serveMcp(t, put), WithNamespace("payments"))
 	res, err := client.PutMcpServer(ctx, billing)
 	if err != nil || len(put.requests) != 3 || !res.GetCreated() {
@@ -91,7 +66,7 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 	if sent.GetNamespace() != "payments" || !proto.Equal(sent.GetServer(), billing) {
 		t.Fatalf("put sent %v", sent)
 	}
-	list := &mcpServer{script: restarting()}
+	list := &mcpServer{errorScript: errorScript{script: restarting()}}
 	servers, err := dialTest(t, serveMcp(t, list), WithNamespace("payments")).ListMcpServers(ctx)
 	if err != nil || len(list.requests) != 3 || list.requests[2].(*waymarkv1.ListMcpServersRequest).GetNamespace() != "payments" {
 		t.Fatalf("list: %v after %d attempts", err, len(list.requests))
@@ -99,7 +74,7 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 	if len(servers) != 1 || servers[0].GetHealth().GetState() != "unreachable" || servers[0].GetHealth().GetConsecutiveFailures() != 2 {
 		t.Fatalf("list answered %v", servers)
 	}
-	remove := &mcpServer{script: []error{status.Error(codes.Unavailable, "restarting")}}
+	remove := &mcpServer{errorScript: errorScript{script: []error{status.Error(codes.Unavailable, "restarting")}}}
 	if err := dialTest(t, serveMcp(t, remove), WithNamespace("payments")).RemoveMcpServer(ctx, "billing"); err == nil {
 		t.Fatal("remove: want the UNAVAILABLE of its one attempt")
 	}
@@ -114,7 +89,7 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 func TestMcpServerNotFoundIsTyped(t *testing.T) {
 	notFound, _ := status.New(codes.NotFound, "no such MCP server").WithDetails(
 		&errdetails.ErrorInfo{Reason: ReasonMcpServerNotFound, Domain: "waymark", Metadata: map[string]string{"server": "billing"}})
-	s := &mcpServer{script: []error{notFound.Err()}}
+	s := &mcpServer{errorScript: errorScript{script: []error{notFound.Err()}}}
 	err := dialTest(t, serveMcp(t, s)).RemoveMcpServer(context.Background(), "billing")
 	var missing *McpServerNotFoundError
 	if !errors.As(err, &missing) || missing.Server != "billing" || missing.Code != codes.NotFound {

@@ -77,19 +77,12 @@ func (s *failingServer) DecideApproval(_ context.Context, req *waymarkv1.DecideA
 }
 
 func serveFailing(t *testing.T, s *failingServer) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	waymarkv1.RegisterRunServiceServer(srv, s)
-	waymarkv1.RegisterSignalServiceServer(srv, s)
-	s.health = health.NewServer()
-	healthpb.RegisterHealthServer(srv, s.health)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return lis.Addr().String()
+	return serveGRPC(t, func(srv *grpc.Server) {
+		waymarkv1.RegisterRunServiceServer(srv, s)
+		waymarkv1.RegisterSignalServiceServer(srv, s)
+		s.health = health.NewServer()
+		healthpb.RegisterHealthServer(srv, s.health)
+	})
 }
 
 var fastRetry = RetryPolicy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Budget: 20 * time.Second}

@@ -1,0 +1,44 @@
+package waymark
+
+import (
+	"net"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// errorScript is embedded by the scripted test servers: each request is recorded and answered with
+// the next error of the script, then with success.
+type errorScript struct {
+	mu       sync.Mutex
+	script   []error
+	requests []proto.Message
+}
+
+func (s *errorScript) next(req proto.Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
+	if len(s.script) == 0 {
+		return nil
+	}
+	err := s.script[0]
+	s.script = s.script[1:]
+	return err
+}
+
+// serveGRPC serves what register adds on a loopback port until the test ends, and returns its address.
+func serveGRPC(t *testing.T, register func(srv *grpc.Server)) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	register(srv)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
