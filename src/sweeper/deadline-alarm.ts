@@ -29,11 +29,6 @@ export class DeadlineAlarm {
     logger: Logger;
   }) {}
 
-  /** The time the timer is set for (ms since the epoch, store clock), or null. */
-  get armedAt(): number | null {
-    return this.timer ? this.armedFor : null;
-  }
-
   /** Looks up the next deadline and sets the timer for it when it is near and earlier than the one set. */
   async rearm(): Promise<void> {
     if (this.stopped || !this.o.leading()) return;
