@@ -4,6 +4,7 @@ import type { Run } from '../../src/journal/run.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import type { ScheduleCreate } from '../../src/engine/index.js';
 import { Sweeper } from '../../src/sweeper/sweeper.js';
+import { FakeClock } from '../engine/harness.js';
 
 /*
  * A memory store on an injected clock, one replica's presence serving `job` (so the ticker, which
@@ -11,8 +12,8 @@ import { Sweeper } from '../../src/sweeper/sweeper.js';
  * cases. Tests move the clock and call look(): the ticker's one look, as its timer would.
  */
 export async function scheduleHarness(start: string) {
-  let now = new Date(start);
-  const store = new MemoryStore({ clock: () => now });
+  const clock = new FakeClock(start);
+  const store = new MemoryStore({ clock: clock.now });
   await store.replicaHeartbeat({
     replicaId: 'replica-1', ttlMs: 10 * 365 * 86_400_000,
     workflows: [{ name: 'job', version: '1', digest: 'sha256:job', drift: 'warn', description: '', inputSchema: { type: 'object', required: ['n'] } }],
@@ -23,14 +24,10 @@ export async function scheduleHarness(start: string) {
   const schedules = new Schedules({ store, runs });
   const h = {
     store, sweeper, schedules, runs,
-    now: () => now,
+    now: clock.now,
     /** Moves the store's clock by `ms`. */
-    advance(ms: number) {
-      now = new Date(now.getTime() + ms);
-    },
-    set(iso: string) {
-      now = new Date(iso);
-    },
+    advance: (ms: number) => clock.advance(ms),
+    set: (iso: string) => clock.advance(Date.parse(iso) - clock.now().getTime()),
     /** The watch of an open run comes round (watchMs 200): the clock moves 200 ms, one look. */
     async watch() {
       h.advance(200);
