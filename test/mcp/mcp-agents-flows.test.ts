@@ -4,10 +4,9 @@ import { defineWorkflow } from '../../src/index.js';
 import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { FlowDefinition } from '../../src/engine/flow/flow-definition.js';
-import type { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
 import { NS, shape } from '../engine/harness.js';
-import { allowRule, deliveriesLog, mcpEngine, startHttpMcpServer } from './mcp-fixture.js';
+import { allowRule, closeMcpEngines, deliveriesLog, mcpEngine, startHttpMcpServer } from './mcp-fixture.js';
 
 /*
  * MCP tools offered to the model by ctx.agent and used by flow nodes (docs/agents.md "MCP tools",
@@ -18,22 +17,19 @@ import { allowRule, deliveriesLog, mcpEngine, startHttpMcpServer } from './mcp-f
 
 const log = deliveriesLog();
 let http: Awaited<ReturnType<typeof startHttpMcpServer>>;
-const connectors: SdkMcpConnector[] = [];
 
 beforeAll(async () => {
   http = await startHttpMcpServer(log.file);
 });
 afterAll(async () => {
-  await Promise.all(connectors.map((c) => c.close()));
+  await closeMcpEngines();
   await http.stop();
   log.remove();
 });
 
 async function setup(workflows: Workflow[], tools: Record<string, typeof allowRule> = { refund: allowRule, lookup: allowRule }) {
   const registry = new Registry({ agent: createAgentRuntime({ env: {} }) }).register(...workflows);
-  const made = await mcpEngine(registry, http.url, { shop: { tools } });
-  connectors.push(made.mcp);
-  return made;
+  return mcpEngine(registry, http.url, { shop: { tools } });
 }
 
 const question = z.object({ q: z.string() });

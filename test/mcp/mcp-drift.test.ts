@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/index.js';
 import { Registry } from '../../src/engine/registry.js';
-import type { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
 import type { JournalStore } from '../../src/store/store.js';
 import { NS } from '../engine/harness.js';
-import { deliveriesLog, mcpEngine, startHttpMcpServer } from './mcp-fixture.js';
+import { closeMcpEngines, deliveriesLog, mcpEngine, startHttpMcpServer } from './mcp-fixture.js';
 
 /*
  * A parked run whose pinned MCP tool changed on the server (docs/mcp.md "Drift"). The counting
@@ -19,13 +18,12 @@ import { deliveriesLog, mcpEngine, startHttpMcpServer } from './mcp-fixture.js';
 const log = deliveriesLog();
 let before: Awaited<ReturnType<typeof startHttpMcpServer>>;
 let after: Awaited<ReturnType<typeof startHttpMcpServer>>;
-const connectors: SdkMcpConnector[] = [];
 
 beforeAll(async () => {
   [before, after] = await Promise.all([startHttpMcpServer(log.file), startHttpMcpServer(log.file, { MCP_VARIANT: 'drifted' })]);
 });
 afterAll(async () => {
-  await Promise.all(connectors.map((c) => c.close()));
+  await closeMcpEngines();
   await Promise.all([before.stop(), after.stop()]);
   log.remove();
 });
@@ -43,7 +41,6 @@ function parkedThenCalls(name: string, call: (ctx: Parameters<Parameters<typeof 
 
 async function parkAndDrift(workflow: Workflow, orderId: string) {
   const made = await mcpEngine(new Registry().register(workflow), before.url, { shop: {} });
-  connectors.push(made.mcp);
   const { engine, store } = made;
   const started = await engine.runStart({ namespace: NS, workflowName: workflow.name, input: { order: orderId }, execute: true });
   expect(started.run.status).toBe('SUSPENDED');

@@ -59,9 +59,17 @@ export function stdioMcpTransport(deliveries: string): McpTransport {
 
 export const allowRule: McpToolRule = { policy: 'allow', mutating: null, timeoutMs: null };
 
+/** Every connector mcpEngine made and closeMcpEngines has not closed yet. */
+const opened: SdkMcpConnector[] = [];
+
+/** Closes the connectors of every engine mcpEngine made (a test file's afterAll). */
+export async function closeMcpEngines(): Promise<void> {
+  await Promise.all(opened.splice(0).map((c) => c.close()));
+}
+
 /**
  * An engine on a memory store with `servers` registered in namespace NS (default transport: `url`
- * over Streamable HTTP) and a real SdkMcpConnector; the caller closes `mcp`.
+ * over Streamable HTTP) and a real SdkMcpConnector, closed by closeMcpEngines.
  */
 export async function mcpEngine(
   registry: Registry, url: string, servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>,
@@ -73,6 +81,7 @@ export async function mcpEngine(
     await store.mcpServerPut({ namespace: NS, name, transport: s.transport ?? { kind: 'http', url, headers: {} }, tools: s.tools ?? {} });
   }
   const mcp = new SdkMcpConnector({ store, ...connector });
+  opened.push(mcp);
   const engine = new RunEngine({ store, registry, holder: 'replica-1', leaseTtlMs: TTL, clock: clock.now, mcp });
   return { store, engine, mcp, clock };
 }

@@ -3,10 +3,9 @@ import { z } from 'zod';
 import { defineWorkflow } from '../../src/index.js';
 import { Registry } from '../../src/engine/registry.js';
 import type { Workflow } from '../../src/engine/author/workflow.js';
-import type { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
 import type { McpToolRule, McpTransport } from '../../src/store/store.js';
 import { NS, shape } from '../engine/harness.js';
-import { allowRule, deliveriesLog, mcpEngine, startHttpMcpServer, stdioMcpTransport } from './mcp-fixture.js';
+import { allowRule, closeMcpEngines, deliveriesLog, mcpEngine, startHttpMcpServer, stdioMcpTransport } from './mcp-fixture.js';
 
 /*
  * ctx.tool('server.tool') against real MCP servers (docs/mcp.md): the counting server of
@@ -17,13 +16,12 @@ import { allowRule, deliveriesLog, mcpEngine, startHttpMcpServer, stdioMcpTransp
 
 const log = deliveriesLog();
 let http: Awaited<ReturnType<typeof startHttpMcpServer>>;
-const connectors: SdkMcpConnector[] = [];
 
 beforeAll(async () => {
   http = await startHttpMcpServer(log.file);
 });
 afterAll(async () => {
-  await Promise.all(connectors.map((c) => c.close()));
+  await closeMcpEngines();
   await http.stop();
   log.remove();
 });
@@ -31,8 +29,7 @@ afterAll(async () => {
 const allow = allowRule;
 
 async function setup(workflows: Workflow[], servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>) {
-  const { store, engine, mcp } = await mcpEngine(new Registry().register(...workflows), http.url, servers);
-  connectors.push(mcp);
+  const { store, engine } = await mcpEngine(new Registry().register(...workflows), http.url, servers);
   return { store, engine };
 }
 
