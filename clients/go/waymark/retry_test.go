@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,28 +23,8 @@ import (
 type failingServer struct {
 	waymarkv1.UnimplementedRunServiceServer
 	waymarkv1.UnimplementedSignalServiceServer
-	mu       sync.Mutex
-	script   []error
-	requests []any
-	health   *health.Server
-}
-
-func (s *failingServer) next(req any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
-	if len(s.script) == 0 {
-		return nil
-	}
-	err := s.script[0]
-	s.script = s.script[1:]
-	return err
-}
-
-func (s *failingServer) calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.requests)
+	errorScript
+	health *health.Server
 }
 
 func (s *failingServer) GetRun(_ context.Context, req *waymarkv1.GetRunRequest) (*waymarkv1.GetRunResponse, error) {
@@ -105,11 +84,11 @@ func dialTest(t *testing.T, addr string, opts ...Option) *Client {
 // UNAVAILABLE is retried until the call succeeds; RESOURCE_EXHAUSTED only with RetryInfo, and
 // then after at least the delay the server asked for.
 func TestRetryOnUnavailableAndRetryInfo(t *testing.T) {
-	s := &failingServer{script: []error{
+	s := &failingServer{errorScript: errorScript{script: []error{
 		status.Error(codes.Unavailable, "restarting"),
 		retryInfo(codes.ResourceExhausted, 200*time.Millisecond),
 		status.Error(codes.Unavailable, "restarting"),
-	}}
+	}}}
 	client := dialTest(t, serveFailing(t, s))
 	began := time.Now()
 	res, err := client.GetRun(context.Background(), "run-7")
@@ -130,7 +109,7 @@ func TestNoRetryOnFinalCodes(t *testing.T) {
 		codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.AlreadyExists, codes.PermissionDenied,
 		codes.Unauthenticated, codes.DeadlineExceeded, codes.Internal, codes.ResourceExhausted,
 	} {
-		s := &failingServer{script: []error{status.Error(code, "no")}}
+		s := &failingServer{errorScript: errorScript{script: []error{status.Error(code, "no")}}}
 		client := dialTest(t, serveFailing(t, s))
 		_, err := client.GetRun(context.Background(), "run-1")
 		if status.Code(err) != code || s.calls() != 1 {
@@ -153,7 +132,7 @@ func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	s := &failingServer{script: unavailable(2)}
+	s := &failingServer{errorScript: errorScript{script: unavailable(2)}}
 	client := dialTest(t, serveFailing(t, s))
 	started, err := client.StartRun(ctx, "refund", map[string]any{}, StartOptions{})
 	if err != nil || !started.GetCreated() {
@@ -166,7 +145,7 @@ func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 
 	once := func(call func(c *Client) error) {
 		t.Helper()
-		s := &failingServer{script: unavailable(1)}
+		s := &failingServer{errorScript: errorScript{script: unavailable(1)}}
 		c := dialTest(t, serveFailing(t, s))
 		var u *UnavailableError
 		if err := call(c); !errors.As(err, &u) || s.calls() != 1 {
@@ -193,7 +172,7 @@ func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 	// A plain resume is retried; a retry answered WRONG_STATE (the run is executing: an earlier
 	// attempt was applied) returns the run as GetRun reads it.
 	wrongState, _ := status.New(codes.FailedPrecondition, "executing").WithDetails(&errdetails.ErrorInfo{Reason: ReasonWrongState, Domain: "waymark"})
-	s = &failingServer{script: []error{status.Error(codes.Unavailable, "restarting"), wrongState.Err()}}
+	s = &failingServer{errorScript: errorScript{script: []error{status.Error(codes.Unavailable, "restarting"), wrongState.Err()}}}
 	client = dialTest(t, serveFailing(t, s))
 	if res, err := client.Resume(ctx, "run-9", ResumeOptions{}); err != nil || res.GetRun().GetId() != "run-9" || s.calls() != 3 {
 		t.Fatalf("Resume: %v %v after %d calls, want the run from GetRun after 2 attempts", res, err, s.calls())
@@ -202,12 +181,12 @@ func TestRetryOnlyWhatIsSafeToRepeat(t *testing.T) {
 		t.Fatalf("third call %T, want GetRun", s.requests[2])
 	}
 
-	s = &failingServer{script: unavailable(2)}
+	s = &failingServer{errorScript: errorScript{script: unavailable(2)}}
 	client = dialTest(t, serveFailing(t, s))
 	if _, err := client.PreviewResume(ctx, "run-1"); err != nil || s.calls() != 3 {
 		t.Fatalf("PreviewResume: %v after %d attempts, want success after 3", err, s.calls())
 	}
-	s = &failingServer{script: unavailable(2)}
+	s = &failingServer{errorScript: errorScript{script: unavailable(2)}}
 	client = dialTest(t, serveFailing(t, s))
 	if _, err := client.Approve(ctx, "a:1", Decision{By: "x"}); err != nil || s.calls() != 3 {
 		t.Fatalf("Approve: %v after %d attempts, want success after 3", err, s.calls())

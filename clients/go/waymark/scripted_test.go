@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 )
 
 // errorScript is embedded by the scripted test servers: each request is recorded and answered with
@@ -14,10 +13,10 @@ import (
 type errorScript struct {
 	mu       sync.Mutex
 	script   []error
-	requests []proto.Message
+	requests []any
 }
 
-func (s *errorScript) next(req proto.Message) error {
+func (s *errorScript) next(req any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, req)
@@ -41,4 +40,11 @@ func serveGRPC(t *testing.T, register func(srv *grpc.Server)) string {
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
+}
+
+// calls is how many requests arrived so far.
+func (s *errorScript) calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
 }
