@@ -4,14 +4,14 @@ import type { McpServerRecord } from '../../store/store.js';
 import type { Json } from '../../journal/run.js';
 import { canonicalJson, schemaHash, sha256Hex } from '../replay/content-key.js';
 import { TOOL_RETRY_DEFAULT } from '../author/retry.js';
-import { z } from 'zod';
-import { TOOL_BRAND, type Tool, type ToolPolicy } from '../author/tool.js';
+import type { Tool, ToolPolicy } from '../author/tool.js';
 import { WaymarkError } from '../../journal/errors.js';
 import { InvalidInputError, McpServerNotFoundError, McpToolDriftError, ToolNotFoundError } from '../errors.js';
 import { validatePinned } from '../replay/payload-schema.js';
 import { perform } from './effect-runner.js';
 import type { Execution } from './execution.js';
 import type { McpConnector, McpToolListing } from './mcp-connector.js';
+import { toolStandIn } from './tool-stand-in.js';
 
 export type { McpConnector, McpToolListing } from './mcp-connector.js';
 
@@ -102,21 +102,9 @@ export async function mcpToolStandIn(exec: Execution, name: string, scope: strin
   const pin = await mcpPin(exec, target.server, scope);
   const t = pin.tools.find((p) => p.name === target.tool);
   if (!t) throw new ToolNotFoundError(name);
-  return Object.freeze({
-    [TOOL_BRAND]: true as const,
-    name,
-    description: t.description,
-    input: z.unknown(),
-    inputSchema: validatedAs2020(t.inputSchema),
-    policy: t.policy,
-    retry: TOOL_RETRY_DEFAULT,
-    timeoutMs: t.timeoutMs,
-    mcp: true,
-    isMutating: () => t.mutating,
-    execute: async (): Promise<unknown> => {
-      throw new Error(`internal: MCP tool "${name}" was executed in process; it is called through ctx.tool`);
-    },
-  });
+  return toolStandIn({
+    name, description: t.description, inputSchema: validatedAs2020(t.inputSchema), policy: t.policy, timeoutMs: t.timeoutMs, mutating: t.mutating,
+  }, 'mcp');
 }
 
 /** The execution's connector; an execution without one (a preview, an engine built without MCP) cannot call a server. */

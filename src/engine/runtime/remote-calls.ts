@@ -1,11 +1,10 @@
 // runtime/: RemoteCalls, what a replica knows of remote tools (declarations, cached) and how a call becomes a task.
 // Must not journal anything: the call's entries go through effect-runner; this only reads declarations and writes tasks.
 import { EventEmitter } from 'node:events';
-import { z } from 'zod';
 import type { JournalStore, RemoteTask, RemoteTaskCreateParams, RemoteToolDeclaration, RemoteToolInfo } from '../../store/store.js';
-import { TOOL_RETRY_DEFAULT } from '../author/retry.js';
-import { TOOL_BRAND, type Tool } from '../author/tool.js';
+import type { Tool } from '../author/tool.js';
 import type { Waiting } from './suspension.js';
+import { toolStandIn } from './tool-stand-in.js';
 
 /*
  * Remote tools (docs/workers.md): tools served by workers over WorkerService. A run's ctx.tool for
@@ -40,21 +39,7 @@ export interface RemoteCallsOptions {
  * agent host calls it by name through ctx.tool's remote path).
  */
 export function remoteToolStandIn(d: RemoteToolDeclaration): Tool {
-  return Object.freeze({
-    [TOOL_BRAND]: true as const,
-    name: d.name,
-    description: d.description,
-    input: z.unknown(),
-    inputSchema: d.inputSchema ?? {},
-    policy: d.policy,
-    retry: TOOL_RETRY_DEFAULT,
-    timeoutMs: d.timeoutMs,
-    remote: true,
-    isMutating: () => d.mutating,
-    execute: async (): Promise<unknown> => {
-      throw new Error(`internal: remote tool "${d.name}" was executed in process; it is dispatched to a worker`);
-    },
-  });
+  return toolStandIn({ ...d, inputSchema: d.inputSchema ?? {} }, 'remote');
 }
 
 export class RemoteCalls {
