@@ -32,6 +32,9 @@ type Reconnect struct {
 	Attempt int
 	// AfterSeq is the seq the stream resumes after: the last one delivered, -1 when none yet.
 	AfterSeq int64
+	// AfterOffset is the model delta offset a token stream (Tokens) resumes after: the last one
+	// delivered, -1 when none yet (always -1 for Events).
+	AfterOffset int64
 	// Err is what ended the previous connection (an *UnavailableError for a dropped one).
 	Err error
 }
@@ -50,12 +53,28 @@ type Reconnect struct {
 //		fmt.Println(ev.GetSeq(), ev.GetStatusChanged().GetStatus())
 //	}
 func (c *Client) Events(ctx context.Context, runID string, opts EventsOptions) iter.Seq2[*waymarkv1.RunEvent, error] {
+	return c.followEvents(ctx, runID, opts, false, nil)
+}
+
+// cursor is where a stream resumes: the last seq and, for a stream with deltas, the last delta
+// offset it delivered (-1: none yet).
+type cursor struct {
+	seq, offset int64
+	deltas      bool
+}
+
+// followEvents is Events, and with deltas the same stream with model call deltas (Tokens),
+// resumed after afterOffset too.
+func (c *Client) followEvents(ctx context.Context, runID string, opts EventsOptions, deltas bool, afterOffset *int64) iter.Seq2[*waymarkv1.RunEvent, error] {
 	return func(yield func(*waymarkv1.RunEvent, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		last := int64(-1)
+		last := cursor{seq: -1, offset: -1, deltas: deltas}
 		if opts.AfterSeq != nil {
-			last = *opts.AfterSeq
+			last.seq = *opts.AfterSeq
+		}
+		if afterOffset != nil {
+			last.offset = *afterOffset
 		}
 		ceiling := c.backoff.Initial
 		attempt := 0
@@ -97,7 +116,7 @@ func (c *Client) Events(ctx context.Context, runID string, opts EventsOptions) i
 			}
 			attempt++
 			if opts.OnReconnect != nil {
-				opts.OnReconnect(Reconnect{Attempt: attempt, AfterSeq: last, Err: mapError(res.err)})
+				opts.OnReconnect(Reconnect{Attempt: attempt, AfterSeq: last.seq, AfterOffset: last.offset, Err: mapError(res.err)})
 			}
 			if !wait.Sleep(ctx, delay) {
 				yield(nil, ctx.Err())
@@ -130,11 +149,15 @@ type followed struct {
 }
 
 // follow runs one stream.
-func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, last *int64, yield func(*waymarkv1.RunEvent, error) bool) (res followed) {
-	req := &waymarkv1.StreamRunEventsRequest{Namespace: c.namespace, RunId: runID, FollowSuspended: opts.FollowSuspended}
-	if *last >= 0 {
-		after := *last
+func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, last *cursor, yield func(*waymarkv1.RunEvent, error) bool) (res followed) {
+	req := &waymarkv1.StreamRunEventsRequest{Namespace: c.namespace, RunId: runID, FollowSuspended: opts.FollowSuspended, IncludeDeltas: last.deltas}
+	if last.seq >= 0 {
+		after := last.seq
 		req.AfterSeq = &after
+	}
+	if last.deltas && last.offset >= 0 {
+		after := last.offset
+		req.AfterDeltaOffset = &after
 	}
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -158,10 +181,18 @@ func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, l
 			return res
 		}
 		ev := msg.GetEvent()
-		if ev.GetSeq() <= *last {
-			continue // already delivered before a reconnect
+		if d := ev.GetModelDelta(); d != nil {
+			// A delta carries its call's seq, already delivered: its own cursor is the offset.
+			if !last.deltas || d.GetOffset() <= last.offset {
+				continue // already delivered before a reconnect
+			}
+			last.offset = d.GetOffset()
+		} else {
+			if ev.GetSeq() <= last.seq {
+				continue // already delivered before a reconnect
+			}
+			last.seq = ev.GetSeq()
 		}
-		*last = ev.GetSeq()
 		res.progressed = true
 		if !yield(ev, nil) {
 			res.ended = true

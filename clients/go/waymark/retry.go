@@ -34,7 +34,8 @@ var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * t
 // repeatable reports whether repeating req is safe, so a failed attempt may be retried; the table
 // of docs/clients.md, which names the server behaviour each row relies on. Reads are; a start with
 // an idempotency key, a signal with a signal id and a decision with a request id are (the server
-// answers a repeat like the first call; StartRun, SendSignal and Approve/Deny always set one);
+// answers a repeat like the first call; StartRun, SendSignal and Approve/Deny always set one); so
+// is ForkRun with an idempotency key (Fork always sets one) or as a dry run, and CompareRuns;
 // CancelRun is (cancelling a cancelled run returns it unchanged); so is RegisterFlow (the same
 // content as the latest version again stores nothing and returns that version) and PutMcpServer (a
 // repeat puts the same registration; RemoveMcpServer is not: a repeat answers NOT_FOUND); ResumeRun is as a dry run, a
@@ -48,7 +49,7 @@ var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * t
 func repeatable(method string, req any) bool {
 	switch method {
 	case "/waymark.v1.RunService/GetRun", "/waymark.v1.RunService/ListRuns", "/waymark.v1.RunService/GetJournal",
-		"/waymark.v1.RunService/ListWorkflows", "/waymark.v1.RunService/GetRunProvenance",
+		"/waymark.v1.RunService/ListWorkflows", "/waymark.v1.RunService/GetRunProvenance", "/waymark.v1.RunService/CompareRuns",
 		"/waymark.v1.SignalService/ListApprovals", "/waymark.v1.SignalService/GetApproval",
 		"/waymark.v1.RunService/CancelRun",
 		"/waymark.v1.WorkerService/ListTools", "/waymark.v1.WorkerService/RegisterWorker",
@@ -59,6 +60,9 @@ func repeatable(method string, req any) bool {
 	case "/waymark.v1.RunService/StartRun":
 		r, ok := req.(*waymarkv1.StartRunRequest)
 		return ok && r.GetIdempotencyKey() != ""
+	case "/waymark.v1.RunService/ForkRun":
+		r, ok := req.(*waymarkv1.ForkRunRequest)
+		return ok && (r.GetDryRun() || r.GetIdempotencyKey() != "")
 	case "/waymark.v1.SignalService/SendSignal":
 		r, ok := req.(*waymarkv1.SendSignalRequest)
 		return ok && r.GetSignalId() != ""
