@@ -6,6 +6,8 @@ the typed errors of :mod:`waymark.errors` and retry as docs/clients.md says. ``w
 and the other enums of :mod:`waymark.enums` name the API's enum values. The generated protobuf and gRPC modules are
 ``waymark.v1.*`` (``run_pb2``, ``run_service_pb2_grpc``, ...). ``client.flows`` registers and
 reads declarative flows (``waymark.parse_flow`` reads one from a dict, JSON or YAML).
+``client.fork``, ``client.preview_fork`` and ``client.compare_runs`` fork and compare runs
+(docs/forks.md); ``client.tokens`` yields the text of a run's model calls as they write it.
 """
 
 # The generated code is the package waymark.v1, written by buf into a separate, generated-only
@@ -16,6 +18,7 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 from waymark._environment import DEFAULT_ADDRESS  # noqa: E402
 from waymark._retry import Backoff, RetryPolicy  # noqa: E402
 from waymark._follow import Reconnect  # noqa: E402
+from waymark._tokens import AttemptStarted, CallFinished, Token, TokenText  # noqa: E402
 from waymark._flows import FlowSource, parse_flow  # noqa: E402
 from waymark._json import from_value, to_value  # noqa: E402
 from waymark.aio import AsyncClient  # noqa: E402
@@ -50,8 +53,10 @@ __all__ = [
     "AlreadyResolved",
     "ApprovalNotFound",
     "ApprovalState",
+    "AttemptStarted",
     "AsyncClient",
     "Backoff",
+    "CallFinished",
     "Client",
     "DriftRecovery",
     "WaitFor",
@@ -75,6 +80,8 @@ __all__ = [
     "RunNotFound",
     "RunStatus",
     "Task",
+    "Token",
+    "TokenText",
     "ToolError",
     "Unavailable",
     "WaymarkError",

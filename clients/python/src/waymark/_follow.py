@@ -39,6 +39,9 @@ class Reconnect:
     """The seq the stream resumes after: the last one delivered, -1 when none yet."""
     error: WaymarkError
     """What ended the previous connection (:class:`waymark.Unavailable` for a dropped one)."""
+    after_offset: int = -1
+    """The model delta offset a token stream (``tokens``) resumes after: the last one delivered,
+    -1 when none yet (always -1 for ``events``)."""
 
 
 def reconnectable(error: WaymarkError) -> bool:
@@ -55,9 +58,13 @@ class Follow:
     runs from the first failure since the last success, an event or a reconnect the server
     answered (a GetRun of the run: a follow stream of a parked run sends nothing)."""
 
-    def __init__(self, backoff: Backoff, after_seq: int | None, timeout: float | None) -> None:
+    def __init__(
+        self, backoff: Backoff, after_seq: int | None, timeout: float | None, *, deltas: bool = False, after_offset: int | None = None
+    ) -> None:
         self.backoff = backoff
         self.last = after_seq if after_seq is not None else -1
+        self.deltas = deltas  # a stream with model call deltas, resumed after last_offset too
+        self.last_offset = after_offset if after_offset is not None else -1
         self.deadline = Deadline(timeout)
         self.failing_since: float | None = None
         self.attempt = 0
@@ -92,10 +99,16 @@ class Follow:
         return self.deadline.remaining()
 
     def fresh(self, event: run_pb2.RunEvent) -> bool:
-        """Whether to yield ``event``: not one delivered before a reconnect."""
-        if event.seq <= self.last:
+        """Whether to yield ``event``: not one delivered before a reconnect. A model delta carries
+        its call's seq, already delivered: its own cursor is its offset."""
+        if event.WhichOneof("body") == "model_delta":
+            if not self.deltas or event.model_delta.offset <= self.last_offset:
+                return False
+            self.last_offset = event.model_delta.offset
+        elif event.seq <= self.last:
             return False
-        self.last = event.seq
+        else:
+            self.last = event.seq
         self.failing_since, self.attempt = None, 0
         return True
 
@@ -114,7 +127,7 @@ class Follow:
         if window > 0 and now - self.failing_since + wait > window:
             return None
         self.attempt += 1
-        return Reconnect(self.attempt, self.last, error), wait
+        return Reconnect(self.attempt, self.last, error, self.last_offset), wait
 
 
 def events(
@@ -137,11 +150,19 @@ def events(
     (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
     Closing the generator cancels the stream.
     """
-    follow = Follow(core.backoff, after_seq, timeout)
+    return (yield from follow_events(core, run_id, Follow(core.backoff, after_seq, timeout), follow_suspended, on_reconnect))
+
+
+def follow_events(
+    core: Core, run_id: str, follow: Follow, follow_suspended: bool, on_reconnect: Callable[[Reconnect], None] | None
+) -> Items[run_pb2.RunEvent]:
+    """``events``, and with ``follow.deltas`` the same stream with model call deltas (``tokens``)."""
     while True:
         error = (yield from _reconnected(core, run_id, follow)) if follow.reconnecting else None
         if error is None:
-            request = _requests.stream_events(core.namespace, run_id, follow.last, follow_suspended)
+            request = _requests.stream_events(
+                core.namespace, run_id, follow.last, follow_suspended, after_offset=follow.last_offset if follow.deltas else None
+            )
             call = yield Stream(core.runs.StreamRunEvents, request, follow.stream_timeout())
             try:
                 while (response := (yield Read(call))) is not END:

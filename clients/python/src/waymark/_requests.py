@@ -86,10 +86,47 @@ def get_journal(namespace: str, run_id: str, after_seq: int | None, page_size: i
     return request
 
 
-def stream_events(namespace: str, run_id: str, after_seq: int, follow_suspended: bool) -> run_service_pb2.StreamRunEventsRequest:
+def stream_events(
+    namespace: str, run_id: str, after_seq: int, follow_suspended: bool, *, after_offset: int | None = None
+) -> run_service_pb2.StreamRunEventsRequest:
+    """``after_offset`` not None: with model call deltas, after that offset (-1: from the first)."""
     request = run_service_pb2.StreamRunEventsRequest(namespace=namespace, run_id=run_id, follow_suspended=follow_suspended)
     if after_seq >= 0:
         request.after_seq = after_seq
+    if after_offset is not None:
+        request.include_deltas = True
+        if after_offset >= 0:
+            request.after_delta_offset = after_offset
+    return request
+
+
+def fork_run(
+    namespace: str,
+    run_id: str,
+    at_seq: int,
+    *,
+    input: Any,
+    model: str,
+    workflow_version: str,
+    decision: str | bool | None,
+    decision_comment: str,
+    decided_by: str,
+    budget_usd: float | None,
+    labels: Mapping[str, str] | None,
+) -> run_service_pb2.ForkRunRequest:
+    request = run_service_pb2.ForkRunRequest(
+        namespace=namespace, run_id=run_id, at_seq=at_seq, model=model, workflow_version=workflow_version, labels=dict(labels or {})
+    )
+    value = to_value(input)
+    if value is not None:
+        request.input.CopyFrom(value)
+    if decision is not None:
+        if decision not in ("approve", "deny", True, False):
+            raise ValueError(f"decision must be 'approve', 'deny', True or False, not {decision!r}")
+        approve = decision is True or decision == "approve"
+        request.decision.CopyFrom(run_service_pb2.ForkDecision(approve=approve, comment=decision_comment, by=decided_by))
+    if budget_usd is not None:
+        request.budget_usd = budget_usd
     return request
 
 

@@ -51,9 +51,11 @@ class RetryPolicy:
 # it is sent once, after waiting for a connection.
 # RegisterFlow is too: the same content as the latest version again stores nothing and answers
 # that version. So is PutMcpServer (a repeat puts the same registration); RemoveMcpServer is not
-# (a repeat of an applied removal answers NOT_FOUND).
+# (a repeat of an applied removal answers NOT_FOUND). CompareRuns is a read; ForkRun is safe with an
+# idempotency key (the client always sets one: a repeat returns the first fork) or as a dry run.
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
+    | {"CompareRuns"}
     | {"RegisterFlow", "GetFlow", "ListFlows"}
     | {"PutMcpServer", "ListMcpServers"}
 )
@@ -70,6 +72,8 @@ def repeatable(method: str, request: Any) -> bool:
         return True
     if method == "StartRun":
         return bool(request.idempotency_key)
+    if method == "ForkRun":
+        return bool(request.dry_run or request.idempotency_key)
     if method == "SendSignal":
         return bool(request.signal_id)
     if method == "DecideApproval":

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import grpc
 from grpc import aio
 
-from waymark import _follow, _runs, _signals, _unary
+from waymark import _follow, _forks, _runs, _signals, _tokens, _unary
 from waymark._core import ClientCore
 from waymark._flows import AsyncFlows
 from waymark._mcp import AsyncMcpServers
@@ -74,6 +74,12 @@ class AsyncClient(ClientCore):
     cancel = awaitable(_runs.cancel)
     list_workflows = awaitable(_runs.list_workflows)
     provenance = awaitable(_runs.provenance)
+    tokens = async_iter(_tokens.tokens)
+
+    # Forks and comparing runs (docs/forks.md)
+    fork = awaitable(_forks.fork)
+    preview_fork = awaitable(_forks.preview_fork)
+    compare_runs = awaitable(_forks.compare_runs)
 
     # Signals and approvals
     send_signal = awaitable(_signals.send_signal)

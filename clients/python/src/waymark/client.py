@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from waymark import _follow, _runs, _signals, _unary
+from waymark import _follow, _forks, _runs, _signals, _tokens, _unary
 from waymark._core import ClientCore
 from waymark._flows import Flows
 from waymark._mcp import McpServers
@@ -79,6 +79,12 @@ class Client(ClientCore):
     cancel = blocking(_runs.cancel)
     list_workflows = blocking(_runs.list_workflows)
     provenance = blocking(_runs.provenance)
+    tokens = blocking_iter(_tokens.tokens)
+
+    # Forks and comparing runs (docs/forks.md)
+    fork = blocking(_forks.fork)
+    preview_fork = blocking(_forks.preview_fork)
+    compare_runs = blocking(_forks.compare_runs)
 
     # Signals and approvals
     send_signal = blocking(_signals.send_signal)
