@@ -73,6 +73,7 @@ const schema = z.object({
   WAYMARK_LOG_FORMAT: z.enum(['auto', 'json', 'pretty'], { error: 'must be auto, json or pretty' }).default('auto'),
   WAYMARK_MAX_REQUEST_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.requestBytes),
   WAYMARK_MAX_PAYLOAD_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadBytes),
+  WAYMARK_PAYLOAD_INLINE_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadInlineBytes),
   WAYMARK_MAX_JOURNAL_ENTRIES: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.journalEntries),
   WAYMARK_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.streamsPerReplica),
   WAYMARK_MAX_FLOW_NODES: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowNodes),
@@ -235,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     limits: {
       requestBytes: e.WAYMARK_MAX_REQUEST_BYTES,
       payloadBytes: e.WAYMARK_MAX_PAYLOAD_BYTES,
+      payloadInlineBytes: e.WAYMARK_PAYLOAD_INLINE_BYTES,
       journalEntries: e.WAYMARK_MAX_JOURNAL_ENTRIES,
       streamsPerReplica: e.WAYMARK_MAX_STREAMS,
       definitions: {

@@ -49,10 +49,21 @@ export interface JournalEntry {
    */
   attempt: number | null;
   createdAt: Date;
+  /**
+   * Set only on an entry read with `payloads: 'reference'` (JournalListParams) whose payload is
+   * stored out of line: `payload` is then null and this says what it was. docs/journal.md "Large payloads".
+   */
+  payloadRef?: PayloadRef;
+}
+
+/** A payload stored out of line: the SHA-256 (hex) of its JSON text and the size of that text in bytes. */
+export interface PayloadRef {
+  sha256: string;
+  sizeBytes: number;
 }
 
 /** What a writer supplies; the store assigns seq and createdAt. */
-export type NewJournalEntry = Omit<JournalEntry, 'runId' | 'seq' | 'createdAt'>;
+export type NewJournalEntry = Omit<JournalEntry, 'runId' | 'seq' | 'createdAt' | 'payloadRef'>;
 
 /** Fills the optional columns of a new entry with nulls so callers name only what they mean. */
 export function newEntry(

@@ -8,6 +8,12 @@ export interface Limits {
   requestBytes: number;
   /** Largest JSON payload (input, output, signal, tool result), in bytes of its JSON text. */
   payloadBytes: number;
+  /**
+   * A journal entry's result (an `ok` or `info` entry's payload) whose JSON text is over this many
+   * bytes is stored once per run in a table of its own and referenced from the entry, so paging
+   * and listing read small rows (docs/journal.md "Large payloads"). Not a limit: nothing is refused.
+   */
+  payloadInlineBytes: number;
   /** Most journal entries one run may hold. */
   journalEntries: number;
   /** Most concurrent event streams one replica serves. */
@@ -19,6 +25,7 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   requestBytes: 4 * 1024 * 1024,
   payloadBytes: 1024 * 1024,
+  payloadInlineBytes: 64 * 1024,
   journalEntries: 100_000,
   streamsPerReplica: 1000,
   definitions: DEFAULT_DEFINITION_LIMITS,

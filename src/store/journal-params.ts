@@ -21,6 +21,13 @@ export interface JournalListParams {
   /** At most this many; default all. */
   limit?: number;
   namespace?: string;
+  /**
+   * `inline` (the default): every entry with its payload, those stored out of line fetched with the
+   * page in the same read (replay, resume, forks). `reference`: an entry whose payload is stored out
+   * of line comes back with `payload` null and `payloadRef` set, so a page reads small rows
+   * (GetJournal, listings). docs/journal.md "Large payloads".
+   */
+  payloads?: 'inline' | 'reference';
 }
 
 export interface JournalCostTotalsParams {

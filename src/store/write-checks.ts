@@ -9,7 +9,8 @@ import type { RunCreateParams } from './store.js';
  * Shared by the memory and Postgres stores so the conformance suite sees the same answers.
  */
 
-export function assertRunCreateFits(params: RunCreateParams, limits: Limits): void {
+/** Returns the sizes of the prefix entries' payloads (assertEntriesFit), empty without a prefix. */
+export function assertRunCreateFits(params: RunCreateParams, limits: Limits): number[] {
   assertJsonStorable('input', params.input, limits.payloadBytes);
   assertJsonStorable('labels', params.labels ?? null, limits.payloadBytes);
   if (params.timeoutMs !== undefined && params.timeoutMs !== null) {
@@ -18,9 +19,11 @@ export function assertRunCreateFits(params: RunCreateParams, limits: Limits): vo
   }
   if (params.journal?.length) {
     if (!params.leaseFor || params.leaseFor.recordRunning) throw new TypeError('runCreate with `journal` needs leaseFor without recordRunning');
-    assertEntriesFit(params.journal, limits);
+    const sizes = assertEntriesFit(params.journal, limits);
     if (params.journal.length > limits.journalEntries) throw new RangeError(`journal holds ${params.journal.length} entries, over the limit of ${limits.journalEntries}`);
+    return sizes;
   }
+  return [];
 }
 
 /**
@@ -39,17 +42,18 @@ export function prefixDeadlines(entries: readonly NewJournalEntry[]): (Date | nu
  * character or an unpaired surrogate in a string or key (PostgreSQL's jsonb refuses both), or
  * nesting past MAX_STORED_JSON_DEPTH. The memory store runs the same check, so both answer alike.
  */
-export function assertJsonStorable(field: string, value: Json | null | undefined, limitBytes: number, maxDepth = MAX_STORED_JSON_DEPTH): void {
-  if (value === undefined || value === null) return;
+export function assertJsonStorable(field: string, value: Json | null | undefined, limitBytes: number, maxDepth = MAX_STORED_JSON_DEPTH): number {
+  if (value === undefined || value === null) return 0;
   const text = JSON.stringify(value);
   const size = Buffer.byteLength(text, 'utf8');
   if (size > limitBytes) throw new PayloadTooLargeError(field, size, limitBytes);
   // JSON.stringify escapes U+0000 as \u0000 and a lone surrogate as \udXXX (paired ones it writes
   // as they are), so the walk that names the place runs only when the text shows a problem.
   const chars = text.includes('\\u0000') || /\\ud[89a-f]/i.test(text);
-  if (!chars && jsonTextDepth(text) <= maxDepth) return;
+  if (!chars && jsonTextDepth(text) <= maxDepth) return size;
   const found = unstorable(value, field, 0, maxDepth, chars);
   if (found) throw new UnstorableValueError(found.at, found.problem);
+  return size;
 }
 
 /** Refuses a NUL character or an unpaired surrogate in a string bound for a text column (a signal name or id). */
@@ -108,12 +112,16 @@ function unstorable(value: Json, at: string, depth: number, maxDepth: number, ch
   return null;
 }
 
-/** Each entry's payload and error, named by position: `entries[2].payload`. */
-export function assertEntriesFit(entries: readonly NewJournalEntry[], limits: Limits, prefix = 'entries'): void {
-  entries.forEach((e, i) => {
+/**
+ * Each entry's payload and error, named by position: `entries[2].payload`. Returns each payload's
+ * size in bytes of JSON text (0 for none), which decides where it is stored (payload-refs.ts).
+ */
+export function assertEntriesFit(entries: readonly NewJournalEntry[], limits: Limits, prefix = 'entries'): number[] {
+  return entries.map((e, i) => {
     const at = entries.length === 1 && prefix !== 'entries' ? prefix : `${prefix}[${i}]`;
-    assertJsonStorable(`${at}.payload`, e.payload, limits.payloadBytes);
+    const size = assertJsonStorable(`${at}.payload`, e.payload, limits.payloadBytes);
     assertJsonStorable(`${at}.error`, e.error as Json | null, limits.payloadBytes);
+    return size;
   });
 }
 

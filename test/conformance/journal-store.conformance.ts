@@ -9,6 +9,7 @@ import { routingSection } from './routing.conformance.js';
 import { journalSection } from './journal.conformance.js';
 import { mcpServersSection } from './mcp-servers.conformance.js';
 import { modelDeltasSection } from './model-deltas.conformance.js';
+import { payloadsSection } from './payloads.conformance.js';
 import { schedulesSection } from './schedules.conformance.js';
 import { leasesSection } from './leases.conformance.js';
 import { leaseSessionsSection } from './lease-sessions.conformance.js';
@@ -58,6 +59,7 @@ export function runConformanceSuite(name: string, factory: HarnessFactory): void
     };
     describe('runs', () => runsSection(ctx));
     describe('journal', () => journalSection(ctx));
+    describe('large payloads', () => payloadsSection(ctx));
     describe('attempts', () => attemptsSection(ctx));
     describe('leases and fencing', () => leasesSection(ctx));
     describe('lease sessions (dead-session reclaim)', () => leaseSessionsSection(ctx));

@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 runConformanceSuite('postgres', async (options) => {
-  await admin.query('TRUNCATE runs, journal, suspension_deadlines, replicas, lease_sessions, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks, mcp_servers, run_cost_daily, model_deltas, model_delta_counters, schedules');
+  await admin.query('TRUNCATE runs, journal, payloads, suspension_deadlines, replicas, lease_sessions, webhook_endpoints, webhook_deliveries, api_keys, flows, remote_tools, remote_workers, remote_tasks, mcp_servers, run_cost_daily, model_deltas, model_delta_counters, schedules');
   await admin.query('UPDATE sweeper_leader SET holder = NULL, expires_at = NULL');
   const store = await PostgresStore.connect({ url: db.url, limits: options?.limits, applicationName: 'conformance' });
   return {

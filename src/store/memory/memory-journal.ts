@@ -1,5 +1,6 @@
 import { JournalFullError, RunStateError } from '../../journal/errors.js';
-import type { JournalEntry } from '../../journal/journal-entry.js';
+import type { JournalEntry, PayloadRef } from '../../journal/journal-entry.js';
+import type { Limits } from '../../journal/limits.js';
 import { isTerminalStatus } from '../../journal/run.js';
 import type {
   JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams, JournalResolveParams,
@@ -7,6 +8,7 @@ import type {
 } from '../store.js';
 import { duplicateDedupeKey, notASuspension } from '../store-errors.js';
 import { assertEntriesFit, suspensionDeadline } from '../write-checks.js';
+import { payloadSha256, referenced, storedOutOfLine } from '../payload-refs.js';
 import { clone, type MemoryRunTable, type RunRecord } from './memory-run-table.js';
 
 /*
@@ -39,7 +41,10 @@ export class MemoryJournal {
     const rec = this.t.record(params.runId, params.namespace);
     const from = Math.max(0, (params.afterSeq ?? -1) + 1);
     const to = params.limit === undefined ? undefined : from + Math.max(0, params.limit);
-    return rec.entries.slice(from, to).map(clone);
+    const page = rec.entries.slice(from, to);
+    if (params.payloads !== 'reference') return page.map(clone);
+    // Entries are kept whole here; which payloads PostgreSQL keeps out of line is decided the same way.
+    return page.map((e) => referenced(clone(e), outOfLineRef(e, this.t.limits)));
   }
   async journalCostTotals(params: JournalCostTotalsParams): Promise<JournalCostTotalsResult> {
     const totals = new Map<string, number>();
@@ -124,3 +129,11 @@ export class MemoryJournal {
     const winner = applied ? entry! : rec.entries[winnerSeq!]!;
     return { entry: clone(entry!), applied, duplicate: false, winner: clone(winner), ...(params.leaseFor && applied ? { taken } : {}) };
   }}
+
+/** The reference of an entry whose payload PostgreSQL would keep out of line, or null. */
+function outOfLineRef(entry: JournalEntry, limits: Limits): PayloadRef | null {
+  if (entry.payload === null || !storedOutOfLine(entry, limits.payloadInlineBytes + 1, limits)) return null;
+  const text = JSON.stringify(entry.payload);
+  const sizeBytes = Buffer.byteLength(text, 'utf8');
+  return storedOutOfLine(entry, sizeBytes, limits) ? { sha256: payloadSha256(text), sizeBytes } : null;
+}

@@ -9,7 +9,9 @@ import { isRunId } from '../run-id.js';
 import { notASuspension } from '../store-errors.js';
 import { assertEntriesFit, suspensionDeadline } from '../write-checks.js';
 import type { AppendBatcher, AppendRequest } from './append-batcher.js';
+import { outOfLinePayloads, type OutOfLinePayload } from '../payload-refs.js';
 import * as jq from './journal-queries.js';
+import * as pq from './payloads-queries.js';
 import type { PgAccess } from './pg-access.js';
 import { isUnavailable, sqlState, translatePgError } from './pg-errors.js';
 import * as rq from './runs-queries.js';
@@ -17,20 +19,24 @@ import * as rq from './runs-queries.js';
 /* PostgresStore's journal: appends (alone or group-committed), reads and resolutions (JournalOps in journal-params.ts documents each). */
 
 export async function journalAppend(db: PgAccess, batcher: AppendBatcher | null, params: JournalAppendParams): Promise<JournalEntry[]> {
-  assertEntriesFit(params.entries, db.limits);
+  const sizes = assertEntriesFit(params.entries, db.limits);
   const deadlines = params.entries.map(suspensionDeadline);
   const { lease, entries } = params;
   if (!isRunId(lease.runId)) throw new RunNotFoundError(lease.runId);
+  const payloads = outOfLinePayloads(entries, sizes, db.limits);
+  // An append with a large payload goes alone: it is rare, and it would swell a group commit's statement.
+  if (payloads) return appendOne(db, { lease, entries, deadlines }, payloads);
   if (batcher && entries.length > 0) return batcher.append({ lease, entries, deadlines });
   return appendOne(db, { lease, entries, deadlines });
 }
 
-async function appendOne(db: PgAccess, { lease, entries, deadlines }: AppendRequest): Promise<JournalEntry[]> {
+async function appendOne(db: PgAccess, { lease, entries, deadlines }: AppendRequest, payloads?: (OutOfLinePayload | null)[]): Promise<JournalEntry[]> {
   const { runId, epoch } = lease;
   const maxEntries = db.limits.journalEntries;
-  const query = entries.length === 1 && deadlines[0] === null
-    ? jq.journalAppendSingle({ runId, epoch, entry: entries[0]!, maxEntries })
-    : jq.journalAppend({ runId, epoch, entries, deadlines, maxEntries });
+  const query = payloads ? pq.journalAppendPayloads({ runId, epoch, entries, deadlines, maxEntries, payloads })
+    : entries.length === 1 && deadlines[0] === null
+      ? jq.journalAppendSingle({ runId, epoch, entry: entries[0]!, maxEntries })
+      : jq.journalAppend({ runId, epoch, entries, deadlines, maxEntries });
   const { rows } = await db.query<jq.AppendedRow>(query, { runId });
   const appended = jq.appendedEntries(rows[0]?.run_id ?? runId, entries, rows);
   if (appended) return appended;
@@ -77,6 +83,7 @@ export async function journalList(db: PgAccess, params: JournalListParams): Prom
   if (!isRunId(params.runId)) throw new RunNotFoundError(params.runId);
   const { rows } = await db.query<jq.JournalRow>(jq.journalList({
     runId: params.runId, afterSeq: params.afterSeq ?? -1, limit: params.limit ?? null, namespace: params.namespace ?? null,
+    refs: params.payloads === 'reference',
   }));
   if (rows.length === 0) await db.findRun(params.runId, params.namespace ?? null);
   return rows.map(jq.toEntry);

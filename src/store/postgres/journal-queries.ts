@@ -31,6 +31,9 @@ export interface JournalRow {
   cost_usd: string | number | null;
   attempt: number | null;
   created_at: Date | string;
+  /** Set when the payload is stored out of line (payloads table, migration 0022). */
+  payload_sha256?: string | null;
+  payload_bytes?: number | null;
 }
 
 export function toEntry(row: JournalRow): JournalEntry {
@@ -53,6 +56,8 @@ export function toEntry(row: JournalRow): JournalEntry {
     attempt: row.attempt ?? null,
     // pg has built a Date already (to_jsonb rows carry a string): one Date per entry, not two.
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+    // Only a reference read leaves an out-of-line payload out (journalList with refs).
+    ...(row.payload === null && row.payload_sha256 ? { payloadRef: { sha256: row.payload_sha256, sizeBytes: row.payload_bytes ?? 0 } } : {}),
   };
 }
 
@@ -69,16 +74,16 @@ function entriesJson(entries: readonly NewJournalEntry[], deadlines: readonly (D
   })));
 }
 
-const RECORD_COLUMNS: [string, string][] = [
+export const RECORD_COLUMNS: [string, string][] = [
   ['scope', 'text'], ['kind', 'text'], ['name', 'text'], ['content_key', 'text'], ['occurrence', 'integer'],
   ['status', 'text'], ['payload', 'jsonb'], ['error', 'jsonb'], ['ref_seq', 'integer'], ['idempotency_key', 'text'],
   ['dedupe_key', 'text'], ['usage', 'jsonb'], ['cost_usd', 'numeric'], ['attempt', 'integer'], ['deadline_at', 'timestamptz'],
 ];
 
 /** The rows of an entriesJson parameter, numbered from 1 in array order (`ord`). */
-function recordset(param: string): string {
-  const typed = RECORD_COLUMNS.map(([c, t]) => `${c} ${t}`).join(', ');
-  const names = RECORD_COLUMNS.map(([c]) => c).join(', ');
+export function recordset(param: string, columns: [string, string][] = RECORD_COLUMNS): string {
+  const typed = columns.map(([c, t]) => `${c} ${t}`).join(', ');
+  const names = columns.map(([c]) => c).join(', ');
   return `ROWS FROM (jsonb_to_recordset(${param}::jsonb) AS (${typed})) WITH ORDINALITY AS e(${names}, ord)`;
 }
 
@@ -89,11 +94,11 @@ export interface AppendedRow {
   created_at: Date;
 }
 
-const INSERT_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
+export const INSERT_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
   ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt`;
 
 /** The fence: the run row's UPDATE, refused (no row) unless the epoch is ours and n more entries fit. */
-const FENCE = `UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
+export const FENCE = `UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
          WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4`;
 
 /** jsonb parameters travel as JSON text; absent values as SQL NULL. */
@@ -212,15 +217,23 @@ export function journalFenceState(runId: string): pg.QueryConfig {
   };
 }
 
-/** Entries after a cursor. The EXISTS makes a namespace mismatch look exactly like an unknown run. */
-export function journalList(p: { runId: string; afterSeq: number; limit: number | null; namespace: string | null }): pg.QueryConfig {
+/**
+ * Entries after a cursor. The EXISTS makes a namespace mismatch look exactly like an unknown run.
+ * An out-of-line payload is fetched in the same statement unless `refs` (then only its hash and
+ * size come back); the subquery runs only for such entries, so a journal without one pays nothing.
+ */
+export function journalList(p: { runId: string; afterSeq: number; limit: number | null; namespace: string | null; refs?: boolean }): pg.QueryConfig {
   return {
     name: 'journal_list',
-    text: `SELECT ${JOURNAL_COLUMNS} FROM journal
+    text: `SELECT run_id, seq, scope, kind, name, content_key, occurrence, status,
+        CASE WHEN j.payload_sha256 IS NULL OR $5 THEN j.payload
+          ELSE (SELECT b.body FROM payloads b WHERE b.run_id = j.run_id AND b.sha256 = j.payload_sha256) END AS payload,
+        error, ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, created_at, payload_sha256, payload_bytes
+      FROM journal j
       WHERE run_id = $1 AND seq > $2
         AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($4::text IS NULL OR namespace = $4))
       ORDER BY seq LIMIT $3`,
-    values: [p.runId, p.afterSeq, p.limit, p.namespace],
+    values: [p.runId, p.afterSeq, p.limit, p.namespace, p.refs ?? false],
   };
 }
 

@@ -8,7 +8,9 @@ import type {
   RunDigestSetParams, RunForksParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
 } from '../run-params.js';
 import { assertForcedStatusFits, assertRunCreateFits, assertStatusFits, driftEntry, prefixDeadlines } from '../write-checks.js';
+import { outOfLinePayloads } from '../payload-refs.js';
 import * as jq from './journal-queries.js';
+import * as pq from './payloads-queries.js';
 import type { PgAccess } from './pg-access.js';
 import * as rq from './runs-queries.js';
 import * as sq from './sweeper-queries.js';
@@ -16,7 +18,7 @@ import * as sq from './sweeper-queries.js';
 /* PostgresStore's runs and leases (RunOps in run-params.ts documents each). */
 
 export async function runCreate(db: PgAccess, params: RunCreateParams): Promise<RunCreateResult> {
-  assertRunCreateFits(params, db.limits);
+  const sizes = assertRunCreateFits(params, db.limits);
   if (params.parentRunId && !isRunId(params.parentRunId)) throw new RunNotFoundError(params.parentRunId);
   const ctx = { parentRunId: params.parentRunId };
   const insert = rq.runInsert({ ...params, id: newRunId() });
@@ -26,9 +28,9 @@ export async function runCreate(db: PgAccess, params: RunCreateParams): Promise<
   const row = journal.length === 0 ? (await db.query<rq.RunRow & rq.LeaseRow>(insert, ctx)).rows[0] : await db.transaction(async (client) => {
     const created = (await client.query<rq.RunRow & rq.LeaseRow>(insert)).rows[0];
     if (!created) return undefined;
-    const written = await client.query<jq.AppendedRow>(jq.journalAppend({
-      runId: created.id, epoch: Number(created.lease_epoch), entries: journal, deadlines: prefixDeadlines(journal), maxEntries: db.limits.journalEntries,
-    }));
+    const append = { runId: created.id, epoch: Number(created.lease_epoch), entries: journal, deadlines: prefixDeadlines(journal), maxEntries: db.limits.journalEntries };
+    const payloads = outOfLinePayloads(journal, sizes, db.limits);
+    const written = await client.query<jq.AppendedRow>(payloads ? pq.journalAppendPayloads({ ...append, payloads }) : jq.journalAppend(append));
     if (written.rows.length !== journal.length) throw new Error(`runCreate wrote ${written.rows.length} of ${journal.length} entries of the new run`);
     return (await client.query<rq.RunRow & rq.LeaseRow>(rq.runGet(created.id, null))).rows[0];
   }, ctx);
