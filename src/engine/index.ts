@@ -43,6 +43,8 @@ export { Registry } from './registry.js';
 export { canonicalJson, sha256Hex, toJson } from './replay/content-key.js';
 export { ReplicaEngine } from './replica-engine.js';
 export { RunEngine } from './run-engine.js';
+export { PURGE_DEFAULTS } from './run-purge.js';
+export type { RunPurgeFilter, RunPurgeSummary } from './run-purge.js';
 export type { RunDefinition } from './run-engine.js';
 export { TERMINATED_REASON, schedulePass } from './schedules/schedule-pass.js';
 export type { PassOutcome, SchedulePassDeps } from './schedules/schedule-pass.js';

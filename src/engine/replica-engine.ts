@@ -28,6 +28,7 @@ import type { McpServerHealth } from './runtime/mcp-connector.js';
 import { McpServerNotFoundError } from './errors.js';
 import type { FlowDefinition } from './flow/flow-definition.js';
 import { WorkerTasks, type ServedToolView, type TaskCompleteResult } from './runtime/worker-tasks.js';
+import { runPurge, type RunPurgeFilter, type RunPurgeSummary } from './run-purge.js';
 
 /*
  * One replica's engine as its RPCs call it: one method per RPC, each the whole use case, so a
@@ -218,6 +219,11 @@ export class ReplicaEngine {
   async runCancel(params: { runId: string; namespace: string; reason?: string }): Promise<{ run: Run }> {
     const { run } = await this.engine.runCancel(params);
     return { run };
+  }
+
+  /** PurgeRuns (run-purge.ts): finished runs matching the filter deleted in short batches, or with dryRun counted. */
+  runPurge(filter: RunPurgeFilter): Promise<RunPurgeSummary> {
+    return runPurge(this.engine.store, filter);
   }
 
   /** ListWorkflows: what the store's live replicas serve, one entry per name and digest (routing). */

@@ -1,3 +1,4 @@
+import type { RunStatus } from '../journal/run.js';
 import type { SweeperLease } from './sweeper-params.js';
 
 /*
@@ -13,6 +14,10 @@ export interface RunPurgeParams {
   namespace?: string;
   /** Namespaces left alone (the sweeper purges those with their own horizon in calls of their own). */
   exceptNamespaces?: string[];
+  /** Only root runs that ended with one of these statuses (terminal ones; others match nothing); absent: any. */
+  statuses?: RunStatus[];
+  /** Only root runs of this workflow; absent: any. */
+  workflowName?: string;
   /** Root runs per call: each is purged with its descendants in one transaction. */
   limit: number;
   /** Count what would go, delete nothing. */
@@ -28,6 +33,9 @@ export interface RunPurgeResult {
   runIds: string[];
   /** Journal entries that went with them. */
   entries: number;
+  /** When the first and the last of `roots` ended; null when there are none. */
+  oldestEnd: Date | null;
+  newestEnd: Date | null;
 }
 
 export interface RunCostDailyListParams {

@@ -34,7 +34,7 @@ describe('strict command lines', () => {
     [['wrkflows', 'list'], 'waymark: unknown command "wrkflows"; did you mean "workflows"? (waymark --help lists every command)'],
     [['--verison'], 'waymark: unknown option --verison; did you mean --version? (waymark --help lists every command)'],
     [['frobnicate'], 'waymark: unknown command "frobnicate" (waymark --help lists every command)'],
-    [['runs', 'lsit'], 'waymark runs: unknown command "lsit"; one of start, get, list, cancel, journal, events, resume, provenance, export, fork, compare; did you mean "list"? (see waymark runs --help)'],
+    [['runs', 'lsit'], 'waymark runs: unknown command "lsit"; one of start, get, list, cancel, journal, events, resume, provenance, export, fork, compare, purge; did you mean "list"? (see waymark runs --help)'],
   ])('waymark %j: one line, exit 2', (args, line) => {
     const r = waymark(...args);
     expect(r.lines).toEqual([line]);

@@ -82,6 +82,29 @@ export function retentionSection({ h }: SuiteContext): void {
     expect(await exists(store, a[2]!.id)).toBe(false);
   });
 
+  it('filters by the root run\'s status and workflow, and reports when the first and last root ended', async () => {
+    const { store, advance } = h();
+    const ok = await finishedRun(store);
+    await advance(1_000);
+    const other = await finishedRun(store, { workflowName: 'other' });
+    await advance(1_000);
+    const { run: failed, lease } = await startRun(store);
+    await store.runStatusSet({ lease, status: 'FAILED', error: { name: 'E', message: 'm' } });
+    await advance(2 * DAY);
+    const ends = async (id: string) => (await store.runGet({ runId: id, namespace: 'default' })).updatedAt.getTime();
+    const all = await store.runPurge({ olderThanMs: DAY, limit: 10, dryRun: true });
+    expect(all.roots).toEqual([ok.id, other.id, failed.id]);
+    expect([all.oldestEnd?.getTime(), all.newestEnd?.getTime()]).toEqual([await ends(ok.id), await ends(failed.id)]);
+    expect((await store.runPurge({ olderThanMs: DAY, limit: 10, dryRun: true, statuses: ['RUNNING'] })).roots).toEqual([]);
+    const byStatus = await store.runPurge({ olderThanMs: DAY, limit: 10, statuses: ['FAILED'] });
+    expect(byStatus.roots).toEqual([failed.id]);
+    expect([byStatus.oldestEnd?.getTime(), byStatus.newestEnd?.getTime()]).toEqual([all.newestEnd?.getTime(), all.newestEnd?.getTime()]);
+    expect((await store.runPurge({ olderThanMs: DAY, limit: 10, workflowName: 'other' })).roots).toEqual([other.id]);
+    expect(await exists(store, ok.id)).toBe(true);
+    const none = await store.runPurge({ olderThanMs: DAY, limit: 10, workflowName: 'other' });
+    expect([none.roots, none.oldestEnd, none.newestEnd]).toEqual([[], null, null]);
+  });
+
   it('a tree goes whole once every run in it ended; a child never goes alone', async () => {
     const { store, advance } = h();
     const { run: parent, lease } = await startRun(store);

@@ -90,6 +90,7 @@ const requests = (): Record<string, object> => ({
   'RunService/CreateStreamToken': { runId: parked },
   'RunService/ForkRun': { runId: parked, atSeq: 1n, dryRun: true },
   'RunService/CompareRuns': { runIdA: parked, runIdB: parked },
+  'RunService/PurgeRuns': { olderThan: { seconds: 86_400n, nanos: 0 }, dryRun: true },
   'SignalService/SendSignal': { runId: waiting, name: 'go', payload: json({ n: 1 }) },
   'SignalService/ListApprovals': {},
   'SignalService/GetApproval': { id: approvalId },

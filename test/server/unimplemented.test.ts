@@ -27,7 +27,7 @@ describe('RunService, SignalService and AdminService before the API is wired', (
   });
 
   it('covers every RPC of the three services', () => {
-    expect(rpcs).toHaveLength(19);
+    expect(rpcs).toHaveLength(20);
   });
 
   it.each(rpcs)('%s answers UNIMPLEMENTED over gRPC (grpc-js)', async (path, _service, method) => {

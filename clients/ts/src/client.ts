@@ -10,7 +10,7 @@ import { Health, HealthCheckResponse_ServingStatus as Serving } from './gen/grpc
 import {
   ApprovalState, EntryStatus, RunStatus, type Approval, type JournalEntry, type ResumePreview, type Run, type RunEvent, type Workflow,
 } from './gen/waymark/v1/run_pb.js';
-import { DriftRecovery, RunService, WaitFor, type CompareRunsResponse, type ForkPreview, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
+import { DriftRecovery, RunService, WaitFor, type CompareRunsResponse, type ForkPreview, type PurgeRunsResponse, type RunProvenance } from './gen/waymark/v1/run_service_pb.js';
 import { SignalService, type SendSignalResponse } from './gen/waymark/v1/signal_service_pb.js';
 import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
@@ -19,7 +19,7 @@ import { McpService } from './gen/waymark/v1/mcp_service_pb.js';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor } from './names.js';
 import type {
-  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ForkOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
+  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ForkOptions, PurgeOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
   SignalOptions, StartOptions,
 } from './options.js';
 import { required, type DecisionResult, type ForkResult, type ResumeResult, type RunState, type StartRunResult } from './responses.js';
@@ -301,6 +301,19 @@ export class WaymarkClient {
   /** Two runs of one workflow effect by effect: output, model, tokens, cost and duration (docs/forks.md "Comparing runs"). */
   async compareRuns(runIdA: string, runIdB: string, options: CallOptions = {}): Promise<CompareRunsResponse> {
     return this.unary('safe', options, (_, o) => this.runs.compareRuns({ namespace: this.namespace, runIdA, runIdB }, o));
+  }
+
+  /**
+   * Deletes finished runs of the namespace that ended at least `olderThanMs` ago (with `dryRun`,
+   * counts them): at most `limit` root runs per call, `more` set when more may match. Needs an
+   * admin key (docs/operations.md "Purging runs").
+   */
+  async purgeRuns(options: PurgeOptions): Promise<PurgeRunsResponse> {
+    const statuses = (options.statuses ?? []).map(toRunStatus);
+    return this.unary('safe', options, (_, o) => this.runs.purgeRuns({
+      namespace: this.namespace, olderThan: durationFromMs(options.olderThanMs), statuses, workflow: options.workflow ?? '',
+      dryRun: options.dryRun ?? false, limit: options.limit ?? 0,
+    }, o));
   }
 
   private forkRequest(runId: string, atSeq: bigint | number, options: Omit<ForkOptions, 'idempotencyKey' | 'wait'>) {

@@ -8,7 +8,7 @@ export { Code, ConnectError } from '@connectrpc/connect';
 export type { JsonValue } from '@bufbuild/protobuf';
 export { connectWaymarkClient, createWaymarkClient, DEFAULT_ADDRESS, fromValue, toValue, WaymarkClient } from './client.js';
 export type {
-  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ForkOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
+  ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ForkOptions, PurgeOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
   SignalOptions, StartOptions, TlsOptions, TokenSource,
 } from './options.js';
 export type { DecisionResult, ForkResult, ResumeResult, RunState, StartRunResult } from './responses.js';

@@ -179,6 +179,19 @@ export interface ForkOptions extends CallOptions {
   wait?: boolean | undefined;
 }
 
+export interface PurgeOptions extends CallOptions {
+  /** Only root runs that ended at least this long ago, in milliseconds; 0: every finished run. */
+  olderThanMs: number;
+  /** Only root runs that ended so: SUCCEEDED, FAILED or CANCELLED; unset: all three. */
+  statuses?: (RunStatus | RunStatusName)[] | undefined;
+  /** Only runs of this workflow. */
+  workflow?: string | undefined;
+  /** Count what would go; delete nothing. */
+  dryRun?: boolean | undefined;
+  /** Most root runs this call deletes, 1 to 10 000; the server's default is 1 000. */
+  limit?: number | undefined;
+}
+
 export interface SignalOptions extends CallOptions {
   /** Makes the delivery idempotent; default a random id per call. */
   signalId?: string | undefined;

@@ -6,6 +6,7 @@ import { connectionOf } from './connection.js';
 import { errorMessage, exitCodeOf, EXIT, Interrupted, UsageError } from './exit-codes.js';
 import { Output } from './output.js';
 import { RUNS_COMMANDS } from './runs-commands.js';
+import { PURGE_COMMANDS } from './runs-purge-command.js';
 import { EXPORT_COMMANDS } from './runs-export-command.js';
 import { FORK_COMMANDS } from './runs-fork-commands.js';
 import { SIGNALS_COMMANDS } from './signals-commands.js';
@@ -21,7 +22,7 @@ import { MCP_COMMANDS } from './mcp-commands.js';
  * keeps this folder off src/gen, src/server and the engine (eslint.config.js).
  */
 
-export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...EXPORT_COMMANDS, ...FORK_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
+export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...EXPORT_COMMANDS, ...FORK_COMMANDS, ...PURGE_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
 export const GROUPS = [...new Set(COMMANDS.map((c) => c.group))];
 
 export interface Streams {

@@ -34,6 +34,8 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   // A fork is a new run: starting one is a write, as StartRun is.
   'waymark.v1.RunService/ForkRun': { scope: 'runs:write' },
   'waymark.v1.RunService/CompareRuns': { scope: 'runs:read' },
+  // Deleting runs and their journals is an admin's act in its namespace, as retention's settings are.
+  'waymark.v1.RunService/PurgeRuns': { scope: 'admin' },
   // A flow can call any registered tool with any arguments (http included): registering one is an
   // admin's act in its namespace, as deploying code is; reading flows is run data.
   'waymark.v1.FlowService/RegisterFlow': { scope: 'admin' },

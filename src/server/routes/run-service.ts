@@ -1,4 +1,5 @@
 import { durationMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { isTerminalStatus } from '../../journal/run.js';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { DriftRecovery, RunService, WaitFor } from '../../gen/waymark/v1/run_service_pb.js';
 import type { RouteDeps } from './route-deps.js';
@@ -10,7 +11,7 @@ import { runStatusesFromProto, runToProto, waitingToProto, workflowToProto } fro
 import { withErrorMapping } from '../errors/error-mapping.js';
 import { PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
 import { streamRunEvents } from './run-events-stream.js';
-import { STREAM_TOKEN_DEFAULTS, type WaitFor as EngineWaitFor } from '../../engine/index.js';
+import { PURGE_DEFAULTS, STREAM_TOKEN_DEFAULTS, type WaitFor as EngineWaitFor } from '../../engine/index.js';
 import { RunNotFoundError, StreamTokensDisabledError } from '../../journal/errors.js';
 import { abortable } from '../transport/shutdown-signal.js';
 import { unimplemented } from './unimplemented.js';
@@ -177,6 +178,29 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       const runIdB = c.runId('run_id_b', req.runIdB);
       c.done();
       return comparisonToProto(await api.runCompare({ namespace, runIdA, runIdB }));
+    },
+
+    async purgeRuns(req) {
+      const c = check();
+      const namespace = c.namespace(req.namespace);
+      if (!req.olderThan) c.fail('older_than', 'is required: how long ago a run must have ended to go ("0s" for every finished run)');
+      const olderThanMs = req.olderThan ? durationMs(req.olderThan) : 0;
+      if (!(olderThanMs >= 0)) c.fail('older_than', 'must not be negative');
+      const { statuses, invalid } = runStatusesFromProto(req.statuses);
+      if (invalid.length) c.fail('statuses', `unknown status values ${invalid.join(', ')}`);
+      const live = statuses.filter((s) => !isTerminalStatus(s));
+      if (live.length) c.fail('statuses', `only finished runs are purged: ${live.join(', ')} is not SUCCEEDED, FAILED or CANCELLED`);
+      const workflowName = c.workflow('workflow', req.workflow, { required: false });
+      if (!(req.limit >= 0 && req.limit <= PURGE_DEFAULTS.maxLimit)) c.fail('limit', `must be 0 (${PURGE_DEFAULTS.limit}) to ${PURGE_DEFAULTS.maxLimit}`);
+      c.done();
+      const r = await api.runPurge({
+        namespace, olderThanMs: Math.floor(olderThanMs), dryRun: req.dryRun, limit: req.limit || PURGE_DEFAULTS.limit,
+        ...(statuses.length ? { statuses } : {}), ...(workflowName ? { workflowName } : {}),
+      });
+      return {
+        dryRun: r.dryRun, rootRuns: BigInt(r.rootRuns), runs: BigInt(r.runs), entries: BigInt(r.entries), more: r.more,
+        ...(r.oldestEnd ? { oldestEndTime: timestampFromDate(r.oldestEnd) } : {}), ...(r.newestEnd ? { newestEndTime: timestampFromDate(r.newestEnd) } : {}),
+      };
     },
 
     async createStreamToken(req) {

@@ -27,12 +27,17 @@ export class MemoryRetention {
     const purgeable = (rec: RunRecord) => isTerminalStatus(rec.run.status) && !this.t.webhooks.pendingFor(rec.run.id);
     const roots = [...this.t.runs.values()]
       .filter(({ run }) => run.parentRunId === null && isTerminalStatus(run.status) && run.updatedAt.getTime() <= horizon &&
-        (params.namespace === undefined || run.namespace === params.namespace) && !except.has(run.namespace))
+        (params.namespace === undefined || run.namespace === params.namespace) && !except.has(run.namespace) &&
+        (params.statuses === undefined || params.statuses.includes(run.status)) &&
+        (params.workflowName === undefined || run.workflowName === params.workflowName))
       .filter((rec) => (children.get(rec.run.id) ?? []).every((c) => isTerminalStatus(c.run.status)) && !this.t.webhooks.pendingFor(rec.run.id))
       .sort((a, b) => a.run.updatedAt.getTime() - b.run.updatedAt.getTime() || compare(a.run.id, b.run.id))
       .slice(0, Math.max(0, params.limit));
     const trees = roots.map(tree).filter((members) => members.every(purgeable));
-    const result: RunPurgeResult = { roots: trees.map((m) => m[0]!.run.id), runIds: trees.flatMap((m) => m.map((r) => r.run.id).reverse()), entries: 0 };
+    const result: RunPurgeResult = {
+      roots: trees.map((m) => m[0]!.run.id), runIds: trees.flatMap((m) => m.map((r) => r.run.id).reverse()), entries: 0,
+      oldestEnd: trees[0]?.[0]!.run.updatedAt ?? null, newestEnd: trees.at(-1)?.[0]!.run.updatedAt ?? null,
+    };
     for (const rec of trees.flat()) {
       result.entries += rec.entries.length;
       if (params.dryRun) continue;

@@ -11,20 +11,25 @@ import * as q from './retention-queries.js';
  */
 
 export async function runPurge(db: PgAccess, params: RunPurgeParams): Promise<RunPurgeResult> {
-  const none: RunPurgeResult = { roots: [], runIds: [], entries: 0 };
+  const none: RunPurgeResult = { roots: [], runIds: [], entries: 0, oldestEnd: null, newestEnd: null };
   if (params.limit <= 0) return none;
-  const scan = { olderThanMs: Math.max(0, Math.trunc(params.olderThanMs)), namespace: params.namespace ?? null, except: params.exceptNamespaces ?? [], limit: params.limit };
+  const scan = {
+    olderThanMs: Math.max(0, Math.trunc(params.olderThanMs)), namespace: params.namespace ?? null, except: params.exceptNamespaces ?? [],
+    statuses: params.statuses ?? null, workflowName: params.workflowName ?? null, limit: params.limit,
+  };
   if (params.dryRun) {
-    const roots = (await db.query<{ id: string }>(q.purgeRoots({ ...scan, lock: false }))).rows.map((r) => r.id);
+    const found = (await db.query<RootRow>(q.purgeRoots({ ...scan, lock: false }))).rows;
+    const roots = found.map((r) => r.id);
     const trees = purgeableTrees(roots, (await db.query<TreeRow>(q.purgeTrees(roots))).rows, null);
     const runIds = trees.flatMap((t) => t.ids);
     const entries = runIds.length ? (await db.query<{ n: number }>(q.purgeEntryCount(runIds))).rows[0]!.n : 0;
-    return { roots: trees.map((t) => t.root), runIds, entries };
+    return { roots: trees.map((t) => t.root), runIds, entries, ...ends(found, trees) };
   }
   return db.transaction(async (client) => {
     await client.query(`SET LOCAL lock_timeout = ${Math.trunc(db.sweeperLockTimeoutMs)}`);
     if (params.leader) await db.sweeperFence(client, params.leader);
-    const roots = (await client.query<{ id: string }>(q.purgeRoots({ ...scan, lock: true }))).rows.map((r) => r.id);
+    const found = (await client.query<RootRow>(q.purgeRoots({ ...scan, lock: true }))).rows;
+    const roots = found.map((r) => r.id);
     if (roots.length === 0) return none;
     const rows = (await client.query<TreeRow>(q.purgeTrees(roots))).rows;
     const descendants = rows.filter((r) => r.id !== r.root).map((r) => r.id);
@@ -37,7 +42,7 @@ export async function runPurge(db: PgAccess, params: RunPurgeParams): Promise<Ru
     await client.query(q.purgeCostRollup(runIds));
     for (const statement of q.purgeSideRows(runIds)) await client.query(statement);
     await client.query(q.purgeRuns(runIds));
-    return { roots: trees.map((t) => t.root), runIds, entries };
+    return { roots: trees.map((t) => t.root), runIds, entries, ...ends(found, trees) };
   });
 }
 
@@ -52,6 +57,14 @@ export async function runCostDailyList(db: PgAccess, params: RunCostDailyListPar
 }
 
 interface TreeRow { root: string; id: string; purgeable: boolean }
+interface RootRow { id: string; updated_at: Date }
+
+/** When the first and the last of the trees' roots ended (`found` is oldest end first). */
+function ends(found: RootRow[], trees: { root: string }[]): Pick<RunPurgeResult, 'oldestEnd' | 'newestEnd'> {
+  const kept = new Set(trees.map((t) => t.root));
+  const times = found.filter((r) => kept.has(r.id)).map((r) => new Date(r.updated_at));
+  return { oldestEnd: times[0] ?? null, newestEnd: times.at(-1) ?? null };
+}
 
 /** The trees of `roots` (in their order) whose every run may go and, when `locked` is given, is locked by this batch. */
 function purgeableTrees(roots: string[], rows: TreeRow[], locked: Set<string> | null): { root: string; ids: string[] }[] {

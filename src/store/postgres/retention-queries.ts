@@ -14,17 +14,20 @@ const UNFINISHED = `('PENDING', 'RUNNING', 'SUSPENDED')`;
  * and no pending webhook delivery, oldest end first. `lock`: FOR UPDATE SKIP LOCKED, so a run a
  * resume or another purge holds is skipped rather than waited for.
  */
-export function purgeRoots(p: { olderThanMs: number; namespace: string | null; except: string[]; limit: number; lock: boolean }): pg.QueryConfig {
+export function purgeRoots(p: {
+  olderThanMs: number; namespace: string | null; except: string[]; statuses: string[] | null; workflowName: string | null; limit: number; lock: boolean;
+}): pg.QueryConfig {
   return {
     name: p.lock ? 'retention_roots_lock' : 'retention_roots',
-    text: `SELECT r.id FROM runs r
+    text: `SELECT r.id, r.updated_at FROM runs r
       WHERE r.parent_run_id IS NULL AND r.status IN ${TERMINAL}
         AND r.updated_at <= now() - $1::bigint * interval '1 millisecond'
         AND ($2::text IS NULL OR r.namespace = $2) AND NOT (r.namespace = ANY($3::text[]))
+        AND ($5::text[] IS NULL OR r.status = ANY($5::text[])) AND ($6::text IS NULL OR r.workflow_name = $6)
         AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_id = r.id AND c.status IN ${UNFINISHED})
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = r.id::text AND d.state = 'pending')
       ORDER BY r.updated_at, r.id LIMIT $4${p.lock ? ' FOR UPDATE SKIP LOCKED' : ''}`,
-    values: [p.olderThanMs, p.namespace, p.except, p.limit],
+    values: [p.olderThanMs, p.namespace, p.except, p.limit, p.statuses, p.workflowName],
   };
 }
 

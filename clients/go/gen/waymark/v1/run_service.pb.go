@@ -3071,6 +3071,199 @@ func (x *RunTotals) GetEffects() int32 {
 	return 0
 }
 
+// The request of PurgeRuns.
+type PurgeRunsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The namespace to purge; empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Only root runs that ended at least this long ago; required (0s: every finished run).
+	OlderThan *durationpb.Duration `protobuf:"bytes,2,opt,name=older_than,json=olderThan,proto3" json:"older_than,omitempty"`
+	// Only root runs that ended with one of these statuses; each must be SUCCEEDED, FAILED or
+	// CANCELLED. Empty: all three.
+	Statuses []RunStatus `protobuf:"varint,3,rep,packed,name=statuses,proto3,enum=waymark.v1.RunStatus" json:"statuses,omitempty"`
+	// Only runs of this workflow; empty: every workflow.
+	Workflow string `protobuf:"bytes,4,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Count what would be deleted; delete nothing.
+	DryRun bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The most root runs deleted by this call (each with its descendants), 1 to 10000; 0 means
+	// 1000. A call that deleted this many sets more: call again to go on.
+	Limit         int32 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeRunsRequest) Reset() {
+	*x = PurgeRunsRequest{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeRunsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeRunsRequest) ProtoMessage() {}
+
+func (x *PurgeRunsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeRunsRequest.ProtoReflect.Descriptor instead.
+func (*PurgeRunsRequest) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PurgeRunsRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PurgeRunsRequest) GetOlderThan() *durationpb.Duration {
+	if x != nil {
+		return x.OlderThan
+	}
+	return nil
+}
+
+func (x *PurgeRunsRequest) GetStatuses() []RunStatus {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
+func (x *PurgeRunsRequest) GetWorkflow() string {
+	if x != nil {
+		return x.Workflow
+	}
+	return ""
+}
+
+func (x *PurgeRunsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *PurgeRunsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// The response of PurgeRuns.
+type PurgeRunsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether this was a dry run (nothing was deleted).
+	DryRun bool `protobuf:"varint,1,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Root runs deleted (or, with dry_run, matching).
+	RootRuns int64 `protobuf:"varint,2,opt,name=root_runs,json=rootRuns,proto3" json:"root_runs,omitempty"`
+	// Runs deleted (or that would be): the root runs and their descendants.
+	Runs int64 `protobuf:"varint,3,opt,name=runs,proto3" json:"runs,omitempty"`
+	// Journal entries that went with them (or would).
+	Entries int64 `protobuf:"varint,4,opt,name=entries,proto3" json:"entries,omitempty"`
+	// When the oldest of those root runs ended; unset when there were none.
+	OldestEndTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=oldest_end_time,json=oldestEndTime,proto3" json:"oldest_end_time,omitempty"`
+	// When the newest of those root runs ended; unset when there were none.
+	NewestEndTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=newest_end_time,json=newestEndTime,proto3" json:"newest_end_time,omitempty"`
+	// The call stopped at its limit and more runs may match: call again.
+	More          bool `protobuf:"varint,7,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeRunsResponse) Reset() {
+	*x = PurgeRunsResponse{}
+	mi := &file_waymark_v1_run_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeRunsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeRunsResponse) ProtoMessage() {}
+
+func (x *PurgeRunsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeRunsResponse.ProtoReflect.Descriptor instead.
+func (*PurgeRunsResponse) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *PurgeRunsResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *PurgeRunsResponse) GetRootRuns() int64 {
+	if x != nil {
+		return x.RootRuns
+	}
+	return 0
+}
+
+func (x *PurgeRunsResponse) GetRuns() int64 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *PurgeRunsResponse) GetEntries() int64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *PurgeRunsResponse) GetOldestEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldestEndTime
+	}
+	return nil
+}
+
+func (x *PurgeRunsResponse) GetNewestEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NewestEndTime
+	}
+	return nil
+}
+
+func (x *PurgeRunsResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
 var File_waymark_v1_run_service_proto protoreflect.FileDescriptor
 
 const file_waymark_v1_run_service_proto_rawDesc = "" +
@@ -3322,7 +3515,23 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\routput_tokens\x18\x03 \x01(\x03R\foutputTokens\x12\x1f\n" +
 	"\vduration_ms\x18\x04 \x01(\x03R\n" +
 	"durationMs\x12\x18\n" +
-	"\aeffects\x18\x05 \x01(\x05R\aeffects*j\n" +
+	"\aeffects\x18\x05 \x01(\x05R\aeffects\"\xe8\x01\n" +
+	"\x10PurgeRunsRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x128\n" +
+	"\n" +
+	"older_than\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\tolderThan\x121\n" +
+	"\bstatuses\x18\x03 \x03(\x0e2\x15.waymark.v1.RunStatusR\bstatuses\x12\x1a\n" +
+	"\bworkflow\x18\x04 \x01(\tR\bworkflow\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\x05R\x05limit\"\x93\x02\n" +
+	"\x11PurgeRunsResponse\x12\x17\n" +
+	"\adry_run\x18\x01 \x01(\bR\x06dryRun\x12\x1b\n" +
+	"\troot_runs\x18\x02 \x01(\x03R\brootRuns\x12\x12\n" +
+	"\x04runs\x18\x03 \x01(\x03R\x04runs\x12\x18\n" +
+	"\aentries\x18\x04 \x01(\x03R\aentries\x12B\n" +
+	"\x0foldest_end_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\roldestEndTime\x12B\n" +
+	"\x0fnewest_end_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rnewestEndTime\x12\x12\n" +
+	"\x04more\x18\a \x01(\bR\x04more*j\n" +
 	"\aWaitFor\x12\x18\n" +
 	"\x14WAIT_FOR_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13WAIT_FOR_FIRST_PARK\x10\x01\x12\x1a\n" +
@@ -3351,7 +3560,7 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x16EFFECT_DIFFERENCE_SAME\x10\x01\x12\x1d\n" +
 	"\x19EFFECT_DIFFERENCE_CHANGED\x10\x02\x12\x1c\n" +
 	"\x18EFFECT_DIFFERENCE_ONLY_A\x10\x03\x12\x1c\n" +
-	"\x18EFFECT_DIFFERENCE_ONLY_B\x10\x042\xe3\a\n" +
+	"\x18EFFECT_DIFFERENCE_ONLY_B\x10\x042\xad\b\n" +
 	"\n" +
 	"RunService\x12E\n" +
 	"\bStartRun\x12\x1b.waymark.v1.StartRunRequest\x1a\x1c.waymark.v1.StartRunResponse\x12D\n" +
@@ -3366,7 +3575,8 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x10GetRunProvenance\x12#.waymark.v1.GetRunProvenanceRequest\x1a$.waymark.v1.GetRunProvenanceResponse\"\x03\x90\x02\x01\x12`\n" +
 	"\x11CreateStreamToken\x12$.waymark.v1.CreateStreamTokenRequest\x1a%.waymark.v1.CreateStreamTokenResponse\x12B\n" +
 	"\aForkRun\x12\x1a.waymark.v1.ForkRunRequest\x1a\x1b.waymark.v1.ForkRunResponse\x12S\n" +
-	"\vCompareRuns\x12\x1e.waymark.v1.CompareRunsRequest\x1a\x1f.waymark.v1.CompareRunsResponse\"\x03\x90\x02\x01B\xae\x01\n" +
+	"\vCompareRuns\x12\x1e.waymark.v1.CompareRunsRequest\x1a\x1f.waymark.v1.CompareRunsResponse\"\x03\x90\x02\x01\x12H\n" +
+	"\tPurgeRuns\x12\x1c.waymark.v1.PurgeRunsRequest\x1a\x1d.waymark.v1.PurgeRunsResponseB\xae\x01\n" +
 	"\x0ecom.waymark.v1B\x0fRunServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\n" +
 	"Waymark.V1\xca\x02\n" +
 	"Waymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\vWaymark::V1b\x06proto3"
@@ -3384,7 +3594,7 @@ func file_waymark_v1_run_service_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_run_service_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_waymark_v1_run_service_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_waymark_v1_run_service_proto_goTypes = []any{
 	(WaitFor)(0),                      // 0: waymark.v1.WaitFor
 	(DriftRecovery)(0),                // 1: waymark.v1.DriftRecovery
@@ -3425,102 +3635,110 @@ var file_waymark_v1_run_service_proto_goTypes = []any{
 	(*EffectComparison)(nil),          // 36: waymark.v1.EffectComparison
 	(*EffectRecord)(nil),              // 37: waymark.v1.EffectRecord
 	(*RunTotals)(nil),                 // 38: waymark.v1.RunTotals
-	nil,                               // 39: waymark.v1.StartRunRequest.LabelsEntry
-	nil,                               // 40: waymark.v1.ListRunsRequest.LabelsEntry
-	nil,                               // 41: waymark.v1.ForkRunRequest.LabelsEntry
-	(*structpb.Value)(nil),            // 42: google.protobuf.Value
-	(*durationpb.Duration)(nil),       // 43: google.protobuf.Duration
-	(*Run)(nil),                       // 44: waymark.v1.Run
-	(*WaitingOn)(nil),                 // 45: waymark.v1.WaitingOn
-	(RunStatus)(0),                    // 46: waymark.v1.RunStatus
-	(*JournalEntry)(nil),              // 47: waymark.v1.JournalEntry
-	(*RunEvent)(nil),                  // 48: waymark.v1.RunEvent
-	(*ResumePreview)(nil),             // 49: waymark.v1.ResumePreview
-	(*Workflow)(nil),                  // 50: waymark.v1.Workflow
-	(*Usage)(nil),                     // 51: waymark.v1.Usage
-	(*RunError)(nil),                  // 52: waymark.v1.RunError
-	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
+	(*PurgeRunsRequest)(nil),          // 39: waymark.v1.PurgeRunsRequest
+	(*PurgeRunsResponse)(nil),         // 40: waymark.v1.PurgeRunsResponse
+	nil,                               // 41: waymark.v1.StartRunRequest.LabelsEntry
+	nil,                               // 42: waymark.v1.ListRunsRequest.LabelsEntry
+	nil,                               // 43: waymark.v1.ForkRunRequest.LabelsEntry
+	(*structpb.Value)(nil),            // 44: google.protobuf.Value
+	(*durationpb.Duration)(nil),       // 45: google.protobuf.Duration
+	(*Run)(nil),                       // 46: waymark.v1.Run
+	(*WaitingOn)(nil),                 // 47: waymark.v1.WaitingOn
+	(RunStatus)(0),                    // 48: waymark.v1.RunStatus
+	(*JournalEntry)(nil),              // 49: waymark.v1.JournalEntry
+	(*RunEvent)(nil),                  // 50: waymark.v1.RunEvent
+	(*ResumePreview)(nil),             // 51: waymark.v1.ResumePreview
+	(*Workflow)(nil),                  // 52: waymark.v1.Workflow
+	(*Usage)(nil),                     // 53: waymark.v1.Usage
+	(*RunError)(nil),                  // 54: waymark.v1.RunError
+	(*timestamppb.Timestamp)(nil),     // 55: google.protobuf.Timestamp
 }
 var file_waymark_v1_run_service_proto_depIdxs = []int32{
-	42, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
-	39, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
-	43, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
+	44, // 0: waymark.v1.StartRunRequest.input:type_name -> google.protobuf.Value
+	41, // 1: waymark.v1.StartRunRequest.labels:type_name -> waymark.v1.StartRunRequest.LabelsEntry
+	45, // 2: waymark.v1.StartRunRequest.timeout:type_name -> google.protobuf.Duration
 	0,  // 3: waymark.v1.StartRunRequest.wait_for:type_name -> waymark.v1.WaitFor
-	44, // 4: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
-	45, // 5: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	44, // 6: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
-	45, // 7: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
-	46, // 8: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
-	40, // 9: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
-	44, // 10: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
-	47, // 11: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
-	48, // 12: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
+	46, // 4: waymark.v1.StartRunResponse.run:type_name -> waymark.v1.Run
+	47, // 5: waymark.v1.StartRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	46, // 6: waymark.v1.GetRunResponse.run:type_name -> waymark.v1.Run
+	47, // 7: waymark.v1.GetRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	48, // 8: waymark.v1.ListRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	42, // 9: waymark.v1.ListRunsRequest.labels:type_name -> waymark.v1.ListRunsRequest.LabelsEntry
+	46, // 10: waymark.v1.ListRunsResponse.runs:type_name -> waymark.v1.Run
+	49, // 11: waymark.v1.GetJournalResponse.entries:type_name -> waymark.v1.JournalEntry
+	50, // 12: waymark.v1.StreamRunEventsResponse.event:type_name -> waymark.v1.RunEvent
 	1,  // 13: waymark.v1.ResumeRunRequest.drift_recovery:type_name -> waymark.v1.DriftRecovery
-	44, // 14: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
-	49, // 15: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
-	44, // 16: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
-	44, // 17: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
-	50, // 18: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
+	46, // 14: waymark.v1.ResumeRunResponse.run:type_name -> waymark.v1.Run
+	51, // 15: waymark.v1.ResumeRunResponse.preview:type_name -> waymark.v1.ResumePreview
+	46, // 16: waymark.v1.ResumeRunResponse.restarted_as:type_name -> waymark.v1.Run
+	46, // 17: waymark.v1.CancelRunResponse.run:type_name -> waymark.v1.Run
+	52, // 18: waymark.v1.ListWorkflowsResponse.workflows:type_name -> waymark.v1.Workflow
 	23, // 19: waymark.v1.GetRunProvenanceResponse.provenance:type_name -> waymark.v1.RunProvenance
-	46, // 20: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
+	48, // 20: waymark.v1.RunProvenance.status:type_name -> waymark.v1.RunStatus
 	24, // 21: waymark.v1.RunProvenance.spend:type_name -> waymark.v1.RunSpend
 	25, // 22: waymark.v1.RunProvenance.agents:type_name -> waymark.v1.AgentProvenance
 	23, // 23: waymark.v1.RunProvenance.children:type_name -> waymark.v1.RunProvenance
 	26, // 24: waymark.v1.AgentProvenance.model_calls:type_name -> waymark.v1.ProvenanceModelCall
 	27, // 25: waymark.v1.AgentProvenance.tool_results:type_name -> waymark.v1.ProvenanceToolResult
 	2,  // 26: waymark.v1.ProvenanceModelCall.status:type_name -> waymark.v1.ProvenanceModelCallStatus
-	51, // 27: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
-	42, // 28: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
+	53, // 27: waymark.v1.ProvenanceModelCall.usage:type_name -> waymark.v1.Usage
+	44, // 28: waymark.v1.ProvenanceToolResult.input:type_name -> google.protobuf.Value
 	3,  // 29: waymark.v1.ProvenanceToolResult.status:type_name -> waymark.v1.ProvenanceToolResultStatus
-	42, // 30: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
-	52, // 31: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
-	43, // 32: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
-	53, // 33: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
-	42, // 34: waymark.v1.ForkRunRequest.input:type_name -> google.protobuf.Value
+	44, // 30: waymark.v1.ProvenanceToolResult.value:type_name -> google.protobuf.Value
+	54, // 31: waymark.v1.ProvenanceToolResult.error:type_name -> waymark.v1.RunError
+	45, // 32: waymark.v1.CreateStreamTokenRequest.ttl:type_name -> google.protobuf.Duration
+	55, // 33: waymark.v1.CreateStreamTokenResponse.expire_time:type_name -> google.protobuf.Timestamp
+	44, // 34: waymark.v1.ForkRunRequest.input:type_name -> google.protobuf.Value
 	31, // 35: waymark.v1.ForkRunRequest.decision:type_name -> waymark.v1.ForkDecision
-	41, // 36: waymark.v1.ForkRunRequest.labels:type_name -> waymark.v1.ForkRunRequest.LabelsEntry
-	44, // 37: waymark.v1.ForkRunResponse.run:type_name -> waymark.v1.Run
-	45, // 38: waymark.v1.ForkRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
+	43, // 36: waymark.v1.ForkRunRequest.labels:type_name -> waymark.v1.ForkRunRequest.LabelsEntry
+	46, // 37: waymark.v1.ForkRunResponse.run:type_name -> waymark.v1.Run
+	47, // 38: waymark.v1.ForkRunResponse.waiting_on:type_name -> waymark.v1.WaitingOn
 	33, // 39: waymark.v1.ForkRunResponse.preview:type_name -> waymark.v1.ForkPreview
-	49, // 40: waymark.v1.ForkPreview.replay:type_name -> waymark.v1.ResumePreview
-	44, // 41: waymark.v1.CompareRunsResponse.a:type_name -> waymark.v1.Run
-	44, // 42: waymark.v1.CompareRunsResponse.b:type_name -> waymark.v1.Run
+	51, // 40: waymark.v1.ForkPreview.replay:type_name -> waymark.v1.ResumePreview
+	46, // 41: waymark.v1.CompareRunsResponse.a:type_name -> waymark.v1.Run
+	46, // 42: waymark.v1.CompareRunsResponse.b:type_name -> waymark.v1.Run
 	36, // 43: waymark.v1.CompareRunsResponse.effects:type_name -> waymark.v1.EffectComparison
 	38, // 44: waymark.v1.CompareRunsResponse.totals_a:type_name -> waymark.v1.RunTotals
 	38, // 45: waymark.v1.CompareRunsResponse.totals_b:type_name -> waymark.v1.RunTotals
 	37, // 46: waymark.v1.EffectComparison.a:type_name -> waymark.v1.EffectRecord
 	37, // 47: waymark.v1.EffectComparison.b:type_name -> waymark.v1.EffectRecord
 	4,  // 48: waymark.v1.EffectComparison.difference:type_name -> waymark.v1.EffectDifference
-	42, // 49: waymark.v1.EffectRecord.output:type_name -> google.protobuf.Value
-	5,  // 50: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
-	7,  // 51: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
-	9,  // 52: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
-	11, // 53: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
-	13, // 54: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
-	15, // 55: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
-	17, // 56: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
-	19, // 57: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
-	21, // 58: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
-	28, // 59: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
-	30, // 60: waymark.v1.RunService.ForkRun:input_type -> waymark.v1.ForkRunRequest
-	34, // 61: waymark.v1.RunService.CompareRuns:input_type -> waymark.v1.CompareRunsRequest
-	6,  // 62: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
-	8,  // 63: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
-	10, // 64: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
-	12, // 65: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
-	14, // 66: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
-	16, // 67: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
-	18, // 68: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
-	20, // 69: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
-	22, // 70: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
-	29, // 71: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
-	32, // 72: waymark.v1.RunService.ForkRun:output_type -> waymark.v1.ForkRunResponse
-	35, // 73: waymark.v1.RunService.CompareRuns:output_type -> waymark.v1.CompareRunsResponse
-	62, // [62:74] is the sub-list for method output_type
-	50, // [50:62] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	44, // 49: waymark.v1.EffectRecord.output:type_name -> google.protobuf.Value
+	45, // 50: waymark.v1.PurgeRunsRequest.older_than:type_name -> google.protobuf.Duration
+	48, // 51: waymark.v1.PurgeRunsRequest.statuses:type_name -> waymark.v1.RunStatus
+	55, // 52: waymark.v1.PurgeRunsResponse.oldest_end_time:type_name -> google.protobuf.Timestamp
+	55, // 53: waymark.v1.PurgeRunsResponse.newest_end_time:type_name -> google.protobuf.Timestamp
+	5,  // 54: waymark.v1.RunService.StartRun:input_type -> waymark.v1.StartRunRequest
+	7,  // 55: waymark.v1.RunService.GetRun:input_type -> waymark.v1.GetRunRequest
+	9,  // 56: waymark.v1.RunService.ListRuns:input_type -> waymark.v1.ListRunsRequest
+	11, // 57: waymark.v1.RunService.GetJournal:input_type -> waymark.v1.GetJournalRequest
+	13, // 58: waymark.v1.RunService.StreamRunEvents:input_type -> waymark.v1.StreamRunEventsRequest
+	15, // 59: waymark.v1.RunService.ResumeRun:input_type -> waymark.v1.ResumeRunRequest
+	17, // 60: waymark.v1.RunService.CancelRun:input_type -> waymark.v1.CancelRunRequest
+	19, // 61: waymark.v1.RunService.ListWorkflows:input_type -> waymark.v1.ListWorkflowsRequest
+	21, // 62: waymark.v1.RunService.GetRunProvenance:input_type -> waymark.v1.GetRunProvenanceRequest
+	28, // 63: waymark.v1.RunService.CreateStreamToken:input_type -> waymark.v1.CreateStreamTokenRequest
+	30, // 64: waymark.v1.RunService.ForkRun:input_type -> waymark.v1.ForkRunRequest
+	34, // 65: waymark.v1.RunService.CompareRuns:input_type -> waymark.v1.CompareRunsRequest
+	39, // 66: waymark.v1.RunService.PurgeRuns:input_type -> waymark.v1.PurgeRunsRequest
+	6,  // 67: waymark.v1.RunService.StartRun:output_type -> waymark.v1.StartRunResponse
+	8,  // 68: waymark.v1.RunService.GetRun:output_type -> waymark.v1.GetRunResponse
+	10, // 69: waymark.v1.RunService.ListRuns:output_type -> waymark.v1.ListRunsResponse
+	12, // 70: waymark.v1.RunService.GetJournal:output_type -> waymark.v1.GetJournalResponse
+	14, // 71: waymark.v1.RunService.StreamRunEvents:output_type -> waymark.v1.StreamRunEventsResponse
+	16, // 72: waymark.v1.RunService.ResumeRun:output_type -> waymark.v1.ResumeRunResponse
+	18, // 73: waymark.v1.RunService.CancelRun:output_type -> waymark.v1.CancelRunResponse
+	20, // 74: waymark.v1.RunService.ListWorkflows:output_type -> waymark.v1.ListWorkflowsResponse
+	22, // 75: waymark.v1.RunService.GetRunProvenance:output_type -> waymark.v1.GetRunProvenanceResponse
+	29, // 76: waymark.v1.RunService.CreateStreamToken:output_type -> waymark.v1.CreateStreamTokenResponse
+	32, // 77: waymark.v1.RunService.ForkRun:output_type -> waymark.v1.ForkRunResponse
+	35, // 78: waymark.v1.RunService.CompareRuns:output_type -> waymark.v1.CompareRunsResponse
+	40, // 79: waymark.v1.RunService.PurgeRuns:output_type -> waymark.v1.PurgeRunsResponse
+	67, // [67:80] is the sub-list for method output_type
+	54, // [54:67] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_service_proto_init() }
@@ -3545,7 +3763,7 @@ func file_waymark_v1_run_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_service_proto_rawDesc), len(file_waymark_v1_run_service_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	RunService_CreateStreamToken_FullMethodName = "/waymark.v1.RunService/CreateStreamToken"
 	RunService_ForkRun_FullMethodName           = "/waymark.v1.RunService/ForkRun"
 	RunService_CompareRuns_FullMethodName       = "/waymark.v1.RunService/CompareRuns"
+	RunService_PurgeRuns_FullMethodName         = "/waymark.v1.RunService/PurgeRuns"
 )
 
 // RunServiceClient is the client API for RunService service.
@@ -88,6 +89,14 @@ type RunServiceClient interface {
 	// effect, what each run recorded (output, model, tokens, cost, duration) and whether it
 	// differs; a fork and its source, or any two runs of the same workflow.
 	CompareRuns(ctx context.Context, in *CompareRunsRequest, opts ...grpc.CallOption) (*CompareRunsResponse, error)
+	// Deletes finished runs of a namespace that match a filter (docs/operations.md "Purging runs"):
+	// root runs that ended SUCCEEDED, FAILED or CANCELLED at least older_than ago, each with its
+	// descendants, their journals, outbox rows, buffered signals and remote tasks, in small batches
+	// of one transaction each. Pending, running and suspended runs are never deleted, nor a tree
+	// with an unfinished child or a pending webhook delivery; the cost of purged runs is kept in the
+	// daily roll-up, as retention does. With dry_run nothing is deleted: the response says what
+	// would be. Needs an admin key.
+	PurgeRuns(ctx context.Context, in *PurgeRunsRequest, opts ...grpc.CallOption) (*PurgeRunsResponse, error)
 }
 
 type runServiceClient struct {
@@ -227,6 +236,16 @@ func (c *runServiceClient) CompareRuns(ctx context.Context, in *CompareRunsReque
 	return out, nil
 }
 
+func (c *runServiceClient) PurgeRuns(ctx context.Context, in *PurgeRunsRequest, opts ...grpc.CallOption) (*PurgeRunsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PurgeRunsResponse)
+	err := c.cc.Invoke(ctx, RunService_PurgeRuns_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RunServiceServer is the server API for RunService service.
 // All implementations must embed UnimplementedRunServiceServer
 // for forward compatibility.
@@ -282,6 +301,14 @@ type RunServiceServer interface {
 	// effect, what each run recorded (output, model, tokens, cost, duration) and whether it
 	// differs; a fork and its source, or any two runs of the same workflow.
 	CompareRuns(context.Context, *CompareRunsRequest) (*CompareRunsResponse, error)
+	// Deletes finished runs of a namespace that match a filter (docs/operations.md "Purging runs"):
+	// root runs that ended SUCCEEDED, FAILED or CANCELLED at least older_than ago, each with its
+	// descendants, their journals, outbox rows, buffered signals and remote tasks, in small batches
+	// of one transaction each. Pending, running and suspended runs are never deleted, nor a tree
+	// with an unfinished child or a pending webhook delivery; the cost of purged runs is kept in the
+	// daily roll-up, as retention does. With dry_run nothing is deleted: the response says what
+	// would be. Needs an admin key.
+	PurgeRuns(context.Context, *PurgeRunsRequest) (*PurgeRunsResponse, error)
 	mustEmbedUnimplementedRunServiceServer()
 }
 
@@ -327,6 +354,9 @@ func (UnimplementedRunServiceServer) ForkRun(context.Context, *ForkRunRequest) (
 }
 func (UnimplementedRunServiceServer) CompareRuns(context.Context, *CompareRunsRequest) (*CompareRunsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompareRuns not implemented")
+}
+func (UnimplementedRunServiceServer) PurgeRuns(context.Context, *PurgeRunsRequest) (*PurgeRunsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PurgeRuns not implemented")
 }
 func (UnimplementedRunServiceServer) mustEmbedUnimplementedRunServiceServer() {}
 func (UnimplementedRunServiceServer) testEmbeddedByValue()                    {}
@@ -558,6 +588,24 @@ func _RunService_CompareRuns_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RunService_PurgeRuns_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PurgeRunsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RunServiceServer).PurgeRuns(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RunService_PurgeRuns_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RunServiceServer).PurgeRuns(ctx, req.(*PurgeRunsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RunService_ServiceDesc is the grpc.ServiceDesc for RunService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -608,6 +656,10 @@ var RunService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CompareRuns",
 			Handler:    _RunService_CompareRuns_Handler,
+		},
+		{
+			MethodName: "PurgeRuns",
+			Handler:    _RunService_PurgeRuns_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

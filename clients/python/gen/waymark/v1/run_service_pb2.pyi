@@ -1685,3 +1685,103 @@ class RunTotals(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RunTotals: _TypeAlias = RunTotals  # noqa: Y015
+
+@_typing.final
+class PurgeRunsRequest(_message.Message):
+    """The request of PurgeRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    OLDER_THAN_FIELD_NUMBER: _builtins.int
+    STATUSES_FIELD_NUMBER: _builtins.int
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    """The namespace to purge; empty means "default"."""
+    workflow: _builtins.str
+    """Only runs of this workflow; empty: every workflow."""
+    dry_run: _builtins.bool
+    """Count what would be deleted; delete nothing."""
+    limit: _builtins.int
+    """The most root runs deleted by this call (each with its descendants), 1 to 10000; 0 means
+    1000. A call that deleted this many sets more: call again to go on.
+    """
+    @_builtins.property
+    def older_than(self) -> _duration_pb2.Duration:
+        """Only root runs that ended at least this long ago; required (0s: every finished run)."""
+
+    @_builtins.property
+    def statuses(self) -> _containers.RepeatedScalarFieldContainer[_run_pb2.RunStatus.ValueType]:
+        """Only root runs that ended with one of these statuses; each must be SUCCEEDED, FAILED or
+        CANCELLED. Empty: all three.
+        """
+
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        older_than: _duration_pb2.Duration | None = ...,
+        statuses: _abc.Iterable[_run_pb2.RunStatus.ValueType] | None = ...,
+        workflow: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["older_than", b"older_than"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "limit", b"limit", "namespace", b"namespace", "older_than", b"older_than", "statuses", b"statuses", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PurgeRunsRequest: _TypeAlias = PurgeRunsRequest  # noqa: Y015
+
+@_typing.final
+class PurgeRunsResponse(_message.Message):
+    """The response of PurgeRuns."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    ROOT_RUNS_FIELD_NUMBER: _builtins.int
+    RUNS_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    OLDEST_END_TIME_FIELD_NUMBER: _builtins.int
+    NEWEST_END_TIME_FIELD_NUMBER: _builtins.int
+    MORE_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Whether this was a dry run (nothing was deleted)."""
+    root_runs: _builtins.int
+    """Root runs deleted (or, with dry_run, matching)."""
+    runs: _builtins.int
+    """Runs deleted (or that would be): the root runs and their descendants."""
+    entries: _builtins.int
+    """Journal entries that went with them (or would)."""
+    more: _builtins.bool
+    """The call stopped at its limit and more runs may match: call again."""
+    @_builtins.property
+    def oldest_end_time(self) -> _timestamp_pb2.Timestamp:
+        """When the oldest of those root runs ended; unset when there were none."""
+
+    @_builtins.property
+    def newest_end_time(self) -> _timestamp_pb2.Timestamp:
+        """When the newest of those root runs ended; unset when there were none."""
+
+    def __init__(
+        self,
+        *,
+        dry_run: _builtins.bool = ...,
+        root_runs: _builtins.int = ...,
+        runs: _builtins.int = ...,
+        entries: _builtins.int = ...,
+        oldest_end_time: _timestamp_pb2.Timestamp | None = ...,
+        newest_end_time: _timestamp_pb2.Timestamp | None = ...,
+        more: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["newest_end_time", b"newest_end_time", "oldest_end_time", b"oldest_end_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "entries", b"entries", "more", b"more", "newest_end_time", b"newest_end_time", "oldest_end_time", b"oldest_end_time", "root_runs", b"root_runs", "runs", b"runs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PurgeRunsResponse: _TypeAlias = PurgeRunsResponse  # noqa: Y015

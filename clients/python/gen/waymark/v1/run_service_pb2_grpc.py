@@ -99,6 +99,11 @@ class RunServiceStub:
                 request_serializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsRequest.SerializeToString,
                 response_deserializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsResponse.FromString,
                 _registered_method=True)
+        self.PurgeRuns = channel.unary_unary(
+                '/waymark.v1.RunService/PurgeRuns',
+                request_serializer=waymark_dot_v1_dot_run__service__pb2.PurgeRunsRequest.SerializeToString,
+                response_deserializer=waymark_dot_v1_dot_run__service__pb2.PurgeRunsResponse.FromString,
+                _registered_method=True)
 
 
 class RunServiceServicer:
@@ -214,6 +219,19 @@ class RunServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PurgeRuns(self, request, context):
+        """Deletes finished runs of a namespace that match a filter (docs/operations.md "Purging runs"):
+        root runs that ended SUCCEEDED, FAILED or CANCELLED at least older_than ago, each with its
+        descendants, their journals, outbox rows, buffered signals and remote tasks, in small batches
+        of one transaction each. Pending, running and suspended runs are never deleted, nor a tree
+        with an unfinished child or a pending webhook delivery; the cost of purged runs is kept in the
+        daily roll-up, as retention does. With dry_run nothing is deleted: the response says what
+        would be. Needs an admin key.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RunServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -276,6 +294,11 @@ def add_RunServiceServicer_to_server(servicer, server):
                     servicer.CompareRuns,
                     request_deserializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsRequest.FromString,
                     response_serializer=waymark_dot_v1_dot_run__service__pb2.CompareRunsResponse.SerializeToString,
+            ),
+            'PurgeRuns': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeRuns,
+                    request_deserializer=waymark_dot_v1_dot_run__service__pb2.PurgeRunsRequest.FromString,
+                    response_serializer=waymark_dot_v1_dot_run__service__pb2.PurgeRunsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -607,6 +630,33 @@ class RunService:
             '/waymark.v1.RunService/CompareRuns',
             waymark_dot_v1_dot_run__service__pb2.CompareRunsRequest.SerializeToString,
             waymark_dot_v1_dot_run__service__pb2.CompareRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgeRuns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/waymark.v1.RunService/PurgeRuns',
+            waymark_dot_v1_dot_run__service__pb2.PurgeRunsRequest.SerializeToString,
+            waymark_dot_v1_dot_run__service__pb2.PurgeRunsResponse.FromString,
             options,
             channel_credentials,
             insecure,

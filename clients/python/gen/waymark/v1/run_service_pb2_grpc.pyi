@@ -91,6 +91,15 @@ class RunServiceStub:
     effect, what each run recorded (output, model, tokens, cost, duration) and whether it
     differs; a fork and its source, or any two runs of the same workflow.
     """
+    PurgeRuns: _grpc.UnaryUnaryMultiCallable[_run_service_pb2.PurgeRunsRequest, _run_service_pb2.PurgeRunsResponse]
+    """Deletes finished runs of a namespace that match a filter (docs/operations.md "Purging runs"):
+    root runs that ended SUCCEEDED, FAILED or CANCELLED at least older_than ago, each with its
+    descendants, their journals, outbox rows, buffered signals and remote tasks, in small batches
+    of one transaction each. Pending, running and suspended runs are never deleted, nor a tree
+    with an unfinished child or a pending webhook delivery; the cost of purged runs is kept in the
+    daily roll-up, as retention does. With dry_run nothing is deleted: the response says what
+    would be. Needs an admin key.
+    """
 
 @_typing.type_check_only
 class RunServiceAsyncStub(RunServiceStub):
@@ -154,6 +163,15 @@ class RunServiceAsyncStub(RunServiceStub):
     """Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
     effect, what each run recorded (output, model, tokens, cost, duration) and whether it
     differs; a fork and its source, or any two runs of the same workflow.
+    """
+    PurgeRuns: _aio.UnaryUnaryMultiCallable[_run_service_pb2.PurgeRunsRequest, _run_service_pb2.PurgeRunsResponse]  # type: ignore[assignment]
+    """Deletes finished runs of a namespace that match a filter (docs/operations.md "Purging runs"):
+    root runs that ended SUCCEEDED, FAILED or CANCELLED at least older_than ago, each with its
+    descendants, their journals, outbox rows, buffered signals and remote tasks, in small batches
+    of one transaction each. Pending, running and suspended runs are never deleted, nor a tree
+    with an unfinished child or a pending webhook delivery; the cost of purged runs is kept in the
+    daily roll-up, as retention does. With dry_run nothing is deleted: the response says what
+    would be. Needs an admin key.
     """
 
 class RunServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -287,6 +305,21 @@ class RunServiceServicer(metaclass=_abc_1.ABCMeta):
         """Compares two runs of one workflow effect by effect (docs/forks.md "Comparing runs"): for each
         effect, what each run recorded (output, model, tokens, cost, duration) and whether it
         differs; a fork and its source, or any two runs of the same workflow.
+        """
+
+    @_abc_1.abstractmethod
+    def PurgeRuns(
+        self,
+        request: _run_service_pb2.PurgeRunsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_run_service_pb2.PurgeRunsResponse, _abc.Awaitable[_run_service_pb2.PurgeRunsResponse]]:
+        """Deletes finished runs of a namespace that match a filter (docs/operations.md "Purging runs"):
+        root runs that ended SUCCEEDED, FAILED or CANCELLED at least older_than ago, each with its
+        descendants, their journals, outbox rows, buffered signals and remote tasks, in small batches
+        of one transaction each. Pending, running and suspended runs are never deleted, nor a tree
+        with an unfinished child or a pending webhook delivery; the cost of purged runs is kept in the
+        daily roll-up, as retention does. With dry_run nothing is deleted: the response says what
+        would be. Needs an admin key.
         """
 
 def add_RunServiceServicer_to_server(servicer: RunServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
