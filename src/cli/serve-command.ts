@@ -80,7 +80,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
   try {
     const { applied } = await admin.migrate();
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING', 'waymark.v1.FlowService': 'SERVING', 'waymark.v1.WebhookService': 'SERVING' });
+    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING', 'waymark.v1.FlowService': 'SERVING', 'waymark.v1.WebhookService': 'SERVING', 'waymark.v1.ScheduleService': 'SERVING' });
     // Readiness (and the overall status) follow the store and its schema; liveness never does.
     // The admin side answers on a connection of its own, so a busy store pool cannot make it flap.
     const readiness = startReadiness({ health, admin, logger });

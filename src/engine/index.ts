@@ -50,6 +50,7 @@ export { TERMINATED_REASON, schedulePass } from './schedules/schedule-pass.js';
 export type { PassOutcome, SchedulePassDeps } from './schedules/schedule-pass.js';
 export { SCHEDULES_DEFAULTS, Schedules } from './schedules/schedules.js';
 export type { ScheduleCreate, ScheduleEdit, ScheduleView } from './schedules/schedules.js';
+export { scheduleSpecViolations } from './schedules/schedule-times.js';
 export { RESUME_CACHE_DEFAULTS } from './runtime/resume-cache.js';
 export type { ReplayPreview } from './runtime/resume-preview.js';
 export { replayJournal } from './runtime/journal-replay.js';

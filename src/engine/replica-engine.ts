@@ -29,6 +29,7 @@ import { McpServerNotFoundError } from './errors.js';
 import type { FlowDefinition } from './flow/flow-definition.js';
 import { WorkerTasks, type ServedToolView, type TaskCompleteResult } from './runtime/worker-tasks.js';
 import { runPurge, type RunPurgeFilter, type RunPurgeSummary } from './run-purge.js';
+import { Schedules } from './schedules/schedules.js';
 
 /*
  * One replica's engine as its RPCs call it: one method per RPC, each the whole use case, so a
@@ -64,6 +65,8 @@ export class ReplicaEngine {
   readonly keys: ApiKeys;
   /** WorkerService's use cases: remote tools' workers, their tasks and results (docs/workers.md). */
   readonly workers: WorkerTasks;
+  /** ScheduleService's use cases (schedules/schedules.ts): each route makes one call to it; the sweeper starts the runs. */
+  readonly schedules: Schedules;
   readonly #followPollMs: number | undefined;
 
   constructor(options: ReplicaEngineOptions) {
@@ -72,6 +75,7 @@ export class ReplicaEngine {
     this.inline = new InlineExecutions({ driver: options.engine.driver, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
     this.#followPollMs = options.followPollMs;
     this.workers = new WorkerTasks(options.engine.store, options.engine.registry, options.engine.remote);
+    this.schedules = new Schedules({ store: options.engine.store, runs: options.engine });
   }
 
   /**

@@ -40,7 +40,7 @@ describe('ACCESS_RULES', () => {
     const services = await generatedServices();
     expect(services.map((s) => s.typeName).sort()).toEqual([
       'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection',
-      'waymark.v1.AdminService', 'waymark.v1.FlowService', 'waymark.v1.McpService', 'waymark.v1.RunService', 'waymark.v1.SignalService', 'waymark.v1.WebhookService',
+      'waymark.v1.AdminService', 'waymark.v1.FlowService', 'waymark.v1.McpService', 'waymark.v1.RunService', 'waymark.v1.ScheduleService', 'waymark.v1.SignalService', 'waymark.v1.WebhookService',
       'waymark.v1.WorkerService',
     ]);
     const methods = services.flatMap((s) => s.methods.map((m) => `${s.typeName}/${m.name}`)).sort();

@@ -18,6 +18,7 @@ import { AdminService } from '../../src/gen/waymark/v1/admin_service_pb.js';
 import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
 import { FlowSchema, FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
 import { McpService } from '../../src/gen/waymark/v1/mcp_service_pb.js';
+import { ScheduleService } from '../../src/gen/waymark/v1/schedule_service_pb.js';
 import { StreamTokens } from '../../src/engine/access/stream-tokens.js';
 import { LeaseLostError } from '../../src/journal/errors.js';
 import { DEFAULT_LIMITS, MAX_JSON_DEPTH, MAX_RUN_TIMEOUT_MS } from '../../src/journal/limits.js';
@@ -105,6 +106,7 @@ let authedRuns: Client<typeof RunService>;
 let authedAdmin: Client<typeof AdminService>;
 let flows: Client<typeof FlowService>;
 let mcp: Client<typeof McpService>;
+let schedules: Client<typeof ScheduleService>;
 const AUTH_SECRET = 'the-tables-stream-token-secret-32-chars';
 
 beforeAll(async () => {
@@ -124,6 +126,7 @@ beforeAll(async () => {
   signals = createClient(SignalService, transport(api.address));
   flows = createClient(FlowService, transport(api.address));
   mcp = createClient(McpService, transport(api.address));
+  schedules = createClient(ScheduleService, transport(api.address));
   smallRuns = createClient(RunService, transport(small.address));
   smallSignals = createClient(SignalService, transport(small.address));
   limited = await startApiServer({ prefix: 'waymark_tables_limited', clientLimits: { ratePerSecond: 0.001, burst: 20, streams: 1 } });
@@ -330,6 +333,12 @@ describe('docs/api.md "Errors"', () => {
     'NOT_FOUND WORKFLOW_NOT_FOUND': () => failure(runs.startRun({ workflow: 'nope', input: json({}) })),
     'NOT_FOUND FLOW_NOT_FOUND': () => failure(flows.getFlow({ name: 'no-such-flow' })),
     'NOT_FOUND MCP_SERVER_NOT_FOUND': () => failure(mcp.removeMcpServer({ name: 'no-such-server' })),
+    'NOT_FOUND SCHEDULE_NOT_FOUND': () => failure(schedules.getSchedule({ scheduleId: 'no-such-schedule' })),
+    'ALREADY_EXISTS SCHEDULE_EXISTS': async () => {
+      const schedule = { id: 'table-schedule', paused: true, spec: { cron: ['0 3 * * *'] }, action: { workflow: 'echo-flow', input: json({}) } };
+      await schedules.createSchedule({ schedule });
+      return failure(schedules.createSchedule({ schedule }));
+    },
     'ALREADY_EXISTS FLOW_NAME_TAKEN': () => failure(flows.registerFlow({ flow: fromJson(FlowSchema, { name: 'refund', start: 'done', nodes: [{ id: 'done', end: {} }] }) })),
     'NOT_FOUND APPROVAL_NOT_FOUND': () => failure(signals.getApproval({ id: `${UNKNOWN_RUN}:1` })),
     'NOT_FOUND NAMESPACE_NOT_FOUND': async () => {

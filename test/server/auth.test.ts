@@ -11,6 +11,7 @@ import { FlowService } from '../../src/gen/waymark/v1/flow_service_pb.js';
 import { McpService } from '../../src/gen/waymark/v1/mcp_service_pb.js';
 import { RunStatus } from '../../src/gen/waymark/v1/run_pb.js';
 import { RunService } from '../../src/gen/waymark/v1/run_service_pb.js';
+import { ScheduleService } from '../../src/gen/waymark/v1/schedule_service_pb.js';
 import { SignalService } from '../../src/gen/waymark/v1/signal_service_pb.js';
 import { WebhookService } from '../../src/gen/waymark/v1/webhook_service_pb.js';
 import { WorkerService } from '../../src/gen/waymark/v1/worker_service_pb.js';
@@ -115,9 +116,18 @@ const requests = (): Record<string, object> => ({
   'McpService/PutMcpServer': { server: { name: 'auth-mcp', transport: { case: 'http', value: { url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer secret-mcp' } } } } },
   'McpService/ListMcpServers': {},
   'McpService/RemoveMcpServer': { name: 'auth-mcp' },
+  'ScheduleService/CreateSchedule': { schedule: { id: 'auth-new', spec: { cron: ['0 3 * * *'] }, action: { workflow: 'echo-flow', input: json({}) }, paused: true } },
+  'ScheduleService/GetSchedule': { scheduleId: 'auth-sched' },
+  'ScheduleService/ListSchedules': {},
+  'ScheduleService/UpdateSchedule': { scheduleId: 'auth-sched', updateMask: { paths: ['remaining_actions'] }, schedule: { remainingActions: 1n } },
+  'ScheduleService/PauseSchedule': { scheduleId: 'auth-sched', note: 'x' },
+  'ScheduleService/UnpauseSchedule': { scheduleId: 'auth-sched', note: 'x' },
+  'ScheduleService/TriggerSchedule': { scheduleId: 'auth-sched' },
+  'ScheduleService/BackfillSchedule': { scheduleId: 'auth-sched', startTime: { seconds: 0n }, endTime: { seconds: 3600n } },
+  'ScheduleService/DeleteSchedule': { scheduleId: 'auth-sched' },
 });
 
-const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService, WorkerService, McpService];
+const SERVICES = [RunService, SignalService, FlowService, WebhookService, AdminService, WorkerService, McpService, ScheduleService];
 type Rpc = [name: string, service: DescService, method: DescMethod];
 const rpcs: Rpc[] = SERVICES.flatMap((service) => service.methods.map((method): Rpc => [`${service.name}/${method.name}`, service, method]));
 
@@ -171,6 +181,10 @@ beforeAll(async () => {
   otherApproval = (await runs.startRun({ workflow: 'refund', input: json({ order: 'o-b', amount: 1 }), wait: true }, { headers: bearer(keys.b) })).waitingOn[0]!.approvalId;
   streamToken = (await runs.createStreamToken({ runId: parked }, asA)).token;
   endpointId = (await createClient(WebhookService, transport()).createWebhookEndpoint({ namespace: 'team-a', url: 'https://hooks.example.com/a' }, { headers: bearer(keys.admin) })).endpoint!.id;
+  // team-a's schedule, paused (no sweeper runs here, and a paused one would take no tick anyway).
+  await createClient(ScheduleService, transport()).createSchedule({
+    schedule: { id: 'auth-sched', spec: { cron: ['0 3 * * *'] }, action: { workflow: 'echo-flow', input: json({}) }, paused: true },
+  }, asA);
 }, TIMEOUT);
 
 afterAll(async () => {
@@ -180,7 +194,7 @@ afterAll(async () => {
 }, TIMEOUT);
 
 describe('every RPC refuses bad credentials, writes nothing, leaks nothing', () => {
-  it('covers every RPC of RunService, SignalService, WebhookService, AdminService and WorkerService', () => {
+  it('covers every RPC of RunService, SignalService, FlowService, WebhookService, AdminService, WorkerService, McpService and ScheduleService', () => {
     expect(Object.keys(requests()).sort()).toEqual(rpcs.map((r) => r[0]).sort());
   });
 

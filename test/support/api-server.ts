@@ -99,7 +99,8 @@ export async function startApiServer(options: {
         (SELECT count(*)::int FROM webhook_endpoints) AS webhook_endpoints, (SELECT count(*)::int FROM webhook_deliveries) AS webhook_deliveries,
         (SELECT count(*)::int FROM api_keys) AS api_keys, (SELECT count(*)::int FROM api_keys WHERE revoked_at IS NOT NULL) AS revoked_keys,
         (SELECT count(*)::int FROM remote_tools) AS remote_tools, (SELECT count(*)::int FROM remote_workers) AS remote_workers,
-        (SELECT count(*)::int FROM remote_tasks) AS remote_tasks, (SELECT count(*)::int FROM mcp_servers) AS mcp_servers`);
+        (SELECT count(*)::int FROM remote_tasks) AS remote_tasks, (SELECT count(*)::int FROM mcp_servers) AS mcp_servers,
+        (SELECT count(*)::int FROM schedules) AS schedules, (SELECT coalesce(sum(revision), 0)::int FROM schedules) AS schedule_revisions`);
       return rows[0]!;
     },
     async close() {

@@ -16,7 +16,7 @@ import type { FieldViolation } from '../errors.js';
  */
 
 /** Which listing issued a token. */
-export type Listing = 'runs' | 'journal' | 'approvals';
+export type Listing = 'runs' | 'journal' | 'approvals' | 'schedules';
 
 /** A page token that is not ours, was issued for another listing or other filters. */
 export class InvalidPageTokenError extends WaymarkError {
@@ -43,6 +43,10 @@ interface TokenBody {
 const CURSOR_CHECKS: Record<Listing, (cursor: string) => void> = {
   runs: decodeRunCursor,
   approvals: decodeSuspensionCursor,
+  // The last schedule id of the previous page (ScheduleService ids are 1-128 of these characters).
+  schedules: (text) => {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(text)) throw new TypeError('not a schedule id');
+  },
   journal: (text) => {
     // A seq is a PostgreSQL integer: bounded, so an edited token never fails in SQL.
     if (!/^\d{1,10}$/.test(text) || Number(text) > 2_147_483_647) throw new TypeError('not a seq');

@@ -6,6 +6,7 @@ import {
 } from '../../journal/schedule.js';
 import type { JournalStore, ScheduleChanges, ScheduleCreateParams } from '../../store/store.js';
 import { InvalidDeclarationError } from '../errors.js';
+import { decodePageToken, encodePageToken } from '../read/page-token.js';
 import type { RunEngine } from '../run-engine.js';
 import { dueAfter } from './schedule-pass.js';
 import { nextTicks, scheduleSpecViolations, ticksBetween } from './schedule-times.js';
@@ -61,10 +62,14 @@ export class Schedules {
     return this.view(found);
   }
 
-  async list(params: { namespace: string; pageSize: number; after: string | null }): Promise<{ schedules: ScheduleView[]; next: string | null }> {
-    const page = await this.options.store.scheduleList({ namespace: params.namespace, pageSize: params.pageSize + 1, after: params.after });
+  /** By id, each with its next time only; `pageToken` as the previous page's nextPageToken (empty on the last page). */
+  async list(params: { namespace: string; pageSize: number; pageToken: string }): Promise<{ schedules: ScheduleView[]; nextPageToken: string }> {
+    const filter = { namespace: params.namespace };
+    const after = decodePageToken(params.pageToken, 'schedules', filter);
+    const page = await this.options.store.scheduleList({ namespace: params.namespace, pageSize: params.pageSize + 1, after });
     const schedules = page.slice(0, params.pageSize).map((s) => this.view(s, 1));
-    return { schedules, next: page.length > params.pageSize ? schedules[schedules.length - 1]!.schedule.id : null };
+    const more = page.length > params.pageSize;
+    return { schedules, nextPageToken: more ? encodePageToken('schedules', filter, schedules[schedules.length - 1]!.schedule.id) : '' };
   }
 
   /** Replaces what it is given; a new spec ticks from now on (ticks it would have had in the past are not caught up). */

@@ -45,6 +45,16 @@ export const ACCESS_RULES: Readonly<Record<string, AccessRule>> = {
   'waymark.v1.McpService/PutMcpServer': { scope: 'admin' },
   'waymark.v1.McpService/ListMcpServers': { scope: 'runs:read' },
   'waymark.v1.McpService/RemoveMcpServer': { scope: 'admin' },
+  // A schedule starts runs of the namespace's workflows, as StartRun does: changing one is a run write.
+  'waymark.v1.ScheduleService/CreateSchedule': { scope: 'runs:write' },
+  'waymark.v1.ScheduleService/GetSchedule': { scope: 'runs:read' },
+  'waymark.v1.ScheduleService/ListSchedules': { scope: 'runs:read' },
+  'waymark.v1.ScheduleService/UpdateSchedule': { scope: 'runs:write' },
+  'waymark.v1.ScheduleService/PauseSchedule': { scope: 'runs:write' },
+  'waymark.v1.ScheduleService/UnpauseSchedule': { scope: 'runs:write' },
+  'waymark.v1.ScheduleService/TriggerSchedule': { scope: 'runs:write' },
+  'waymark.v1.ScheduleService/BackfillSchedule': { scope: 'runs:write' },
+  'waymark.v1.ScheduleService/DeleteSchedule': { scope: 'runs:write' },
   'waymark.v1.SignalService/SendSignal': { scope: 'signals:send' },
   // A worker sees the arguments of its namespace's remote calls and writes their results (docs/workers.md).
   'waymark.v1.WorkerService/RegisterWorker': { scope: 'tools:serve' },

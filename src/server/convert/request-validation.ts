@@ -45,7 +45,7 @@ export const MAX_TEXT_LENGTH = 4096;
 export const MAX_INT32 = 2_147_483_647;
 
 /** Page sizes per listing: 0 asks for the default, larger values are clamped to the maximum. */
-export const PAGE_SIZES = { runs: { default: 50, max: 1000 }, journal: { default: 100, max: 1000 }, approvals: { default: 50, max: 1000 } };
+export const PAGE_SIZES = { runs: { default: 50, max: 1000 }, journal: { default: 100, max: 1000 }, approvals: { default: 50, max: 1000 }, schedules: { default: 50, max: 1000 } };
 
 /** The length of `text` in code points; a string is never longer in code points than in UTF-16 units. */
 export function codePoints(text: string): number {

@@ -7,7 +7,7 @@ import {
 } from '../../gen/google/rpc/error_details_pb.js';
 import {
   ApiKeyNotFoundError, ClientCertificateTakenError, IdempotencyConflictError, JournalFullError, LeaseLostError, PayloadTooLargeError, RunNotFoundError, RunStateError,
-  StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
+  ScheduleExistsError, ScheduleNotFoundError, StoreUnavailableError, StreamTokensDisabledError, UnstorableValueError, unstorableReason, WaymarkError, WorkflowNotFoundError,
 } from '../../journal/errors.js';
 import { ApprovalNotFoundError, FlowDriftError, FlowNameTakenError, FlowNotFoundError, InvalidDeclarationError, InvalidFlowError, InvalidForkError, InvalidateTargetError, RunsNotComparableError, InvalidInputError, InvalidResolutionError, JournalCorruptError, McpServerNotFoundError, NonDeterminismError, NotJsonError, ToolNotFoundError, type FieldViolation } from '../../engine/index.js';
 import { InvalidPageTokenError } from '../../engine/index.js';
@@ -122,6 +122,12 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
   }
   if (err instanceof McpServerNotFoundError) {
     return status(m, Code.NotFound, [info(err.reason, { server: err.server }), resource('waymark.v1.McpServer', err.server, 'no such MCP server in this namespace')]);
+  }
+  if (err instanceof ScheduleNotFoundError) {
+    return status(m, Code.NotFound, [info(err.reason, { schedule_id: err.scheduleId }), resource('waymark.v1.Schedule', err.scheduleId, 'no such schedule in this namespace')]);
+  }
+  if (err instanceof ScheduleExistsError) {
+    return status(m, Code.AlreadyExists, [info(err.reason, { schedule_id: err.scheduleId }), resource('waymark.v1.Schedule', err.scheduleId, 'a schedule of this id exists in this namespace')]);
   }
   if (err instanceof FlowNotFoundError) {
     return status(m, Code.NotFound, [

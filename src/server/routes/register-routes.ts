@@ -4,12 +4,13 @@ import type { RouteDeps } from './route-deps.js';
 import { flowService, registerFlowService } from './flow-service.js';
 import { mcpService, registerMcpService } from './mcp-service.js';
 import { registerRunService, runService } from './run-service.js';
+import { registerScheduleService, scheduleService } from './schedule-service.js';
 import { registerSignalService, signalService } from './signal-service.js';
 import { registerWorkerService, workerService } from './worker-service.js';
 
 export type { RouteDeps } from './route-deps.js';
 
-/** Registers the Waymark API (RunService, SignalService, FlowService, AdminService, WorkerService and McpService) served by `deps`. */
+/** Registers the Waymark API (RunService, SignalService, FlowService, AdminService, WorkerService, McpService and ScheduleService) served by `deps`. */
 export function registerRoutes(router: ConnectRouter, deps: RouteDeps): void {
   registerRunService(router, runService(deps));
   registerSignalService(router, signalService(deps));
@@ -17,4 +18,5 @@ export function registerRoutes(router: ConnectRouter, deps: RouteDeps): void {
   registerAdminService(router, adminService(deps));
   registerWorkerService(router, workerService(deps));
   registerMcpService(router, mcpService(deps));
+  registerScheduleService(router, scheduleService(deps));
 }
