@@ -9,6 +9,7 @@ import type { Json } from '../journal/run.js';
 import type { JournalStore, McpServerRecord } from '../store/store.js';
 import { McpToolError } from './mcp-tool-error.js';
 import { McpHealth, type McpHealthOptions } from './mcp-health.js';
+import { resolvedHeaders, type McpSecretSource } from './mcp-secret-refs.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 /*
@@ -40,6 +41,8 @@ export interface SdkMcpConnectorOptions {
   replica?: string;
   /** The clock, sleep and reconnect backoff of the health book (mcp-health.ts). */
   health?: Omit<McpHealthOptions, 'replica'>;
+  /** Where header references are read (mcp-secret-refs.ts); default: this process's environment. */
+  secrets?: McpSecretSource;
 }
 
 export class SdkMcpConnector implements McpConnector {
@@ -111,8 +114,10 @@ export class SdkMcpConnector implements McpConnector {
     const key = JSON.stringify([namespace, name, server.transport]);
     let connecting = this.clients.get(key);
     if (!connecting) {
+      // Read before the gate: a missing secret is the replica's configuration, not the server's health.
+      const headers = await resolvedHeaders(server, this.options.secrets ?? { env: process.env });
       await this.healthBook.gate(namespace, name, signal);
-      connecting = this.clients.get(key) ?? this.connect(server, () => this.clients.delete(key));
+      connecting = this.clients.get(key) ?? this.connect(server, headers, () => this.clients.delete(key));
       this.clients.set(key, connecting);
     }
     let client: Client;
@@ -141,23 +146,24 @@ export class SdkMcpConnector implements McpConnector {
     }
   }
 
-  private async connect(server: McpServerRecord, onClose: () => void): Promise<Client> {
+  private async connect(server: McpServerRecord, headers: Record<string, string>, onClose: () => void): Promise<Client> {
     const client = new Client({ name: this.options.clientName ?? 'waymark', version: '0.1.0' });
     client.onclose = onClose;
     client.onerror = (error) => this.logger.warn({ server: server.name, namespace: server.namespace, err: error }, 'MCP connection error');
-    await client.connect(transportOf(server));
+    await client.connect(transportOf(server, headers));
     this.logger.info({ server: server.name, namespace: server.namespace, transport: server.transport.kind }, 'MCP server connected');
     return client;
   }
 }
 
-function transportOf(server: McpServerRecord): Transport {
+/** `headers`: the registration's, its references read (resolvedHeaders). */
+function transportOf(server: McpServerRecord, headers: Record<string, string>): Transport {
   const t = server.transport;
   if (t.kind === 'stdio') {
     return new StdioClientTransport({ command: t.command, args: t.args, env: { ...getDefaultEnvironment(), ...t.env }, stderr: 'inherit' });
   }
   return new StreamableHTTPClientTransport(new URL(t.url), {
-    requestInit: { headers: t.headers },
+    requestInit: { headers },
     // The key of the tools/call being sent also travels as a header, for servers (and proxies) that dedupe on it.
     fetch: (url, init) => {
       const key = sending.getStore();

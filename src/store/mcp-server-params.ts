@@ -5,9 +5,20 @@
  * API checked them before mcpServerPut.
  */
 
-/** How a replica reaches an MCP server. */
+/**
+ * Where a replica reads a secret header value when it connects (docs/mcp.md "Authentication"):
+ * its environment variable `name` (`env`), or the file at path `name` (`file`); `prefix` goes
+ * before the value ("Bearer "). The reference is stored; the value never is.
+ */
+export interface McpSecretRef {
+  source: 'env' | 'file';
+  name: string;
+  prefix: string;
+}
+
+/** How a replica reaches an MCP server. `headerRefs` is absent in registrations made before it existed. */
 export type McpTransport =
-  | { kind: 'http'; url: string; headers: Record<string, string> }
+  | { kind: 'http'; url: string; headers: Record<string, string>; headerRefs?: Record<string, McpSecretRef> }
   | { kind: 'stdio'; command: string; args: string[]; env: Record<string, string> };
 
 /** What runs may do with one tool of a server. */

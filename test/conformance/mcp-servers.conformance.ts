@@ -3,14 +3,17 @@ import type { McpServerPutParams } from '../../src/store/store.js';
 import type { SuiteContext } from './journal-store.conformance.js';
 
 /*
- * MCP server registrations (docs/mcp.md): one per (namespace, name), replaced in place (createdAt
+ * MCP server registrations (docs/mcp.md): stored as given (header references included), one per (namespace, name), replaced in place (createdAt
  * kept), read and listed within their namespace only, removed once.
  */
 
 function server(name: string, overrides: Partial<McpServerPutParams> = {}): McpServerPutParams {
   return {
     namespace: 'ns-a', name,
-    transport: { kind: 'http', url: `http://127.0.0.1:9/${name}`, headers: { authorization: 'Bearer t' } },
+    transport: {
+      kind: 'http', url: `http://127.0.0.1:9/${name}`, headers: { authorization: 'Bearer t' },
+      headerRefs: { 'x-api-key': { source: 'env', name: 'MCP_KEY', prefix: '' }, 'x-other': { source: 'file', name: '/run/secrets/mcp/k', prefix: 'Key ' } },
+    },
     tools: { refund: { policy: 'ask', mutating: true, timeoutMs: 5000 }, lookup: { policy: 'allow', mutating: null, timeoutMs: null } },
     ...overrides,
   };

@@ -41,8 +41,32 @@ describe('McpService', () => {
     expect(again.findDetails(ErrorInfoSchema)[0]?.reason).toBe('MCP_SERVER_NOT_FOUND');
   });
 
+  it('stores header references as given and shows them (they name where a replica reads the value, not the value)', async () => {
+    const h = apiHarness();
+    const mcp = createClient(McpService, h.transport);
+    const put = await mcp.putMcpServer({ server: { name: 'billing', transport: { case: 'http', value: {
+      url: 'https://mcp.example.com/mcp', headers: { 'x-tenant': 'acme' },
+      headerRefs: { authorization: { source: { case: 'env', value: 'MCP_BILLING_TOKEN' }, prefix: 'Bearer ' }, 'x-api-key': { source: { case: 'file', value: '/run/secrets/mcp/key' } } },
+    } } } });
+    expect(put.server!.transport).toMatchObject({ case: 'http', value: {
+      headers: { 'x-tenant': '<redacted>' },
+      headerRefs: { authorization: { source: { case: 'env', value: 'MCP_BILLING_TOKEN' }, prefix: 'Bearer ' }, 'x-api-key': { source: { case: 'file', value: '/run/secrets/mcp/key' }, prefix: '' } },
+    } });
+    expect((await mcp.listMcpServers({})).servers[0]!.transport).toEqual(put.server!.transport);
+    expect(await h.store.mcpServerGet({ namespace: 'default', name: 'billing' })).toMatchObject({ transport: { kind: 'http', headers: { 'x-tenant': 'acme' }, headerRefs: {
+      authorization: { source: 'env', name: 'MCP_BILLING_TOKEN', prefix: 'Bearer ' }, 'x-api-key': { source: 'file', name: '/run/secrets/mcp/key', prefix: '' },
+    } } });
+  });
+
+  const refTo = (headerRefs: Record<string, unknown>, headers: Record<string, string> = {}) => ({ name: 'x', transport: { case: 'http' as const, value: { url: 'http://127.0.0.1:9/mcp', headers, headerRefs } } });
+
   it.each([
     ['no transport', { name: 'x' }, 'server.transport'],
+    ['a reference to a variable outside MCP_', refTo({ authorization: { source: { case: 'env', value: 'DATABASE_URL' } } }), 'server.http.header_refs["authorization"].env'],
+    ['a relative file reference', refTo({ authorization: { source: { case: 'file', value: 'token.txt' } } }), 'server.http.header_refs["authorization"].file'],
+    ['a file reference climbing out with ..', refTo({ authorization: { source: { case: 'file', value: '/run/secrets/../../etc/shadow' } } }), 'server.http.header_refs["authorization"].file'],
+    ['a reference without a source', refTo({ authorization: { prefix: 'Bearer ' } }), 'server.http.header_refs["authorization"]'],
+    ['a header both inline and by reference', refTo({ Authorization: { source: { case: 'env', value: 'MCP_T' } } }, { authorization: 'Bearer x' }), 'is also in `headers`'],
     ['a bad name', { name: 'has.dot', transport: http('http://127.0.0.1:9/mcp') }, 'server.name'],
     ['a URL that is not http', { name: 'x', transport: http('file:///etc/passwd') }, 'server.http.url'],
     ['an empty command', { name: 'x', transport: { case: 'stdio' as const, value: { command: ' ', args: [], env: {} } } }, 'server.stdio.command'],

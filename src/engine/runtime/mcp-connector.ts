@@ -3,7 +3,7 @@
 import type { Json } from '../../journal/run.js';
 import type { McpServerRecord } from '../../store/store.js';
 
-export type { McpServerRecord, McpToolRule, McpTransport } from '../../store/store.js';
+export type { McpSecretRef, McpServerRecord, McpToolRule, McpTransport } from '../../store/store.js';
 
 /** One tool as a server lists it. */
 export interface McpToolListing {

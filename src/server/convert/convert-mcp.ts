@@ -1,7 +1,9 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { McpServerHealthSchema, McpServerSchema, type McpServer, type McpServerHealth as McpServerHealthMessage } from '../../gen/waymark/v1/mcp_service_pb.js';
-import type { McpServerHealth, McpServerRecord, McpToolRule, McpTransport } from '../../engine/index.js';
+import {
+  McpServerHealthSchema, McpServerSchema, type McpSecretRef as McpSecretRefMessage, type McpServer, type McpServerHealth as McpServerHealthMessage,
+} from '../../gen/waymark/v1/mcp_service_pb.js';
+import type { McpSecretRef, McpServerHealth, McpServerRecord, McpToolRule, McpTransport } from '../../engine/index.js';
 import type { RequestCheck } from './request-validation.js';
 import { POLICY_FROM_PROTO, POLICY_TO_PROTO } from './convert-tool-policy.js';
 
@@ -12,6 +14,10 @@ const TOOL_NAME = /^[A-Za-z0-9_./-]{1,128}$/;
 const MAX_TOOLS = 256;
 const MAX_TIMEOUT_MS = 3_600_000;
 export const REDACTED_VALUE = '<redacted>';
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/;
+/** What an `env` reference may name: the MCP_ prefix keeps a registration from reading the replica's own settings (docs/security.md). */
+export const SECRET_ENV_NAME = /^MCP_[A-Za-z0-9_]{1,120}$/;
 
 
 /** The registration a PutMcpServer request asks for; every problem is a violation of `c` under `server.`. */
@@ -27,7 +33,8 @@ export function mcpServerFromProto(c: RequestCheck, server: McpServer): { name: 
       url = null;
     }
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) c.fail('server.http.url', 'must be an http or https URL');
-    transport = { kind: 'http', url: t.value.url, headers: { ...t.value.headers } };
+    const headerRefs = secretRefsFromProto(c, t.value.headerRefs, t.value.headers);
+    transport = { kind: 'http', url: t.value.url, headers: { ...t.value.headers }, ...(Object.keys(headerRefs).length > 0 ? { headerRefs } : {}) };
   } else if (t.case === 'stdio') {
     if (t.value.command.trim() === '') c.fail('server.stdio.command', 'is required');
     transport = { kind: 'stdio', command: t.value.command, args: [...t.value.args], env: { ...t.value.env } };
@@ -48,7 +55,30 @@ export function mcpServerFromProto(c: RequestCheck, server: McpServer): { name: 
   return { name: server.name, transport, tools };
 }
 
-/** A registration as the API shows it: header and environment values redacted. */
+/** `header_refs`: each a header name not also in `headers`, and exactly one of an `MCP_` variable or an absolute file path. */
+function secretRefsFromProto(c: RequestCheck, refs: Record<string, McpSecretRefMessage>, headers: Record<string, string>): Record<string, McpSecretRef> {
+  const inline = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
+  const out: Record<string, McpSecretRef> = {};
+  for (const [header, ref] of Object.entries(refs)) {
+    const field = `server.http.header_refs["${header.slice(0, 64)}"]`;
+    if (!HEADER_NAME.test(header)) c.fail(field, 'a header name is 1 to 128 letters, digits or !#$%&\'*+.^_`|~-');
+    if (inline.has(header.toLowerCase())) c.fail(field, 'the header is also in `headers`: give it one value, inline or by reference');
+    if (/[\r\n]/.test(ref.prefix)) c.fail(`${field}.prefix`, 'may not contain a line break');
+    const s = ref.source;
+    if (s.case === 'env') {
+      if (!SECRET_ENV_NAME.test(s.value)) c.fail(`${field}.env`, 'must name a variable starting with MCP_ (letters, digits, _), e.g. MCP_BILLING_TOKEN');
+      out[header] = { source: 'env', name: s.value, prefix: ref.prefix };
+    } else if (s.case === 'file') {
+      if (!s.value.startsWith('/') || s.value.split('/').includes('..')) c.fail(`${field}.file`, 'must be an absolute path without ".." (inside the replica\'s WAYMARK_MCP_SECRET_DIR)');
+      out[header] = { source: 'file', name: s.value, prefix: ref.prefix };
+    } else {
+      c.fail(field, 'needs env (a replica environment variable) or file (a path on the replica)');
+    }
+  }
+  return out;
+}
+
+/** A registration as the API shows it: header and environment values redacted; header references as given. */
 export function mcpServerToProto(s: McpServerRecord & { health?: McpServerHealth | null }): McpServer {
   const redact = (m: Record<string, string>): Record<string, string> => Object.fromEntries(Object.keys(m).map((k) => [k, REDACTED_VALUE]));
   const t = s.transport;
@@ -56,7 +86,7 @@ export function mcpServerToProto(s: McpServerRecord & { health?: McpServerHealth
     namespace: s.namespace,
     name: s.name,
     transport: t.kind === 'http'
-      ? { case: 'http', value: { url: t.url, headers: redact(t.headers) } }
+      ? { case: 'http', value: { url: t.url, headers: redact(t.headers), headerRefs: Object.fromEntries(Object.entries(t.headerRefs ?? {}).map(([h, r]) => [h, { source: { case: r.source, value: r.name }, prefix: r.prefix }])) } }
       : { case: 'stdio', value: { command: t.command, args: t.args, env: redact(t.env) } },
     tools: Object.fromEntries(Object.entries(s.tools).map(([name, r]) => [name, {
       policy: POLICY_TO_PROTO[r.policy], ...(r.mutating !== null ? { mutating: r.mutating } : {}), timeoutMs: r.timeoutMs ?? 0,

@@ -28,8 +28,13 @@ type McpHttpTransport struct {
 	// The server's MCP endpoint, http or https, e.g. "https://mcp.example.com/mcp".
 	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
 	// Headers sent with every request (an Authorization header, for example). In responses each
-	// value is replaced by "<redacted>".
-	Headers       map[string]string `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// value is replaced by "<redacted>". Stored in the database as given: prefer header_refs for keys.
+	Headers map[string]string `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Headers whose values each replica reads from its own environment or files when it connects,
+	// so the secret is stored nowhere in Waymark (docs/mcp.md "Authentication"). Keyed by header
+	// name; a name may not also be in `headers`. Shown in responses as given (a reference is not a
+	// secret).
+	HeaderRefs    map[string]*McpSecretRef `protobuf:"bytes,3,rep,name=header_refs,json=headerRefs,proto3" json:"header_refs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -78,6 +83,112 @@ func (x *McpHttpTransport) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *McpHttpTransport) GetHeaderRefs() map[string]*McpSecretRef {
+	if x != nil {
+		return x.HeaderRefs
+	}
+	return nil
+}
+
+// Where a replica reads a secret value (docs/mcp.md "Authentication"). The value is read when the
+// replica connects to the server, never journaled, stored or returned.
+type McpSecretRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The value's source; exactly one is required.
+	//
+	// Types that are valid to be assigned to Source:
+	//
+	//	*McpSecretRef_Env
+	//	*McpSecretRef_File
+	Source isMcpSecretRef_Source `protobuf_oneof:"source"`
+	// Text sent before the value, e.g. "Bearer " for an Authorization header.
+	Prefix        string `protobuf:"bytes,3,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpSecretRef) Reset() {
+	*x = McpSecretRef{}
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpSecretRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpSecretRef) ProtoMessage() {}
+
+func (x *McpSecretRef) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpSecretRef.ProtoReflect.Descriptor instead.
+func (*McpSecretRef) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *McpSecretRef) GetSource() isMcpSecretRef_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *McpSecretRef) GetEnv() string {
+	if x != nil {
+		if x, ok := x.Source.(*McpSecretRef_Env); ok {
+			return x.Env
+		}
+	}
+	return ""
+}
+
+func (x *McpSecretRef) GetFile() string {
+	if x != nil {
+		if x, ok := x.Source.(*McpSecretRef_File); ok {
+			return x.File
+		}
+	}
+	return ""
+}
+
+func (x *McpSecretRef) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+type isMcpSecretRef_Source interface {
+	isMcpSecretRef_Source()
+}
+
+type McpSecretRef_Env struct {
+	// An environment variable of the replica whose name starts with "MCP_", e.g. "MCP_BILLING_TOKEN"
+	// (the prefix keeps a registration from sending the replica's own settings to a server).
+	Env string `protobuf:"bytes,1,opt,name=env,proto3,oneof"`
+}
+
+type McpSecretRef_File struct {
+	// An absolute path of a file on the replica inside the directory its WAYMARK_MCP_SECRET_DIR
+	// names, e.g. "/var/run/secrets/mcp/billing-token"; the content with trailing whitespace removed.
+	File string `protobuf:"bytes,2,opt,name=file,proto3,oneof"`
+}
+
+func (*McpSecretRef_Env) isMcpSecretRef_Source() {}
+
+func (*McpSecretRef_File) isMcpSecretRef_Source() {}
+
 // An MCP server the replica starts as a command speaking MCP on stdin and stdout; for local
 // development (the command runs on every replica that calls it).
 type McpStdioTransport struct {
@@ -95,7 +206,7 @@ type McpStdioTransport struct {
 
 func (x *McpStdioTransport) Reset() {
 	*x = McpStdioTransport{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[1]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -107,7 +218,7 @@ func (x *McpStdioTransport) String() string {
 func (*McpStdioTransport) ProtoMessage() {}
 
 func (x *McpStdioTransport) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[1]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -120,7 +231,7 @@ func (x *McpStdioTransport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpStdioTransport.ProtoReflect.Descriptor instead.
 func (*McpStdioTransport) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{1}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *McpStdioTransport) GetCommand() string {
@@ -161,7 +272,7 @@ type McpToolRule struct {
 
 func (x *McpToolRule) Reset() {
 	*x = McpToolRule{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[2]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -173,7 +284,7 @@ func (x *McpToolRule) String() string {
 func (*McpToolRule) ProtoMessage() {}
 
 func (x *McpToolRule) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[2]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -186,7 +297,7 @@ func (x *McpToolRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpToolRule.ProtoReflect.Descriptor instead.
 func (*McpToolRule) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{2}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *McpToolRule) GetPolicy() ToolPolicy {
@@ -240,7 +351,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[3]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -252,7 +363,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[3]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -265,7 +376,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *McpServer) GetNamespace() string {
@@ -377,7 +488,7 @@ type McpServerHealth struct {
 
 func (x *McpServerHealth) Reset() {
 	*x = McpServerHealth{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +500,7 @@ func (x *McpServerHealth) String() string {
 func (*McpServerHealth) ProtoMessage() {}
 
 func (x *McpServerHealth) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[4]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +513,7 @@ func (x *McpServerHealth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerHealth.ProtoReflect.Descriptor instead.
 func (*McpServerHealth) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *McpServerHealth) GetState() string {
@@ -467,7 +578,7 @@ type PutMcpServerRequest struct {
 
 func (x *PutMcpServerRequest) Reset() {
 	*x = PutMcpServerRequest{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +590,7 @@ func (x *PutMcpServerRequest) String() string {
 func (*PutMcpServerRequest) ProtoMessage() {}
 
 func (x *PutMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[5]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +603,7 @@ func (x *PutMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*PutMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PutMcpServerRequest) GetNamespace() string {
@@ -522,7 +633,7 @@ type PutMcpServerResponse struct {
 
 func (x *PutMcpServerResponse) Reset() {
 	*x = PutMcpServerResponse{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +645,7 @@ func (x *PutMcpServerResponse) String() string {
 func (*PutMcpServerResponse) ProtoMessage() {}
 
 func (x *PutMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[6]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +658,7 @@ func (x *PutMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*PutMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutMcpServerResponse) GetServer() *McpServer {
@@ -575,7 +686,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +698,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[7]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +711,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListMcpServersRequest) GetNamespace() string {
@@ -621,7 +732,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +744,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[8]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +757,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -669,7 +780,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +792,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[9]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +805,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemoveMcpServerRequest) GetNamespace() string {
@@ -720,7 +831,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[10]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -732,7 +843,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_mcp_service_proto_msgTypes[10]
+	mi := &file_waymark_v1_mcp_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -745,7 +856,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_mcp_service_proto_rawDescGZIP(), []int{11}
 }
 
 var File_waymark_v1_mcp_service_proto protoreflect.FileDescriptor
@@ -753,13 +864,23 @@ var File_waymark_v1_mcp_service_proto protoreflect.FileDescriptor
 const file_waymark_v1_mcp_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1cwaymark/v1/mcp_service.proto\x12\n" +
-	"waymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwaymark/v1/worker_service.proto\"\xa5\x01\n" +
+	"waymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwaymark/v1/worker_service.proto\"\xcd\x02\n" +
 	"\x10McpHttpTransport\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12C\n" +
-	"\aheaders\x18\x02 \x03(\v2).waymark.v1.McpHttpTransport.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\x02 \x03(\v2).waymark.v1.McpHttpTransport.HeadersEntryR\aheaders\x12M\n" +
+	"\vheader_refs\x18\x03 \x03(\v2,.waymark.v1.McpHttpTransport.HeaderRefsEntryR\n" +
+	"headerRefs\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb3\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aW\n" +
+	"\x0fHeaderRefsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.waymark.v1.McpSecretRefR\x05value:\x028\x01\"Z\n" +
+	"\fMcpSecretRef\x12\x12\n" +
+	"\x03env\x18\x01 \x01(\tH\x00R\x03env\x12\x14\n" +
+	"\x04file\x18\x02 \x01(\tH\x00R\x04file\x12\x16\n" +
+	"\x06prefix\x18\x03 \x01(\tR\x06prefixB\b\n" +
+	"\x06source\"\xb3\x01\n" +
 	"\x11McpStdioTransport\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x128\n" +
@@ -833,53 +954,57 @@ func file_waymark_v1_mcp_service_proto_rawDescGZIP() []byte {
 	return file_waymark_v1_mcp_service_proto_rawDescData
 }
 
-var file_waymark_v1_mcp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_waymark_v1_mcp_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_waymark_v1_mcp_service_proto_goTypes = []any{
 	(*McpHttpTransport)(nil),        // 0: waymark.v1.McpHttpTransport
-	(*McpStdioTransport)(nil),       // 1: waymark.v1.McpStdioTransport
-	(*McpToolRule)(nil),             // 2: waymark.v1.McpToolRule
-	(*McpServer)(nil),               // 3: waymark.v1.McpServer
-	(*McpServerHealth)(nil),         // 4: waymark.v1.McpServerHealth
-	(*PutMcpServerRequest)(nil),     // 5: waymark.v1.PutMcpServerRequest
-	(*PutMcpServerResponse)(nil),    // 6: waymark.v1.PutMcpServerResponse
-	(*ListMcpServersRequest)(nil),   // 7: waymark.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),  // 8: waymark.v1.ListMcpServersResponse
-	(*RemoveMcpServerRequest)(nil),  // 9: waymark.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil), // 10: waymark.v1.RemoveMcpServerResponse
-	nil,                             // 11: waymark.v1.McpHttpTransport.HeadersEntry
-	nil,                             // 12: waymark.v1.McpStdioTransport.EnvEntry
-	nil,                             // 13: waymark.v1.McpServer.ToolsEntry
-	(ToolPolicy)(0),                 // 14: waymark.v1.ToolPolicy
-	(*timestamppb.Timestamp)(nil),   // 15: google.protobuf.Timestamp
+	(*McpSecretRef)(nil),            // 1: waymark.v1.McpSecretRef
+	(*McpStdioTransport)(nil),       // 2: waymark.v1.McpStdioTransport
+	(*McpToolRule)(nil),             // 3: waymark.v1.McpToolRule
+	(*McpServer)(nil),               // 4: waymark.v1.McpServer
+	(*McpServerHealth)(nil),         // 5: waymark.v1.McpServerHealth
+	(*PutMcpServerRequest)(nil),     // 6: waymark.v1.PutMcpServerRequest
+	(*PutMcpServerResponse)(nil),    // 7: waymark.v1.PutMcpServerResponse
+	(*ListMcpServersRequest)(nil),   // 8: waymark.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),  // 9: waymark.v1.ListMcpServersResponse
+	(*RemoveMcpServerRequest)(nil),  // 10: waymark.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil), // 11: waymark.v1.RemoveMcpServerResponse
+	nil,                             // 12: waymark.v1.McpHttpTransport.HeadersEntry
+	nil,                             // 13: waymark.v1.McpHttpTransport.HeaderRefsEntry
+	nil,                             // 14: waymark.v1.McpStdioTransport.EnvEntry
+	nil,                             // 15: waymark.v1.McpServer.ToolsEntry
+	(ToolPolicy)(0),                 // 16: waymark.v1.ToolPolicy
+	(*timestamppb.Timestamp)(nil),   // 17: google.protobuf.Timestamp
 }
 var file_waymark_v1_mcp_service_proto_depIdxs = []int32{
-	11, // 0: waymark.v1.McpHttpTransport.headers:type_name -> waymark.v1.McpHttpTransport.HeadersEntry
-	12, // 1: waymark.v1.McpStdioTransport.env:type_name -> waymark.v1.McpStdioTransport.EnvEntry
-	14, // 2: waymark.v1.McpToolRule.policy:type_name -> waymark.v1.ToolPolicy
-	0,  // 3: waymark.v1.McpServer.http:type_name -> waymark.v1.McpHttpTransport
-	1,  // 4: waymark.v1.McpServer.stdio:type_name -> waymark.v1.McpStdioTransport
-	13, // 5: waymark.v1.McpServer.tools:type_name -> waymark.v1.McpServer.ToolsEntry
-	15, // 6: waymark.v1.McpServer.create_time:type_name -> google.protobuf.Timestamp
-	15, // 7: waymark.v1.McpServer.update_time:type_name -> google.protobuf.Timestamp
-	4,  // 8: waymark.v1.McpServer.health:type_name -> waymark.v1.McpServerHealth
-	15, // 9: waymark.v1.McpServerHealth.last_success_time:type_name -> google.protobuf.Timestamp
-	15, // 10: waymark.v1.McpServerHealth.last_error_time:type_name -> google.protobuf.Timestamp
-	15, // 11: waymark.v1.McpServerHealth.next_attempt_time:type_name -> google.protobuf.Timestamp
-	3,  // 12: waymark.v1.PutMcpServerRequest.server:type_name -> waymark.v1.McpServer
-	3,  // 13: waymark.v1.PutMcpServerResponse.server:type_name -> waymark.v1.McpServer
-	3,  // 14: waymark.v1.ListMcpServersResponse.servers:type_name -> waymark.v1.McpServer
-	2,  // 15: waymark.v1.McpServer.ToolsEntry.value:type_name -> waymark.v1.McpToolRule
-	5,  // 16: waymark.v1.McpService.PutMcpServer:input_type -> waymark.v1.PutMcpServerRequest
-	7,  // 17: waymark.v1.McpService.ListMcpServers:input_type -> waymark.v1.ListMcpServersRequest
-	9,  // 18: waymark.v1.McpService.RemoveMcpServer:input_type -> waymark.v1.RemoveMcpServerRequest
-	6,  // 19: waymark.v1.McpService.PutMcpServer:output_type -> waymark.v1.PutMcpServerResponse
-	8,  // 20: waymark.v1.McpService.ListMcpServers:output_type -> waymark.v1.ListMcpServersResponse
-	10, // 21: waymark.v1.McpService.RemoveMcpServer:output_type -> waymark.v1.RemoveMcpServerResponse
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	12, // 0: waymark.v1.McpHttpTransport.headers:type_name -> waymark.v1.McpHttpTransport.HeadersEntry
+	13, // 1: waymark.v1.McpHttpTransport.header_refs:type_name -> waymark.v1.McpHttpTransport.HeaderRefsEntry
+	14, // 2: waymark.v1.McpStdioTransport.env:type_name -> waymark.v1.McpStdioTransport.EnvEntry
+	16, // 3: waymark.v1.McpToolRule.policy:type_name -> waymark.v1.ToolPolicy
+	0,  // 4: waymark.v1.McpServer.http:type_name -> waymark.v1.McpHttpTransport
+	2,  // 5: waymark.v1.McpServer.stdio:type_name -> waymark.v1.McpStdioTransport
+	15, // 6: waymark.v1.McpServer.tools:type_name -> waymark.v1.McpServer.ToolsEntry
+	17, // 7: waymark.v1.McpServer.create_time:type_name -> google.protobuf.Timestamp
+	17, // 8: waymark.v1.McpServer.update_time:type_name -> google.protobuf.Timestamp
+	5,  // 9: waymark.v1.McpServer.health:type_name -> waymark.v1.McpServerHealth
+	17, // 10: waymark.v1.McpServerHealth.last_success_time:type_name -> google.protobuf.Timestamp
+	17, // 11: waymark.v1.McpServerHealth.last_error_time:type_name -> google.protobuf.Timestamp
+	17, // 12: waymark.v1.McpServerHealth.next_attempt_time:type_name -> google.protobuf.Timestamp
+	4,  // 13: waymark.v1.PutMcpServerRequest.server:type_name -> waymark.v1.McpServer
+	4,  // 14: waymark.v1.PutMcpServerResponse.server:type_name -> waymark.v1.McpServer
+	4,  // 15: waymark.v1.ListMcpServersResponse.servers:type_name -> waymark.v1.McpServer
+	1,  // 16: waymark.v1.McpHttpTransport.HeaderRefsEntry.value:type_name -> waymark.v1.McpSecretRef
+	3,  // 17: waymark.v1.McpServer.ToolsEntry.value:type_name -> waymark.v1.McpToolRule
+	6,  // 18: waymark.v1.McpService.PutMcpServer:input_type -> waymark.v1.PutMcpServerRequest
+	8,  // 19: waymark.v1.McpService.ListMcpServers:input_type -> waymark.v1.ListMcpServersRequest
+	10, // 20: waymark.v1.McpService.RemoveMcpServer:input_type -> waymark.v1.RemoveMcpServerRequest
+	7,  // 21: waymark.v1.McpService.PutMcpServer:output_type -> waymark.v1.PutMcpServerResponse
+	9,  // 22: waymark.v1.McpService.ListMcpServers:output_type -> waymark.v1.ListMcpServersResponse
+	11, // 23: waymark.v1.McpService.RemoveMcpServer:output_type -> waymark.v1.RemoveMcpServerResponse
+	21, // [21:24] is the sub-list for method output_type
+	18, // [18:21] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_mcp_service_proto_init() }
@@ -888,8 +1013,12 @@ func file_waymark_v1_mcp_service_proto_init() {
 		return
 	}
 	file_waymark_v1_worker_service_proto_init()
-	file_waymark_v1_mcp_service_proto_msgTypes[2].OneofWrappers = []any{}
-	file_waymark_v1_mcp_service_proto_msgTypes[3].OneofWrappers = []any{
+	file_waymark_v1_mcp_service_proto_msgTypes[1].OneofWrappers = []any{
+		(*McpSecretRef_Env)(nil),
+		(*McpSecretRef_File)(nil),
+	}
+	file_waymark_v1_mcp_service_proto_msgTypes[3].OneofWrappers = []any{}
+	file_waymark_v1_mcp_service_proto_msgTypes[4].OneofWrappers = []any{
 		(*McpServer_Http)(nil),
 		(*McpServer_Stdio)(nil),
 	}
@@ -899,7 +1028,7 @@ func file_waymark_v1_mcp_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_mcp_service_proto_rawDesc), len(file_waymark_v1_mcp_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,7 +38,8 @@ const (
 type McpServiceClient interface {
 	// Creates or replaces the registration of a server in a namespace.
 	PutMcpServer(ctx context.Context, in *PutMcpServerRequest, opts ...grpc.CallOption) (*PutMcpServerResponse, error)
-	// Lists the namespace's servers by name; header and environment values are not shown.
+	// Lists the namespace's servers by name; header and environment values are not shown (header
+	// references are: they name where a replica reads the value, not the value).
 	ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error)
 	// Removes a registration; NOT_FOUND when the namespace has no server of that name.
 	RemoveMcpServer(ctx context.Context, in *RemoveMcpServerRequest, opts ...grpc.CallOption) (*RemoveMcpServerResponse, error)
@@ -96,7 +97,8 @@ func (c *mcpServiceClient) RemoveMcpServer(ctx context.Context, in *RemoveMcpSer
 type McpServiceServer interface {
 	// Creates or replaces the registration of a server in a namespace.
 	PutMcpServer(context.Context, *PutMcpServerRequest) (*PutMcpServerResponse, error)
-	// Lists the namespace's servers by name; header and environment values are not shown.
+	// Lists the namespace's servers by name; header and environment values are not shown (header
+	// references are: they name where a replica reads the value, not the value).
 	ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error)
 	// Removes a registration; NOT_FOUND when the namespace has no server of that name.
 	RemoveMcpServer(context.Context, *RemoveMcpServerRequest) (*RemoveMcpServerResponse, error)

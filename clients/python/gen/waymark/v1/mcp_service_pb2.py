@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from waymark.v1 import worker_service_pb2 as waymark_dot_v1_dot_worker__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cwaymark/v1/mcp_service.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwaymark/v1/worker_service.proto\"\xa5\x01\n\x10McpHttpTransport\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x43\n\x07headers\x18\x02 \x03(\x0b\x32).waymark.v1.McpHttpTransport.HeadersEntryR\x07headers\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xb3\x01\n\x11McpStdioTransport\x12\x18\n\x07\x63ommand\x18\x01 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x02 \x03(\tR\x04\x61rgs\x12\x38\n\x03\x65nv\x18\x03 \x03(\x0b\x32&.waymark.v1.McpStdioTransport.EnvEntryR\x03\x65nv\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8a\x01\n\x0bMcpToolRule\x12.\n\x06policy\x18\x01 \x01(\x0e\x32\x16.waymark.v1.ToolPolicyR\x06policy\x12\x1f\n\x08mutating\x18\x02 \x01(\x08H\x00R\x08mutating\x88\x01\x01\x12\x1d\n\ntimeout_ms\x18\x03 \x01(\rR\ttimeoutMsB\x0b\n\t_mutating\"\xef\x03\n\tMcpServer\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x32\n\x04http\x18\x03 \x01(\x0b\x32\x1c.waymark.v1.McpHttpTransportH\x00R\x04http\x12\x35\n\x05stdio\x18\x04 \x01(\x0b\x32\x1d.waymark.v1.McpStdioTransportH\x00R\x05stdio\x12\x36\n\x05tools\x18\x05 \x03(\x0b\x32 .waymark.v1.McpServer.ToolsEntryR\x05tools\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x33\n\x06health\x18\x08 \x01(\x0b\x32\x1b.waymark.v1.McpServerHealthR\x06health\x1aQ\n\nToolsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.waymark.v1.McpToolRuleR\x05value:\x02\x38\x01\x42\x0b\n\ttransport\"\xe7\x02\n\x0fMcpServerHealth\x12\x14\n\x05state\x18\x01 \x01(\tR\x05state\x12\x46\n\x11last_success_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0flastSuccessTime\x12\x1d\n\nlast_error\x18\x03 \x01(\tR\tlastError\x12\x42\n\x0flast_error_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rlastErrorTime\x12\x31\n\x14\x63onsecutive_failures\x18\x05 \x01(\rR\x13\x63onsecutiveFailures\x12\x46\n\x11next_attempt_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12\x18\n\x07replica\x18\x07 \x01(\tR\x07replica\"b\n\x13PutMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12-\n\x06server\x18\x02 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\"_\n\x14PutMcpServerResponse\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x15ListMcpServersRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\"I\n\x16ListMcpServersResponse\x12/\n\x07servers\x18\x01 \x03(\x0b\x32\x15.waymark.v1.McpServerR\x07servers\"J\n\x16RemoveMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\x19\n\x17RemoveMcpServerResponse2\xa3\x02\n\nMcpService\x12V\n\x0cPutMcpServer\x12\x1f.waymark.v1.PutMcpServerRequest\x1a .waymark.v1.PutMcpServerResponse\"\x03\x90\x02\x02\x12\\\n\x0eListMcpServers\x12!.waymark.v1.ListMcpServersRequest\x1a\".waymark.v1.ListMcpServersResponse\"\x03\x90\x02\x01\x12_\n\x0fRemoveMcpServer\x12\".waymark.v1.RemoveMcpServerRequest\x1a#.waymark.v1.RemoveMcpServerResponse\"\x03\x90\x02\x02\x42\xae\x01\n\x0e\x63om.waymark.v1B\x0fMcpServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cwaymark/v1/mcp_service.proto\x12\nwaymark.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fwaymark/v1/worker_service.proto\"\xcd\x02\n\x10McpHttpTransport\x12\x10\n\x03url\x18\x01 \x01(\tR\x03url\x12\x43\n\x07headers\x18\x02 \x03(\x0b\x32).waymark.v1.McpHttpTransport.HeadersEntryR\x07headers\x12M\n\x0bheader_refs\x18\x03 \x03(\x0b\x32,.waymark.v1.McpHttpTransport.HeaderRefsEntryR\nheaderRefs\x1a:\n\x0cHeadersEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x1aW\n\x0fHeaderRefsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12.\n\x05value\x18\x02 \x01(\x0b\x32\x18.waymark.v1.McpSecretRefR\x05value:\x02\x38\x01\"Z\n\x0cMcpSecretRef\x12\x12\n\x03\x65nv\x18\x01 \x01(\tH\x00R\x03\x65nv\x12\x14\n\x04\x66ile\x18\x02 \x01(\tH\x00R\x04\x66ile\x12\x16\n\x06prefix\x18\x03 \x01(\tR\x06prefixB\x08\n\x06source\"\xb3\x01\n\x11McpStdioTransport\x12\x18\n\x07\x63ommand\x18\x01 \x01(\tR\x07\x63ommand\x12\x12\n\x04\x61rgs\x18\x02 \x03(\tR\x04\x61rgs\x12\x38\n\x03\x65nv\x18\x03 \x03(\x0b\x32&.waymark.v1.McpStdioTransport.EnvEntryR\x03\x65nv\x1a\x36\n\x08\x45nvEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8a\x01\n\x0bMcpToolRule\x12.\n\x06policy\x18\x01 \x01(\x0e\x32\x16.waymark.v1.ToolPolicyR\x06policy\x12\x1f\n\x08mutating\x18\x02 \x01(\x08H\x00R\x08mutating\x88\x01\x01\x12\x1d\n\ntimeout_ms\x18\x03 \x01(\rR\ttimeoutMsB\x0b\n\t_mutating\"\xef\x03\n\tMcpServer\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x32\n\x04http\x18\x03 \x01(\x0b\x32\x1c.waymark.v1.McpHttpTransportH\x00R\x04http\x12\x35\n\x05stdio\x18\x04 \x01(\x0b\x32\x1d.waymark.v1.McpStdioTransportH\x00R\x05stdio\x12\x36\n\x05tools\x18\x05 \x03(\x0b\x32 .waymark.v1.McpServer.ToolsEntryR\x05tools\x12;\n\x0b\x63reate_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x33\n\x06health\x18\x08 \x01(\x0b\x32\x1b.waymark.v1.McpServerHealthR\x06health\x1aQ\n\nToolsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12-\n\x05value\x18\x02 \x01(\x0b\x32\x17.waymark.v1.McpToolRuleR\x05value:\x02\x38\x01\x42\x0b\n\ttransport\"\xe7\x02\n\x0fMcpServerHealth\x12\x14\n\x05state\x18\x01 \x01(\tR\x05state\x12\x46\n\x11last_success_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0flastSuccessTime\x12\x1d\n\nlast_error\x18\x03 \x01(\tR\tlastError\x12\x42\n\x0flast_error_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rlastErrorTime\x12\x31\n\x14\x63onsecutive_failures\x18\x05 \x01(\rR\x13\x63onsecutiveFailures\x12\x46\n\x11next_attempt_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12\x18\n\x07replica\x18\x07 \x01(\tR\x07replica\"b\n\x13PutMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12-\n\x06server\x18\x02 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\"_\n\x14PutMcpServerResponse\x12-\n\x06server\x18\x01 \x01(\x0b\x32\x15.waymark.v1.McpServerR\x06server\x12\x18\n\x07\x63reated\x18\x02 \x01(\x08R\x07\x63reated\"5\n\x15ListMcpServersRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\"I\n\x16ListMcpServersResponse\x12/\n\x07servers\x18\x01 \x03(\x0b\x32\x15.waymark.v1.McpServerR\x07servers\"J\n\x16RemoveMcpServerRequest\x12\x1c\n\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\x19\n\x17RemoveMcpServerResponse2\xa3\x02\n\nMcpService\x12V\n\x0cPutMcpServer\x12\x1f.waymark.v1.PutMcpServerRequest\x1a .waymark.v1.PutMcpServerResponse\"\x03\x90\x02\x02\x12\\\n\x0eListMcpServers\x12!.waymark.v1.ListMcpServersRequest\x1a\".waymark.v1.ListMcpServersResponse\"\x03\x90\x02\x01\x12_\n\x0fRemoveMcpServer\x12\".waymark.v1.RemoveMcpServerRequest\x1a#.waymark.v1.RemoveMcpServerResponse\"\x03\x90\x02\x02\x42\xae\x01\n\x0e\x63om.waymark.v1B\x0fMcpServiceProtoP\x01ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\xa2\x02\x03WXX\xaa\x02\nWaymark.V1\xca\x02\nWaymark\\V1\xe2\x02\x16Waymark\\V1\\GPBMetadata\xea\x02\x0bWaymark::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,6 +36,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\016com.waymark.v1B\017McpServiceProtoP\001ZBgithub.com/waymark-dev/waymark/clients/go/gen/waymark/v1;waymarkv1\242\002\003WXX\252\002\nWaymark.V1\312\002\nWaymark\\V1\342\002\026Waymark\\V1\\GPBMetadata\352\002\013Waymark::V1'
   _globals['_MCPHTTPTRANSPORT_HEADERSENTRY']._loaded_options = None
   _globals['_MCPHTTPTRANSPORT_HEADERSENTRY']._serialized_options = b'8\001'
+  _globals['_MCPHTTPTRANSPORT_HEADERREFSENTRY']._loaded_options = None
+  _globals['_MCPHTTPTRANSPORT_HEADERREFSENTRY']._serialized_options = b'8\001'
   _globals['_MCPSTDIOTRANSPORT_ENVENTRY']._loaded_options = None
   _globals['_MCPSTDIOTRANSPORT_ENVENTRY']._serialized_options = b'8\001'
   _globals['_MCPSERVER_TOOLSENTRY']._loaded_options = None
@@ -47,33 +49,37 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MCPSERVICE'].methods_by_name['RemoveMcpServer']._loaded_options = None
   _globals['_MCPSERVICE'].methods_by_name['RemoveMcpServer']._serialized_options = b'\220\002\002'
   _globals['_MCPHTTPTRANSPORT']._serialized_start=111
-  _globals['_MCPHTTPTRANSPORT']._serialized_end=276
-  _globals['_MCPHTTPTRANSPORT_HEADERSENTRY']._serialized_start=218
-  _globals['_MCPHTTPTRANSPORT_HEADERSENTRY']._serialized_end=276
-  _globals['_MCPSTDIOTRANSPORT']._serialized_start=279
-  _globals['_MCPSTDIOTRANSPORT']._serialized_end=458
-  _globals['_MCPSTDIOTRANSPORT_ENVENTRY']._serialized_start=404
-  _globals['_MCPSTDIOTRANSPORT_ENVENTRY']._serialized_end=458
-  _globals['_MCPTOOLRULE']._serialized_start=461
-  _globals['_MCPTOOLRULE']._serialized_end=599
-  _globals['_MCPSERVER']._serialized_start=602
-  _globals['_MCPSERVER']._serialized_end=1097
-  _globals['_MCPSERVER_TOOLSENTRY']._serialized_start=1003
-  _globals['_MCPSERVER_TOOLSENTRY']._serialized_end=1084
-  _globals['_MCPSERVERHEALTH']._serialized_start=1100
-  _globals['_MCPSERVERHEALTH']._serialized_end=1459
-  _globals['_PUTMCPSERVERREQUEST']._serialized_start=1461
-  _globals['_PUTMCPSERVERREQUEST']._serialized_end=1559
-  _globals['_PUTMCPSERVERRESPONSE']._serialized_start=1561
-  _globals['_PUTMCPSERVERRESPONSE']._serialized_end=1656
-  _globals['_LISTMCPSERVERSREQUEST']._serialized_start=1658
-  _globals['_LISTMCPSERVERSREQUEST']._serialized_end=1711
-  _globals['_LISTMCPSERVERSRESPONSE']._serialized_start=1713
-  _globals['_LISTMCPSERVERSRESPONSE']._serialized_end=1786
-  _globals['_REMOVEMCPSERVERREQUEST']._serialized_start=1788
-  _globals['_REMOVEMCPSERVERREQUEST']._serialized_end=1862
-  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_start=1864
-  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_end=1889
-  _globals['_MCPSERVICE']._serialized_start=1892
-  _globals['_MCPSERVICE']._serialized_end=2183
+  _globals['_MCPHTTPTRANSPORT']._serialized_end=444
+  _globals['_MCPHTTPTRANSPORT_HEADERSENTRY']._serialized_start=297
+  _globals['_MCPHTTPTRANSPORT_HEADERSENTRY']._serialized_end=355
+  _globals['_MCPHTTPTRANSPORT_HEADERREFSENTRY']._serialized_start=357
+  _globals['_MCPHTTPTRANSPORT_HEADERREFSENTRY']._serialized_end=444
+  _globals['_MCPSECRETREF']._serialized_start=446
+  _globals['_MCPSECRETREF']._serialized_end=536
+  _globals['_MCPSTDIOTRANSPORT']._serialized_start=539
+  _globals['_MCPSTDIOTRANSPORT']._serialized_end=718
+  _globals['_MCPSTDIOTRANSPORT_ENVENTRY']._serialized_start=664
+  _globals['_MCPSTDIOTRANSPORT_ENVENTRY']._serialized_end=718
+  _globals['_MCPTOOLRULE']._serialized_start=721
+  _globals['_MCPTOOLRULE']._serialized_end=859
+  _globals['_MCPSERVER']._serialized_start=862
+  _globals['_MCPSERVER']._serialized_end=1357
+  _globals['_MCPSERVER_TOOLSENTRY']._serialized_start=1263
+  _globals['_MCPSERVER_TOOLSENTRY']._serialized_end=1344
+  _globals['_MCPSERVERHEALTH']._serialized_start=1360
+  _globals['_MCPSERVERHEALTH']._serialized_end=1719
+  _globals['_PUTMCPSERVERREQUEST']._serialized_start=1721
+  _globals['_PUTMCPSERVERREQUEST']._serialized_end=1819
+  _globals['_PUTMCPSERVERRESPONSE']._serialized_start=1821
+  _globals['_PUTMCPSERVERRESPONSE']._serialized_end=1916
+  _globals['_LISTMCPSERVERSREQUEST']._serialized_start=1918
+  _globals['_LISTMCPSERVERSREQUEST']._serialized_end=1971
+  _globals['_LISTMCPSERVERSRESPONSE']._serialized_start=1973
+  _globals['_LISTMCPSERVERSRESPONSE']._serialized_end=2046
+  _globals['_REMOVEMCPSERVERREQUEST']._serialized_start=2048
+  _globals['_REMOVEMCPSERVERREQUEST']._serialized_end=2122
+  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_start=2124
+  _globals['_REMOVEMCPSERVERRESPONSE']._serialized_end=2149
+  _globals['_MCPSERVICE']._serialized_start=2152
+  _globals['_MCPSERVICE']._serialized_end=2443
 # @@protoc_insertion_point(module_scope)

@@ -46,14 +46,44 @@ class McpHttpTransport(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class HeaderRefsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___McpSecretRef: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___McpSecretRef | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     URL_FIELD_NUMBER: _builtins.int
     HEADERS_FIELD_NUMBER: _builtins.int
+    HEADER_REFS_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     """The server's MCP endpoint, http or https, e.g. "https://mcp.example.com/mcp"."""
     @_builtins.property
     def headers(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Headers sent with every request (an Authorization header, for example). In responses each
-        value is replaced by "<redacted>".
+        value is replaced by "<redacted>". Stored in the database as given: prefer header_refs for keys.
+        """
+
+    @_builtins.property
+    def header_refs(self) -> _containers.MessageMap[_builtins.str, Global___McpSecretRef]:
+        """Headers whose values each replica reads from its own environment or files when it connects,
+        so the secret is stored nowhere in Waymark (docs/mcp.md "Authentication"). Keyed by header
+        name; a name may not also be in `headers`. Shown in responses as given (a reference is not a
+        secret).
         """
 
     def __init__(
@@ -61,14 +91,53 @@ class McpHttpTransport(_message.Message):
         *,
         url: _builtins.str = ...,
         headers: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        header_refs: _abc.Mapping[_builtins.str, Global___McpSecretRef] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["headers", b"headers", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header_refs", b"header_refs", "headers", b"headers", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___McpHttpTransport: _TypeAlias = McpHttpTransport  # noqa: Y015
+
+@_typing.final
+class McpSecretRef(_message.Message):
+    """Where a replica reads a secret value (docs/mcp.md "Authentication"). The value is read when the
+    replica connects to the server, never journaled, stored or returned.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENV_FIELD_NUMBER: _builtins.int
+    FILE_FIELD_NUMBER: _builtins.int
+    PREFIX_FIELD_NUMBER: _builtins.int
+    env: _builtins.str
+    """An environment variable of the replica whose name starts with "MCP_", e.g. "MCP_BILLING_TOKEN"
+    (the prefix keeps a registration from sending the replica's own settings to a server).
+    """
+    file: _builtins.str
+    """An absolute path of a file on the replica inside the directory its WAYMARK_MCP_SECRET_DIR
+    names, e.g. "/var/run/secrets/mcp/billing-token"; the content with trailing whitespace removed.
+    """
+    prefix: _builtins.str
+    """Text sent before the value, e.g. "Bearer " for an Authorization header."""
+    def __init__(
+        self,
+        *,
+        env: _builtins.str = ...,
+        file: _builtins.str = ...,
+        prefix: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["env", b"env", "file", b"file", "source", b"source"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["env", b"env", "file", b"file", "prefix", b"prefix", "source", b"source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_source: _TypeAlias = _typing.Literal["env", "file"]  # noqa: Y015
+    _WhichOneofArgType_source: _TypeAlias = _typing.Literal["source", b"source"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_source) -> _WhichOneofReturnType_source | None: ...
+
+Global___McpSecretRef: _TypeAlias = McpSecretRef  # noqa: Y015
 
 @_typing.final
 class McpStdioTransport(_message.Message):

@@ -76,7 +76,8 @@ class McpServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListMcpServers(self, request, context):
-        """Lists the namespace's servers by name; header and environment values are not shown.
+        """Lists the namespace's servers by name; header and environment values are not shown (header
+        references are: they name where a replica reads the value, not the value).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -43,7 +43,9 @@ class McpServiceStub:
     PutMcpServer: _grpc.UnaryUnaryMultiCallable[_mcp_service_pb2.PutMcpServerRequest, _mcp_service_pb2.PutMcpServerResponse]
     """Creates or replaces the registration of a server in a namespace."""
     ListMcpServers: _grpc.UnaryUnaryMultiCallable[_mcp_service_pb2.ListMcpServersRequest, _mcp_service_pb2.ListMcpServersResponse]
-    """Lists the namespace's servers by name; header and environment values are not shown."""
+    """Lists the namespace's servers by name; header and environment values are not shown (header
+    references are: they name where a replica reads the value, not the value).
+    """
     RemoveMcpServer: _grpc.UnaryUnaryMultiCallable[_mcp_service_pb2.RemoveMcpServerRequest, _mcp_service_pb2.RemoveMcpServerResponse]
     """Removes a registration; NOT_FOUND when the namespace has no server of that name."""
 
@@ -62,7 +64,9 @@ class McpServiceAsyncStub(McpServiceStub):
     PutMcpServer: _aio.UnaryUnaryMultiCallable[_mcp_service_pb2.PutMcpServerRequest, _mcp_service_pb2.PutMcpServerResponse]  # type: ignore[assignment]
     """Creates or replaces the registration of a server in a namespace."""
     ListMcpServers: _aio.UnaryUnaryMultiCallable[_mcp_service_pb2.ListMcpServersRequest, _mcp_service_pb2.ListMcpServersResponse]  # type: ignore[assignment]
-    """Lists the namespace's servers by name; header and environment values are not shown."""
+    """Lists the namespace's servers by name; header and environment values are not shown (header
+    references are: they name where a replica reads the value, not the value).
+    """
     RemoveMcpServer: _aio.UnaryUnaryMultiCallable[_mcp_service_pb2.RemoveMcpServerRequest, _mcp_service_pb2.RemoveMcpServerResponse]  # type: ignore[assignment]
     """Removes a registration; NOT_FOUND when the namespace has no server of that name."""
 
@@ -90,7 +94,9 @@ class McpServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _mcp_service_pb2.ListMcpServersRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_mcp_service_pb2.ListMcpServersResponse, _abc.Awaitable[_mcp_service_pb2.ListMcpServersResponse]]:
-        """Lists the namespace's servers by name; header and environment values are not shown."""
+        """Lists the namespace's servers by name; header and environment values are not shown (header
+        references are: they name where a replica reads the value, not the value).
+        """
 
     @_abc_1.abstractmethod
     def RemoveMcpServer(

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file waymark/v1/mcp_service.proto.
  */
 export const file_waymark_v1_mcp_service: GenFile = /*@__PURE__*/
-  fileDesc("Chx3YXltYXJrL3YxL21jcF9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIosBChBNY3BIdHRwVHJhbnNwb3J0EgsKA3VybBgBIAEoCRI6CgdoZWFkZXJzGAIgAygLMikud2F5bWFyay52MS5NY3BIdHRwVHJhbnNwb3J0LkhlYWRlcnNFbnRyeRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKTAQoRTWNwU3RkaW9UcmFuc3BvcnQSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEjMKA2VudhgDIAMoCzImLndheW1hcmsudjEuTWNwU3RkaW9UcmFuc3BvcnQuRW52RW50cnkaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJtCgtNY3BUb29sUnVsZRImCgZwb2xpY3kYASABKA4yFi53YXltYXJrLnYxLlRvb2xQb2xpY3kSFQoIbXV0YXRpbmcYAiABKAhIAIgBARISCgp0aW1lb3V0X21zGAMgASgNQgsKCV9tdXRhdGluZyKeAwoJTWNwU2VydmVyEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEiwKBGh0dHAYAyABKAsyHC53YXltYXJrLnYxLk1jcEh0dHBUcmFuc3BvcnRIABIuCgVzdGRpbxgEIAEoCzIdLndheW1hcmsudjEuTWNwU3RkaW9UcmFuc3BvcnRIABIvCgV0b29scxgFIAMoCzIgLndheW1hcmsudjEuTWNwU2VydmVyLlRvb2xzRW50cnkSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZoZWFsdGgYCCABKAsyGy53YXltYXJrLnYxLk1jcFNlcnZlckhlYWx0aBpFCgpUb29sc0VudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLndheW1hcmsudjEuTWNwVG9vbFJ1bGU6AjgBQgsKCXRyYW5zcG9ydCKGAgoPTWNwU2VydmVySGVhbHRoEg0KBXN0YXRlGAEgASgJEjUKEWxhc3Rfc3VjY2Vzc190aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAMgASgJEjMKD2xhc3RfZXJyb3JfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUY29uc2VjdXRpdmVfZmFpbHVyZXMYBSABKA0SNQoRbmV4dF9hdHRlbXB0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3JlcGxpY2EYByABKAkiTwoTUHV0TWNwU2VydmVyUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSJQoGc2VydmVyGAIgASgLMhUud2F5bWFyay52MS5NY3BTZXJ2ZXIiTgoUUHV0TWNwU2VydmVyUmVzcG9uc2USJQoGc2VydmVyGAEgASgLMhUud2F5bWFyay52MS5NY3BTZXJ2ZXISDwoHY3JlYXRlZBgCIAEoCCIqChVMaXN0TWNwU2VydmVyc1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJIkAKFkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2USJgoHc2VydmVycxgBIAMoCzIVLndheW1hcmsudjEuTWNwU2VydmVyIjkKFlJlbW92ZU1jcFNlcnZlclJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEgwKBG5hbWUYAiABKAkiGQoXUmVtb3ZlTWNwU2VydmVyUmVzcG9uc2UyowIKCk1jcFNlcnZpY2USVgoMUHV0TWNwU2VydmVyEh8ud2F5bWFyay52MS5QdXRNY3BTZXJ2ZXJSZXF1ZXN0GiAud2F5bWFyay52MS5QdXRNY3BTZXJ2ZXJSZXNwb25zZSIDkAICElwKDkxpc3RNY3BTZXJ2ZXJzEiEud2F5bWFyay52MS5MaXN0TWNwU2VydmVyc1JlcXVlc3QaIi53YXltYXJrLnYxLkxpc3RNY3BTZXJ2ZXJzUmVzcG9uc2UiA5ACARJfCg9SZW1vdmVNY3BTZXJ2ZXISIi53YXltYXJrLnYxLlJlbW92ZU1jcFNlcnZlclJlcXVlc3QaIy53YXltYXJrLnYxLlJlbW92ZU1jcFNlcnZlclJlc3BvbnNlIgOQAgJCrgEKDmNvbS53YXltYXJrLnYxQg9NY3BTZXJ2aWNlUHJvdG9QAVpCZ2l0aHViLmNvbS93YXltYXJrLWRldi93YXltYXJrL2NsaWVudHMvZ28vZ2VuL3dheW1hcmsvdjE7d2F5bWFya3YxogIDV1hYqgIKV2F5bWFyay5WMcoCCldheW1hcmtcVjHiAhZXYXltYXJrXFYxXEdQQk1ldGFkYXRh6gILV2F5bWFyazo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_waymark_v1_worker_service]);
+  fileDesc("Chx3YXltYXJrL3YxL21jcF9zZXJ2aWNlLnByb3RvEgp3YXltYXJrLnYxIpsCChBNY3BIdHRwVHJhbnNwb3J0EgsKA3VybBgBIAEoCRI6CgdoZWFkZXJzGAIgAygLMikud2F5bWFyay52MS5NY3BIdHRwVHJhbnNwb3J0LkhlYWRlcnNFbnRyeRJBCgtoZWFkZXJfcmVmcxgDIAMoCzIsLndheW1hcmsudjEuTWNwSHR0cFRyYW5zcG9ydC5IZWFkZXJSZWZzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaSwoPSGVhZGVyUmVmc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLndheW1hcmsudjEuTWNwU2VjcmV0UmVmOgI4ASJHCgxNY3BTZWNyZXRSZWYSDQoDZW52GAEgASgJSAASDgoEZmlsZRgCIAEoCUgAEg4KBnByZWZpeBgDIAEoCUIICgZzb3VyY2UikwEKEU1jcFN0ZGlvVHJhbnNwb3J0Eg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRIzCgNlbnYYAyADKAsyJi53YXltYXJrLnYxLk1jcFN0ZGlvVHJhbnNwb3J0LkVudkVudHJ5GioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEibQoLTWNwVG9vbFJ1bGUSJgoGcG9saWN5GAEgASgOMhYud2F5bWFyay52MS5Ub29sUG9saWN5EhUKCG11dGF0aW5nGAIgASgISACIAQESEgoKdGltZW91dF9tcxgDIAEoDUILCglfbXV0YXRpbmcingMKCU1jcFNlcnZlchIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRIsCgRodHRwGAMgASgLMhwud2F5bWFyay52MS5NY3BIdHRwVHJhbnNwb3J0SAASLgoFc3RkaW8YBCABKAsyHS53YXltYXJrLnYxLk1jcFN0ZGlvVHJhbnNwb3J0SAASLwoFdG9vbHMYBSADKAsyIC53YXltYXJrLnYxLk1jcFNlcnZlci5Ub29sc0VudHJ5Ei8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGaGVhbHRoGAggASgLMhsud2F5bWFyay52MS5NY3BTZXJ2ZXJIZWFsdGgaRQoKVG9vbHNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy53YXltYXJrLnYxLk1jcFRvb2xSdWxlOgI4AUILCgl0cmFuc3BvcnQihgIKD01jcFNlcnZlckhlYWx0aBINCgVzdGF0ZRgBIAEoCRI1ChFsYXN0X3N1Y2Nlc3NfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKbGFzdF9lcnJvchgDIAEoCRIzCg9sYXN0X2Vycm9yX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAUgASgNEjUKEW5leHRfYXR0ZW1wdF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXBsaWNhGAcgASgJIk8KE1B1dE1jcFNlcnZlclJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEiUKBnNlcnZlchgCIAEoCzIVLndheW1hcmsudjEuTWNwU2VydmVyIk4KFFB1dE1jcFNlcnZlclJlc3BvbnNlEiUKBnNlcnZlchgBIAEoCzIVLndheW1hcmsudjEuTWNwU2VydmVyEg8KB2NyZWF0ZWQYAiABKAgiKgoVTGlzdE1jcFNlcnZlcnNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCSJAChZMaXN0TWNwU2VydmVyc1Jlc3BvbnNlEiYKB3NlcnZlcnMYASADKAsyFS53YXltYXJrLnYxLk1jcFNlcnZlciI5ChZSZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJIhkKF1JlbW92ZU1jcFNlcnZlclJlc3BvbnNlMqMCCgpNY3BTZXJ2aWNlElYKDFB1dE1jcFNlcnZlchIfLndheW1hcmsudjEuUHV0TWNwU2VydmVyUmVxdWVzdBogLndheW1hcmsudjEuUHV0TWNwU2VydmVyUmVzcG9uc2UiA5ACAhJcCg5MaXN0TWNwU2VydmVycxIhLndheW1hcmsudjEuTGlzdE1jcFNlcnZlcnNSZXF1ZXN0GiIud2F5bWFyay52MS5MaXN0TWNwU2VydmVyc1Jlc3BvbnNlIgOQAgESXwoPUmVtb3ZlTWNwU2VydmVyEiIud2F5bWFyay52MS5SZW1vdmVNY3BTZXJ2ZXJSZXF1ZXN0GiMud2F5bWFyay52MS5SZW1vdmVNY3BTZXJ2ZXJSZXNwb25zZSIDkAICQq4BCg5jb20ud2F5bWFyay52MUIPTWNwU2VydmljZVByb3RvUAFaQmdpdGh1Yi5jb20vd2F5bWFyay1kZXYvd2F5bWFyay9jbGllbnRzL2dvL2dlbi93YXltYXJrL3YxO3dheW1hcmt2MaICA1dYWKoCCldheW1hcmsuVjHKAgpXYXltYXJrXFYx4gIWV2F5bWFya1xWMVxHUEJNZXRhZGF0YeoCC1dheW1hcms6OlYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_waymark_v1_worker_service]);
 
 /**
  * An MCP server reached over Streamable HTTP.
@@ -31,11 +31,21 @@ export type McpHttpTransport = Message<"waymark.v1.McpHttpTransport"> & {
 
   /**
    * Headers sent with every request (an Authorization header, for example). In responses each
-   * value is replaced by "<redacted>".
+   * value is replaced by "<redacted>". Stored in the database as given: prefer header_refs for keys.
    *
    * @generated from field: map<string, string> headers = 2;
    */
   headers: { [key: string]: string };
+
+  /**
+   * Headers whose values each replica reads from its own environment or files when it connects,
+   * so the secret is stored nowhere in Waymark (docs/mcp.md "Authentication"). Keyed by header
+   * name; a name may not also be in `headers`. Shown in responses as given (a reference is not a
+   * secret).
+   *
+   * @generated from field: map<string, waymark.v1.McpSecretRef> header_refs = 3;
+   */
+  headerRefs: { [key: string]: McpSecretRef };
 };
 
 /**
@@ -44,6 +54,53 @@ export type McpHttpTransport = Message<"waymark.v1.McpHttpTransport"> & {
  */
 export const McpHttpTransportSchema: GenMessage<McpHttpTransport> = /*@__PURE__*/
   messageDesc(file_waymark_v1_mcp_service, 0);
+
+/**
+ * Where a replica reads a secret value (docs/mcp.md "Authentication"). The value is read when the
+ * replica connects to the server, never journaled, stored or returned.
+ *
+ * @generated from message waymark.v1.McpSecretRef
+ */
+export type McpSecretRef = Message<"waymark.v1.McpSecretRef"> & {
+  /**
+   * The value's source; exactly one is required.
+   *
+   * @generated from oneof waymark.v1.McpSecretRef.source
+   */
+  source: {
+    /**
+     * An environment variable of the replica whose name starts with "MCP_", e.g. "MCP_BILLING_TOKEN"
+     * (the prefix keeps a registration from sending the replica's own settings to a server).
+     *
+     * @generated from field: string env = 1;
+     */
+    value: string;
+    case: "env";
+  } | {
+    /**
+     * An absolute path of a file on the replica inside the directory its WAYMARK_MCP_SECRET_DIR
+     * names, e.g. "/var/run/secrets/mcp/billing-token"; the content with trailing whitespace removed.
+     *
+     * @generated from field: string file = 2;
+     */
+    value: string;
+    case: "file";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Text sent before the value, e.g. "Bearer " for an Authorization header.
+   *
+   * @generated from field: string prefix = 3;
+   */
+  prefix: string;
+};
+
+/**
+ * Describes the message waymark.v1.McpSecretRef.
+ * Use `create(McpSecretRefSchema)` to create a new message.
+ */
+export const McpSecretRefSchema: GenMessage<McpSecretRef> = /*@__PURE__*/
+  messageDesc(file_waymark_v1_mcp_service, 1);
 
 /**
  * An MCP server the replica starts as a command speaking MCP on stdin and stdout; for local
@@ -80,7 +137,7 @@ export type McpStdioTransport = Message<"waymark.v1.McpStdioTransport"> & {
  * Use `create(McpStdioTransportSchema)` to create a new message.
  */
 export const McpStdioTransportSchema: GenMessage<McpStdioTransport> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 1);
+  messageDesc(file_waymark_v1_mcp_service, 2);
 
 /**
  * What runs may do with one tool of a server.
@@ -117,7 +174,7 @@ export type McpToolRule = Message<"waymark.v1.McpToolRule"> & {
  * Use `create(McpToolRuleSchema)` to create a new message.
  */
 export const McpToolRuleSchema: GenMessage<McpToolRule> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 2);
+  messageDesc(file_waymark_v1_mcp_service, 3);
 
 /**
  * A registered MCP server.
@@ -198,7 +255,7 @@ export type McpServer = Message<"waymark.v1.McpServer"> & {
  * Use `create(McpServerSchema)` to create a new message.
  */
 export const McpServerSchema: GenMessage<McpServer> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 3);
+  messageDesc(file_waymark_v1_mcp_service, 4);
 
 /**
  * A replica's view of its connection to one MCP server (docs/mcp.md "Connections and health").
@@ -262,7 +319,7 @@ export type McpServerHealth = Message<"waymark.v1.McpServerHealth"> & {
  * Use `create(McpServerHealthSchema)` to create a new message.
  */
 export const McpServerHealthSchema: GenMessage<McpServerHealth> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 4);
+  messageDesc(file_waymark_v1_mcp_service, 5);
 
 /**
  * The server to register.
@@ -290,7 +347,7 @@ export type PutMcpServerRequest = Message<"waymark.v1.PutMcpServerRequest"> & {
  * Use `create(PutMcpServerRequestSchema)` to create a new message.
  */
 export const PutMcpServerRequestSchema: GenMessage<PutMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 5);
+  messageDesc(file_waymark_v1_mcp_service, 6);
 
 /**
  * The stored registration.
@@ -318,7 +375,7 @@ export type PutMcpServerResponse = Message<"waymark.v1.PutMcpServerResponse"> & 
  * Use `create(PutMcpServerResponseSchema)` to create a new message.
  */
 export const PutMcpServerResponseSchema: GenMessage<PutMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 6);
+  messageDesc(file_waymark_v1_mcp_service, 7);
 
 /**
  * Which namespace to list.
@@ -339,7 +396,7 @@ export type ListMcpServersRequest = Message<"waymark.v1.ListMcpServersRequest"> 
  * Use `create(ListMcpServersRequestSchema)` to create a new message.
  */
 export const ListMcpServersRequestSchema: GenMessage<ListMcpServersRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 7);
+  messageDesc(file_waymark_v1_mcp_service, 8);
 
 /**
  * The namespace's servers.
@@ -360,7 +417,7 @@ export type ListMcpServersResponse = Message<"waymark.v1.ListMcpServersResponse"
  * Use `create(ListMcpServersResponseSchema)` to create a new message.
  */
 export const ListMcpServersResponseSchema: GenMessage<ListMcpServersResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 8);
+  messageDesc(file_waymark_v1_mcp_service, 9);
 
 /**
  * The server to remove.
@@ -388,7 +445,7 @@ export type RemoveMcpServerRequest = Message<"waymark.v1.RemoveMcpServerRequest"
  * Use `create(RemoveMcpServerRequestSchema)` to create a new message.
  */
 export const RemoveMcpServerRequestSchema: GenMessage<RemoveMcpServerRequest> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 9);
+  messageDesc(file_waymark_v1_mcp_service, 10);
 
 /**
  * Empty on success.
@@ -403,7 +460,7 @@ export type RemoveMcpServerResponse = Message<"waymark.v1.RemoveMcpServerRespons
  * Use `create(RemoveMcpServerResponseSchema)` to create a new message.
  */
 export const RemoveMcpServerResponseSchema: GenMessage<RemoveMcpServerResponse> = /*@__PURE__*/
-  messageDesc(file_waymark_v1_mcp_service, 10);
+  messageDesc(file_waymark_v1_mcp_service, 11);
 
 /**
  * Registers the MCP servers whose tools a namespace's runs may call (docs/mcp.md).
@@ -428,7 +485,8 @@ export const McpService: GenService<{
     output: typeof PutMcpServerResponseSchema;
   },
   /**
-   * Lists the namespace's servers by name; header and environment values are not shown.
+   * Lists the namespace's servers by name; header and environment values are not shown (header
+   * references are: they name where a replica reads the value, not the value).
    *
    * @generated from rpc waymark.v1.McpService.ListMcpServers
    */
