@@ -51,7 +51,20 @@ describe('waymark mcp', { timeout: 120_000 }, () => {
     expect(jsonLines((await cli('mcp', 'list', '-o', 'json')).stdout).map((s) => s.name)).toEqual(['billing']);
   });
 
+  it('adds a server whose headers are references and lists the references (never a value)', async () => {
+    const added = await cli('mcp', 'add', 'secure', '--url', 'http://127.0.0.1:9/mcp', '--header-ref', 'authorization=Bearer env:MCP_SHOP_TOKEN', '--header-ref', 'x-api-key=file:/run/secrets/mcp/key');
+    expect(added.code, added.stderr).toBe(0);
+    const table = await cli('mcp', 'list');
+    expect(table.stdout).toMatch(/secure\s+http\s+http:\/\/127\.0\.0\.1:9\/mcp authorization=Bearer env:MCP_SHOP_TOKEN x-api-key=file:\/run\/secrets\/mcp\/key\s+\(all, allow\)/);
+    const listed = jsonLines((await cli('mcp', 'list', '-o', 'json')).stdout).find((x) => x.name === 'secure');
+    expect(listed).toMatchObject({ http: { headerRefs: { authorization: { env: 'MCP_SHOP_TOKEN', prefix: 'Bearer ' }, 'x-api-key': { file: '/run/secrets/mcp/key' } } } });
+    expect((await cli('mcp', 'remove', 'secure')).code).toBe(0);
+  });
+
   it.each([
+    [['mcp', 'add', 'x', '--url', 'http://a/mcp', '--header-ref', 'authorization=Bearer MCP_TOKEN'], '--header-ref takes NAME=[PREFIX ]env:VARIABLE'],
+    [['mcp', 'add', 'x', '--url', 'http://a/mcp', '--header-ref', 'authorization=env:DATABASE_URL'], 'must name a variable starting with MCP_'],
+    [['mcp', 'add', 'x', '--command', 'node', '--header-ref', 'authorization=env:MCP_T'], '--header and --header-ref go with --url'],
     [['mcp', 'add', 'x'], 'give exactly one of --url (Streamable HTTP) and --command (stdio)'],
     [['mcp', 'add', 'x', '--url', 'http://a/mcp', '--command', 'node'], 'give exactly one of --url'],
     [['mcp', 'add', 'x', '--url', 'http://a/mcp', '--header', 'novalue'], '--header takes NAME=VALUE'],

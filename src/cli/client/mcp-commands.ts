@@ -1,5 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { McpServer, McpToolRuleSchema } from '@waymark-dev/client';
+import type { McpSecretRefSchema, McpServer, McpToolRuleSchema } from '@waymark-dev/client';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { McpServerSchema, PutMcpServerResponseSchema, ToolPolicy } from '@waymark-dev/client';
 import { call, list, str, type CommandSpec } from './command-spec.js';
@@ -21,6 +21,23 @@ function pairs(values: string[], option: string): Record<string, string> {
     out[v.slice(0, at)] = v.slice(at + 1);
   }
   return out;
+}
+
+/**
+ * `--header-ref "authorization=Bearer env:MCP_TOKEN"`: a header whose value each replica reads when
+ * it connects, from its environment (`env:`) or a file (`file:`); text before the reference, up to
+ * a space, is sent before the value.
+ */
+export function headerRef(spec: string): [string, MessageInitShape<typeof McpSecretRefSchema>] {
+  const at = spec.indexOf('=');
+  const m = at <= 0 ? null : /^(|.*\s)(env|file):(\S+)$/.exec(spec.slice(at + 1));
+  if (!m) throw new UsageError(`--header-ref takes NAME=[PREFIX ]env:VARIABLE or NAME=[PREFIX ]file:/PATH, e.g. "authorization=Bearer env:MCP_TOKEN"; got "${spec}"`);
+  return [spec.slice(0, at), { source: { case: m[2] as 'env' | 'file', value: m[3]! }, prefix: m[1]! }];
+}
+
+/** A header reference as `mcp list` prints it: `authorization=Bearer env:MCP_TOKEN`. */
+function refText(name: string, r: { source: { case?: string; value?: string }; prefix: string }): string {
+  return `${name}=${r.prefix}${r.source.case ?? '?'}:${r.source.value ?? ''}`;
 }
 
 /** `--tool refund=ask,mutating,timeout=5000`: a tool's policy, then optional `mutating`/`readonly` and `timeout=MS`. */
@@ -46,14 +63,18 @@ const add: CommandSpec = {
   details: 'Runs call its tools as ctx.tool("<name>.<tool>", args). Without --tool every tool the server lists is exposed with policy allow; with --tool only those listed are. Needs an admin key when the server has authentication on.',
   options: {
     url: { type: 'string', value: 'URL', help: 'the server\'s Streamable HTTP endpoint' },
-    header: { type: 'string', value: 'NAME=VALUE', multiple: true, help: 'a header sent with every request (e.g. authorization=Bearer …)' },
+    header: { type: 'string', value: 'NAME=VALUE', multiple: true, help: 'a header sent with every request (e.g. authorization=Bearer …); stored as given' },
+    'header-ref': {
+      type: 'string', value: 'NAME=[PREFIX ]env:VAR|file:PATH', multiple: true,
+      help: 'a header whose value each replica reads when it connects: its MCP_ environment variable, or a file inside its WAYMARK_MCP_SECRET_DIR (the value is stored nowhere)',
+    },
     command: { type: 'string', value: 'CMD', help: 'a command speaking MCP over stdio, started by the replica (local development)' },
     arg: { type: 'string', value: 'ARG', multiple: true, help: 'an argument of --command' },
     env: { type: 'string', value: 'NAME=VALUE', multiple: true, help: 'an environment variable of --command' },
     tool: { type: 'string', value: 'NAME[=POLICY[,mutating|readonly][,timeout=MS]]', multiple: true, help: 'a tool to expose, its policy (allow, ask, deny) and overrides' },
   },
   examples: [
-    'waymark mcp add billing --url https://mcp.example.com/mcp --header "authorization=Bearer $TOKEN" --tool refund=ask --tool lookup',
+    'waymark mcp add billing --url https://mcp.example.com/mcp --header-ref "authorization=Bearer env:MCP_BILLING_TOKEN" --tool refund=ask --tool lookup',
     'waymark mcp add local --command node --arg ./my-mcp-server.mjs --arg=--stdio',
   ],
   async run(inv) {
@@ -62,9 +83,9 @@ const add: CommandSpec = {
     const command = str(inv, 'command');
     if ((url === undefined) === (command === undefined)) throw new UsageError('give exactly one of --url (Streamable HTTP) and --command (stdio)');
     if (url !== undefined && (list(inv, 'arg').length > 0 || list(inv, 'env').length > 0)) throw new UsageError('--arg and --env go with --command, not --url');
-    if (command !== undefined && list(inv, 'header').length > 0) throw new UsageError('--header goes with --url, not --command');
+    if (command !== undefined && (list(inv, 'header').length > 0 || list(inv, 'header-ref').length > 0)) throw new UsageError('--header and --header-ref go with --url, not --command');
     const transport = url !== undefined
-      ? { case: 'http' as const, value: { url, headers: pairs(list(inv, 'header'), 'header') } }
+      ? { case: 'http' as const, value: { url, headers: pairs(list(inv, 'header'), 'header'), headerRefs: Object.fromEntries(list(inv, 'header-ref').map(headerRef)) } }
       : { case: 'stdio' as const, value: { command: command!, args: list(inv, 'arg'), env: pairs(list(inv, 'env'), 'env') } };
     const tools = Object.fromEntries(list(inv, 'tool').map(toolRule));
     const client = inv.client();
@@ -81,7 +102,7 @@ const add: CommandSpec = {
 
 const ls: CommandSpec = {
   group: 'mcp', name: 'list', args: [],
-  summary: 'Lists the MCP servers of the namespace: transport, exposed tools and their policies (header and env values are never shown), and each server\'s health as the answering replica sees it (last success, last error, reconnect backoff).',
+  summary: 'Lists the MCP servers of the namespace: transport, exposed tools and their policies (header and env values are never shown; header references are), and each server\'s health as the answering replica sees it (last success, last error, reconnect backoff).',
   options: {},
   examples: ['waymark mcp list', 'waymark mcp list -o json'],
   async run(inv) {
@@ -93,7 +114,8 @@ const ls: CommandSpec = {
     }
     const rows = servers.map((s) => {
       const t = s.transport;
-      const where = t.case === 'http' ? t.value.url : t.case === 'stdio' ? [t.value.command, ...t.value.args].join(' ') : '-';
+      const refs = t.case === 'http' ? Object.entries(t.value.headerRefs).map(([n, r]) => refText(n, r)).sort() : [];
+      const where = t.case === 'http' ? [t.value.url, ...refs].join(' ') : t.case === 'stdio' ? [t.value.command, ...t.value.args].join(' ') : '-';
       const tools = Object.entries(s.tools).map(([n, r]) => `${n}=${POLICY_NAMES[r.policy] ?? '?'}${r.mutating === undefined ? '' : r.mutating ? ',mutating' : ',readonly'}`);
       return [s.name, t.case ?? '-', where, tools.join(' ') || '(all, allow)'];
     });
