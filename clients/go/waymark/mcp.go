@@ -11,7 +11,9 @@ import (
 // the same name (Created is false then): a name, a transport (Streamable HTTP with headers, or a
 // stdio command for local development) and the tools runs may call, each with a policy
 // (docs/mcp.md). Runs call its tools as ctx.tool("name.tool", args). Answers never carry header or
-// environment values ("<redacted>"). Needs the admin scope when the server has authentication on.
+// environment values ("<redacted>"). A header may instead be a reference (McpHttpTransport's
+// HeaderRefs: an MCP_ environment variable or a file each replica reads when it connects), so the
+// secret is stored nowhere in Waymark. Needs the admin scope when the server has authentication on.
 //
 // Retried like a read: a repeat puts the same registration again.
 func (c *Client) PutMcpServer(ctx context.Context, server *waymarkv1.McpServer) (*waymarkv1.PutMcpServerResponse, error) {

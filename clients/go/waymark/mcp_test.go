@@ -53,7 +53,13 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 	}
 	billing := &waymarkv1.McpServer{
 		Name:      "billing",
-		Transport: &waymarkv1.McpServer_Http{Http: &waymarkv1.McpHttpTransport{Url: "http://127.0.0.1:8931/mcp"}},
+		Transport: &waymarkv1.McpServer_Http{Http: &waymarkv1.McpHttpTransport{
+			Url: "http://127.0.0.1:8931/mcp",
+			// A header by reference: each replica reads MCP_BILLING_TOKEN from its own environment.
+			HeaderRefs: map[string]*waymarkv1.McpSecretRef{
+				"authorization": {Source: &waymarkv1.McpSecretRef_Env{Env: "MCP_BILLING_TOKEN"}, Prefix: "Bearer "},
+			},
+		}},
 		Tools:     map[string]*waymarkv1.McpToolRule{"refund": {Policy: waymarkv1.ToolPolicy_TOOL_POLICY_ASK}},
 	}
 	put := &mcpServer{errorScript: errorScript{script: restarting()}}

@@ -20,7 +20,12 @@ UNAVAILABLE = (grpc.StatusCode.UNAVAILABLE, None, {})
 
 BILLING = mcp_service_pb2.McpServer(
     name="billing",
-    http=mcp_service_pb2.McpHttpTransport(url="http://127.0.0.1:8931/mcp", headers={"authorization": "Bearer t"}),
+    http=mcp_service_pb2.McpHttpTransport(
+        url="http://127.0.0.1:8931/mcp",
+        headers={"x-tenant": "acme"},
+        # A header by reference: each replica reads MCP_BILLING_TOKEN from its own environment.
+        header_refs={"authorization": mcp_service_pb2.McpSecretRef(env="MCP_BILLING_TOKEN", prefix="Bearer ")},
+    ),
     tools={"refund": mcp_service_pb2.McpToolRule(policy=worker_service_pb2.TOOL_POLICY_ASK)},
 )
 

@@ -30,7 +30,9 @@ def put(mcp: _Mcp, server: mcp_service_pb2.McpServer, *, timeout: float | None =
     """Registers an MCP server in the client's namespace, or replaces the registration of the same
     name (``created`` is false then): a name, a transport (``http``: a Streamable HTTP URL and
     headers; ``stdio``: a command, for local development) and the tools runs may call, each with a
-    policy. Answers never carry header or environment values (``"<redacted>"``). Needs the admin
+    policy. Answers never carry header or environment values (``"<redacted>"``); a header may
+    instead be a reference (``http.header_refs``: an ``MCP_`` environment variable or a file each
+    replica reads when it connects), so the secret is stored nowhere in Waymark. Needs the admin
     scope when the server has authentication on. Retried like a read: a repeat puts the same
     registration again."""
     if not isinstance(server, mcp_service_pb2.McpServer):
