@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { WaymarkAgentRuntime } from '../agent/agent-runtime.js';
 import { SdkMcpConnector } from '../mcp/sdk-mcp-connector.js';
 import { RunEngine } from '../engine/index.js';
+import type { EffectTracer } from '../engine/index.js';
 import { Executor } from '../engine/index.js';
 import { DueTimers } from '../engine/index.js';
 import { ReplicaPresence } from '../engine/index.js';
@@ -76,6 +77,8 @@ export async function startReplicaServices(params: {
   registry: Registry;
   /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
   extend?: (registry: Registry) => Promise<void>;
+  /** Spans per effect and remote task (cli/execution-tracing.ts); null or absent: tracing is off. */
+  tracer?: EffectTracer | null;
 }): Promise<ReplicaServices> {
   const { config, store, logger, registry } = params;
   await params.extend?.(registry);
@@ -85,7 +88,7 @@ export async function startReplicaServices(params: {
   const mcp = new SdkMcpConnector({ store, logger: logger.child({ component: 'mcp' }), replica: holder });
   const engine = new RunEngine({
     store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger, mcp,
-    resumeCache: { maxEntries: config.resumeCacheEntries },
+    resumeCache: { maxEntries: config.resumeCacheEntries }, ...(params.tracer ? { tracer: params.tracer } : {}),
   });
   metrics.watchEngine(engine);
   metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);

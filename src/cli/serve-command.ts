@@ -24,7 +24,7 @@ import { loadRegistry, startReplicaServices } from './replica-services.js';
 import { waitForStopSignal } from './stop-signal.js';
 import { unusableAddress } from './port-check.js';
 import { startTracing } from './tracing.js';
-import { watchExecutions } from './execution-tracing.js';
+import { RunTracing } from './execution-tracing.js';
 
 /** A --workflows module that cannot be loaded, or an address that cannot be listened on, is a configuration error (sysexits EX_CONFIG, as a bad setting). */
 const EXIT_WORKFLOWS_MODULE = 78;
@@ -66,6 +66,8 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
   }
   // Before the store opens, so its driver is patched before the first statement (cli/tracing.ts).
   const tracing = await startTracing(logger);
+  // A run's spans (attempts, effects, remote tasks), in the run's own trace (cli/execution-tracing.ts).
+  const runTracing = tracing ? new RunTracing() : null;
   const opened = await openConfiguredStore(config, logger, { applicationName: `waymark-${options.dev ? 'dev' : 'server'}` });
   const { store, admin } = opened;
   const cleanup: Array<() => Promise<unknown>> = [() => opened.close()];
@@ -91,7 +93,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // RunEngine, executor loop, metrics, and in dev the sweeper (started once the server listens);
     // stopped after the server drains. The examples are registered here, before anything is claimed.
     const services = await startReplicaServices({
-      config, store, logger, dev: options.dev, registry,
+      config, store, logger, dev: options.dev, registry, tracer: runTracing,
       ...(options.dev ? {
         extend: async (registry) => {
           const examples = await registerExamples(registry, logger);
@@ -99,8 +101,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
         },
       } : {}),
     });
-    // A span per execution attempt, in the run's own trace (cli/execution-tracing.ts).
-    if (tracing) watchExecutions(services.engine);
+    runTracing?.watch(services.engine);
     // What the API calls; it executes the runs StartRun (wait), signals and decisions make runnable.
     const engineApi = new ReplicaEngine({ engine: services.engine, logger, settleMs: config.shutdownSettleMs, keyCacheMs: config.auth.cacheMs });
     cleanup.push(() => Promise.all([services.stop(remaining()), engineApi.stop({ graceMs: remaining() })]));

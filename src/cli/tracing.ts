@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
+import { spanIds } from './span-ids.js';
 
 /**
  * OpenTelemetry tracing (docs/tracing.md): off, with no SDK loaded, unless the standard variables
@@ -45,6 +46,8 @@ export async function startTracing(logger: Logger, env: NodeJS.ProcessEnv = proc
 
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || 'waymark';
   const provider = new NodeTracerProvider({
+    // Random ids, but for spans the run tracer derives from the run (span-ids.ts).
+    idGenerator: spanIds,
     resource: defaultResource().merge(resourceFromAttributes({ 'service.name': serviceName })),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });

@@ -15,6 +15,7 @@ export type { SealingKey } from './access/payload-sealer.js';
 export { MIN_SECRET_LENGTH, STREAM_TOKEN_DEFAULTS, StreamTokens, isStreamToken } from './access/stream-tokens.js';
 export type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ModelCallOutcome, ModelDeltaSink } from './author/agent-contract.js';
 export { durationMs } from './author/duration.js';
+export type { EffectAttempt, EffectEnd, EffectSpan, EffectTracer, RemoteTaskAttempt } from './runtime/effect-tracer.js';
 export type { McpConnector, McpServerHealth, McpServerRecord, McpToolListing, McpToolRule, McpTransport, McpSecretRef } from './runtime/mcp-connector.js';
 export { retryAfterHeaderMs } from './author/retry.js';
 export type { FailureClass } from './author/retry.js';

@@ -74,7 +74,7 @@ export class ReplicaEngine {
     this.keys = new ApiKeys({ store: options.engine.store, ...(options.keyCacheMs !== undefined ? { cacheMs: options.keyCacheMs } : {}) });
     this.inline = new InlineExecutions({ driver: options.engine.driver, logger: options.logger, ...(options.settleMs !== undefined ? { settleMs: options.settleMs } : {}) });
     this.#followPollMs = options.followPollMs;
-    this.workers = new WorkerTasks(options.engine.store, options.engine.registry, options.engine.remote);
+    this.workers = new WorkerTasks(options.engine.store, options.engine.registry, options.engine.remote, options.engine.driver.tracer);
     this.schedules = new Schedules({ store: options.engine.store, runs: options.engine });
   }
 

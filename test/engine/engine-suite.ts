@@ -1,5 +1,6 @@
 import { afterAll } from 'vitest';
 import { effectsSuite } from './suite/effects.js';
+import { effectSpansSuite } from './suite/effect-spans.js';
 import { recoverySuite } from './suite/recovery.js';
 import { retriesSuite } from './suite/retries.js';
 import { timeoutsSuite } from './suite/timeouts.js';
@@ -17,4 +18,5 @@ export function engineSuite(label: string, env: SuiteEnv): void {
   recoverySuite(suite);
   retriesSuite(suite);
   timeoutsSuite(suite);
+  effectSpansSuite(suite);
 }

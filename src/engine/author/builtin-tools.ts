@@ -66,9 +66,11 @@ export const httpTool = defineTool({
     timeoutMs: z.number().int().positive().max(300_000).default(30_000),
   }),
   mutating: (args) => !READ_ONLY_METHODS.has(args.method),
-  async execute(args, { idempotencyKey, signal }) {
+  async execute(args, { idempotencyKey, signal, traceparent }) {
     const headers = new Headers(args.headers);
     headers.set('Idempotency-Key', idempotencyKey);
+    // The attempt's span when the server traces (docs/tracing.md): the receiver's spans join the run's trace.
+    if (traceparent) headers.set('traceparent', traceparent);
     let body: string | undefined;
     if (args.body !== undefined && args.method !== 'GET' && args.method !== 'HEAD') {
       if (typeof args.body === 'string') body = args.body;

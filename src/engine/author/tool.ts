@@ -19,6 +19,11 @@ export interface ToolCallInfo {
   runId: string;
   /** Aborted when this worker loses the run (lease taken over, run cancelled), or when the attempt's `timeout` passes. */
   signal: AbortSignal;
+  /**
+   * The W3C `traceparent` of this attempt's span when the server traces (docs/tracing.md): send it
+   * on the calls the tool makes (the built-in `http` tool does) so they join the run's trace.
+   */
+  traceparent?: string;
 }
 
 export interface ToolDefinition<I extends z.ZodType, R> {

@@ -23,6 +23,11 @@ export interface StepInfo {
   runId: string;
   /** Aborted when this worker loses the run, or when the attempt's `timeout` passes. */
   signal: AbortSignal;
+  /**
+   * The W3C `traceparent` of this attempt's span when the server traces (docs/tracing.md), to send
+   * on the calls the step or tool makes (the built-in `http` tool does); absent when it does not.
+   */
+  traceparent?: string;
 }
 
 /** Options of ctx.step. */

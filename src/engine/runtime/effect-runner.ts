@@ -10,6 +10,7 @@ import { backoffMs, classifyFailure, isRetryTimer, retryTimerPayload, type Retry
 import { ANY_JSON_SCHEMA } from '../replay/payload-schema.js';
 import type { Call } from './call.js';
 import type { Execution } from './execution.js';
+import type { EffectEnd, EffectSpan } from './effect-tracer.js';
 import type { SuspensionPayload } from './suspension.js';
 
 /*
@@ -29,9 +30,10 @@ export interface PerformOptions {
   status?: 'ok' | 'info';
   /**
    * One attempt. `signal` is the execution's, or the attempt's own when a timeout applies;
-   * `headSeq` is the seq of the call's `running` entry (null for a one-phase call).
+   * `headSeq` is the seq of the call's `running` entry (null for a one-phase call); `traceparent`
+   * is the attempt's span (effect-tracer.ts), null when tracing is off.
    */
-  execute: (signal: AbortSignal, headSeq: number | null) => Promise<Json>;
+  execute: (signal: AbortSignal, headSeq: number | null, traceparent: string | null) => Promise<Json>;
   /** Extra columns of the `ok` entry, read once `execute` finished (a model call's usage and cost). */
   columns?: () => Partial<Pick<NewJournalEntry, 'usage' | 'costUsd'>>;
   /** Absent: one attempt, the failure recorded as itself (the default of steps). */
@@ -123,6 +125,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
     return NEVER;
   }
   crashpoint(call.kind, 'before-intent');
+  const redispatch = head !== null;
   if (!head && options.twoPhase) {
     try {
       head = (await exec.append(() => [callEntry(call, { status: 'running', payload: options.intent ?? null, attempt })]))[0]!;
@@ -133,23 +136,31 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   afterIntent();
   crashpoint(call.kind, 'after-intent');
   call.idempotencyKey = unsafeTestKey(call.idempotencyKey, exec.lease?.epoch); // a no-op outside one negative control
+  // A span for this live attempt only: an effect the journal answered returned above (docs/tracing.md).
+  const span = exec.tracer ? startSpan(exec, call, attempt, redispatch) : null;
   let outcome: { value: Json } | { error: unknown };
   try {
     const timeoutMs = options.timeoutMs;
     const headSeq = head ? head.seq : null;
-    const execute = (signal: AbortSignal): Promise<Json> => options.execute(signal, headSeq);
-    outcome = { value: await exec.track(timeoutMs ? () => attemptWithin(exec, call, execute, timeoutMs) : () => execute(exec.abort.signal)) };
+    const execute = (signal: AbortSignal): Promise<Json> => options.execute(signal, headSeq, span ? span.traceparent : null);
+    const run = timeoutMs ? () => attemptWithin(exec, call, execute, timeoutMs) : () => execute(exec.abort.signal);
+    outcome = { value: await exec.track(span ? () => span.within(run) : run) };
   } catch (error) {
     outcome = { error };
   }
-  if (exec.over) return NEVER;
+  if (exec.over) {
+    span?.ended({ outcome: 'abandoned' });
+    return NEVER;
+  }
   crashpoint(call.kind, 'after-execute');
   const refSeq = head ? head.seq : null;
   if ('value' in outcome) {
     const { value } = outcome;
     try {
       const journaled = options.seal ? options.seal.seal(value) : value;
-      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: journaled, attempt, ...options.columns?.() })]);
+      const columns = options.columns?.();
+      await exec.append(() => [callEntry(call, { status: head ? 'ok' : (options.status ?? 'ok'), refSeq, payload: journaled, attempt, ...columns })]);
+      span?.ended({ outcome: 'ok', usage: columns?.usage ?? null });
       crashpoint(call.kind, 'after-terminal');
       return value;
     } catch (error) {
@@ -164,6 +175,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
     const failure = classifyFailure(policy, outcome.error);
     if (failure.retryable && attempt < policy.maxAttempts) {
       const delayMs = backoffMs(policy, attempt, failure.retryAfterMs);
+      span?.ended({ outcome: 'retrying', error: outcome.error });
       // The failure and its timer in one append: no crash leaves a retryable failure without its wait.
       const written = await exec.append(async () => {
         const deadlineAt = new Date((await exec.now()).getTime() + delayMs);
@@ -180,8 +192,31 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
     }
     if (failure.retryable) record = errorRecord(new RetriesExhaustedError(call.kind, call.name, attempt, record));
   }
+  span?.ended({ outcome: 'error', error: outcome.error });
   await exec.append(() => [callEntry(call, { status: 'error', refSeq, error: record, attempt })]);
   throw errorFromRecord(record, call);
+}
+
+/**
+ * The tracer's span for a live attempt (null for a kind it does not trace), ended once: by perform
+ * with the attempt's outcome, or as `abandoned` when the execution stops first (its lease was lost
+ * at the write, a store failure), since perform's promise then never settles.
+ */
+function startSpan(exec: Execution, call: Call, attempt: number, redispatch: boolean): EffectSpan | null {
+  const { run } = exec;
+  const span = exec.tracer!.effectStarted({
+    runId: run.id, namespace: run.namespace, workflow: run.workflowName, kind: call.kind, name: call.name,
+    idempotencyKey: call.idempotencyKey, attempt, redispatch, epoch: exec.lease?.epoch ?? null,
+  });
+  if (!span) return null;
+  let open = true;
+  const ended = (end: EffectEnd): void => {
+    if (!open) return;
+    open = false;
+    span.ended(end);
+  };
+  void exec.whenEnded().then((end) => end.kind === 'stopped' && ended({ outcome: 'abandoned' }));
+  return { traceparent: span.traceparent, within: (fn) => span.within(fn), ended };
 }
 
 /**

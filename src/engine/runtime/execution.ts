@@ -16,6 +16,7 @@ import { PreviewTally, type PreviewCounts } from './preview-tally.js';
 import { signalInboxTake } from './signal-inbox.js';
 import type { RemoteCalls } from './remote-calls.js';
 import type { McpConnector } from './mcp-connector.js';
+import type { EffectTracer } from './effect-tracer.js';
 import { resolutionIsValid } from './suspension.js';
 
 /*
@@ -59,6 +60,8 @@ export interface ExecutionOptions {
   remote?: RemoteCalls | null;
   /** MCP servers (docs/mcp.md); absent: `ctx.tool('server.tool')` fails when it must call one. */
   mcp?: McpConnector | null;
+  /** Spans per live effect attempt (docs/tracing.md); absent: tracing is off. */
+  tracer?: EffectTracer | null;
   /** Told of every call as it is matched (the replay check's order watch, runtime/call-order.ts); it must not change the call. */
   observer?: CallObserver | null;
 }
@@ -109,6 +112,7 @@ export class Execution {
   readonly remote: RemoteCalls | null;
   /** MCP servers (docs/mcp.md); null: none reachable from this execution. */
   readonly mcp: McpConnector | null;
+  readonly tracer: EffectTracer | null;
 
   /** Read-only use outside this class, but for model call deltas (delta-publisher.ts), which are not the journal. */
   readonly store: JournalStore | null;
@@ -136,6 +140,7 @@ export class Execution {
     this.store = options.store;
     this.remote = options.remote ?? null;
     this.mcp = options.mcp ?? null;
+    this.tracer = options.mode === 'live' ? options.tracer ?? null : null;
     this.index = JournalIndex.build(options.run.id, options.entries);
     this.cursor = new ReplayCursor(this.index);
     this.tally = new PreviewTally(this.index, options.mode === 'preview');

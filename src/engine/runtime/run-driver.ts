@@ -25,6 +25,7 @@ import { WorkflowContextImpl } from './workflow-context.js';
 import { childStarter } from './child-start.js';
 import { RemoteCalls, type RemoteCallsOptions } from './remote-calls.js';
 import type { McpConnector } from './mcp-connector.js';
+import type { EffectTracer } from './effect-tracer.js';
 import { JOURNAL_PAGE_SIZE, journalReadAll } from './journal-read.js';
 import { ResumeCache, type ResumeCacheOptions } from './resume-cache.js';
 
@@ -43,6 +44,8 @@ export interface RunDriverOptions {
   remote?: RemoteCallsOptions;
   /** MCP servers (docs/mcp.md): src/mcp's connector; absent: runs cannot call MCP tools. */
   mcp?: McpConnector;
+  /** Spans per live effect attempt and remote task (effect-tracer.ts, docs/tracing.md); absent: tracing is off. */
+  tracer?: EffectTracer;
   /** Entries per read when an execution reads its journal to replay it; default JOURNAL_PAGE_SIZE (5,000). */
   journalPageSize?: number;
   /** Hot resume (runtime/resume-cache.ts): how many journal entries of parked runs this process keeps. */
@@ -71,6 +74,7 @@ export class RunDriver {
   readonly remote: RemoteCalls;
   /** MCP servers (docs/mcp.md); null: runs cannot call MCP tools. */
   readonly mcp: McpConnector | null;
+  readonly tracer: EffectTracer | null;
   /** The journals of runs that parked here (docs/recovery.md "Hot resume"): their next execution here reads none of it again. */
   readonly resumes: ResumeCache;
   readonly logger: Logger;
@@ -95,10 +99,9 @@ export class RunDriver {
     this.clock = clock ? async () => clock() : () => this.store.clockNow();
     this.renewEveryMs = options.renewEveryMs ?? Math.max(1, Math.floor(options.leaseTtlMs / 3));
     this.journalPageSize = options.journalPageSize ?? JOURNAL_PAGE_SIZE;
-    if (!(Number.isInteger(this.journalPageSize) && this.journalPageSize > 0)) {
-      throw new RangeError(`journalPageSize must be a positive integer, got ${this.journalPageSize}`);
-    }
+    if (!(Number.isInteger(this.journalPageSize) && this.journalPageSize > 0)) throw new RangeError(`journalPageSize must be a positive integer, got ${this.journalPageSize}`);
     this.mcp = options.mcp ?? null;
+    this.tracer = options.tracer ?? null;
     this.flows = new FlowCatalog(this.store, this.registry, (namespace, flow) => flowMcpTools({ store: this.store, mcp: this.mcp, namespace, flow }));
     this.remote = new RemoteCalls(options.store, options.remote);
     this.resumes = new ResumeCache(options.resumeCache);
@@ -226,7 +229,8 @@ export class RunDriver {
         return executionStopped(runId, error, this.logger);
       }
     }
-    const log = this.logger.child({ runId, workflow: run.workflowName });
+    // run_id: the name trace tools key log lines on (docs/tracing.md "Logs").
+    const log = this.logger.child({ runId, run_id: runId, workflow: run.workflowName });
     let choice: DefinitionChoice;
     try {
       choice = await chooseDefinition({ store: this.store, run, lease, log, definitionOf: (r) => this.definitionOf(r) });
@@ -260,7 +264,7 @@ export class RunDriver {
     const execution = new Execution({
       run, entries, mode: 'live', store: this.store, lease, leaseTtlMs: this.leaseTtlMs, renewEveryMs: this.renewEveryMs,
       now: this.clock, logger: log, onLeaseRenewed: (renewed) => this.events.emit('lease-renewed', { runId, lease: renewed }),
-      remote: this.remote, mcp: this.mcp,
+      remote: this.remote, mcp: this.mcp, tracer: this.tracer,
     });
     this.executing.set(runId, execution);
     const forget = (): void => {

@@ -13,6 +13,7 @@ import { LoopShare } from '../replay/loop-share.js';
 import type { Registry } from '../registry.js';
 import { unsafeRemoteNoFence } from './crashpoint.js';
 import type { RemoteCalls } from './remote-calls.js';
+import type { EffectTracer } from './effect-tracer.js';
 
 /*
  * A worker registers its tools, then long-polls for tasks, heartbeats the one it holds and returns
@@ -51,6 +52,9 @@ export interface TaskCompleteResult {
   runnable: { runId: string; runnable: boolean } | null;
 }
 
+/** A task handed to a worker, with its span's W3C trace context when the server traces (docs/tracing.md). */
+export type PolledTask = RemoteTask & { traceparent?: string };
+
 /** One tool runs of a namespace can call, for ListTools. */
 export interface ServedToolView {
   declaration: RemoteToolDeclaration;
@@ -63,6 +67,7 @@ export class WorkerTasks {
     private readonly store: JournalStore,
     private readonly registry: Registry,
     private readonly remote: RemoteCalls,
+    private readonly tracer: EffectTracer | null = null,
   ) {}
 
   /**
@@ -118,7 +123,7 @@ export class WorkerTasks {
    * claimable by time alone (remoteTaskNextAt), or at the slow safety re-check. Null when none
    * came or `signal` fired (the caller went away).
    */
-  async poll(params: { namespace: string; workerId: string; tools: string[]; queue: string; waitMs: number | null; signal: AbortSignal }): Promise<RemoteTask | null> {
+  async poll(params: { namespace: string; workerId: string; tools: string[]; queue: string; waitMs: number | null; signal: AbortSignal }): Promise<PolledTask | null> {
     const waitMs = Math.min(params.waitMs ?? WORKER_DEFAULTS.pollWaitMs, WORKER_DEFAULTS.pollWaitMs);
     if (!(await this.store.workerHeartbeat({ namespace: params.namespace, workerId: params.workerId, ttlMs: WORKER_DEFAULTS.workerTtlMs }))) {
       throw new WorkerNotFoundError(params.workerId);
@@ -132,7 +137,7 @@ export class WorkerTasks {
       for (;;) {
         if (params.signal.aborted) return null;
         const [task] = await this.store.remoteTaskClaim({ ...which, workerId: params.workerId, limit: 1 });
-        if (task) return task;
+        if (task) return this.tracer ? { ...task, traceparent: this.tracer.taskTraceparent(task) } : task;
         const next = await this.store.remoteTaskNextAt(which);
         const left = until - Date.now();
         if (left <= 0) return null;
@@ -161,6 +166,13 @@ export class WorkerTasks {
       const current = (await this.store.remoteTaskList({ runId: runIdOf(params.taskId) })).find((t) => t.id === params.taskId);
       if (current?.holder) fence = { ...fence, workerId: current.holder, attempt: current.attempt };
     }
+    // Read for the task attempt's span only (docs/tracing.md): nothing is read for it when the server does not trace.
+    const traced = this.tracer ? (await this.store.remoteTaskList({ runId: runIdOf(params.taskId) })).find((t) => t.id === params.taskId) : undefined;
+    const span = (outcome: 'ok' | 'error' | 'retrying', error?: string): void => {
+      if (traced && traced.attempt === params.token) {
+        this.tracer!.taskEnded({ ...traced, since: traced.availableAt, workerId: params.workerId, outcome, ...(error !== undefined ? { error } : {}) });
+      }
+    };
     let payload: Json;
     if ('output' in params.outcome) {
       payload = { source: 'worker', value: params.outcome.output, attempt: params.token };
@@ -175,6 +187,7 @@ export class WorkerTasks {
           const backoff = Math.min(WORKER_DEFAULTS.retryInitialMs * 2 ** (params.token - 1), WORKER_DEFAULTS.retryMaxMs);
           const retried = await this.store.remoteTaskRetry({ ...fence, delayMs: Math.max(backoff, failure.retryAfterMs ?? 0), error: record as unknown as Json });
           if (!retried) throw new TaskLostError(params.taskId, params.token);
+          span('retrying', record.name);
           return { applied: true, willRetry: true, runnable: null };
         }
         const error = errorRecord(new RetriesExhaustedError('tool', task?.tool ?? 'remote', params.token, record));
@@ -188,6 +201,7 @@ export class WorkerTasks {
     const result = await this.store.remoteTaskComplete({ ...fence, payload, dedupeKey: `remote:${params.taskId}:${params.token}` });
     if (result.outcome === 'fenced') throw new TaskLostError(params.taskId, params.token);
     if (result.outcome === 'closed') return { applied: false, willRetry: false, runnable: null };
+    span('output' in params.outcome ? 'ok' : 'error', 'failure' in params.outcome ? params.outcome.failure.name || 'Error' : undefined);
     const { resolution } = result;
     return { applied: true, willRetry: false, runnable: { runId: runIdOf(params.taskId), runnable: resolution.applied && !resolution.duplicate } };
   }

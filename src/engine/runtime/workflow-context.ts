@@ -69,7 +69,7 @@ export class WorkflowContextImpl implements WorkflowContext {
     if (replayed) return replayed.value as Awaited<T>;
     const value = await perform(this.execution, call, {
       twoPhase: options.intent === true,
-      execute: async (signal) => toJson(await fn(this.info(call.idempotencyKey, signal)), `the result of step "${name}"`),
+      execute: async (signal, _head, traceparent) => toJson(await fn(this.info(call.idempotencyKey, signal, traceparent)), `the result of step "${name}"`),
       ...(limits ? { retry: limits.retry, timeoutMs: limits.timeoutMs } : {}),
     });
     return value as Awaited<T>;
@@ -107,7 +107,7 @@ export class WorkflowContextImpl implements WorkflowContext {
       twoPhase: mutating,
       intent: seal ? seal.seal(argsJson) : argsJson,
       seal,
-      execute: async (signal) => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey, signal)), `the result of tool "${tool.name}"`),
+      execute: async (signal, _head, traceparent) => toJson(await tool.execute(parsed.data, this.info(call.idempotencyKey, signal, traceparent)), `the result of tool "${tool.name}"`),
       // A tool made by another copy of waymark may predate policies: it gets the default.
       retry: limits?.retry ?? tool.retry ?? TOOL_RETRY_DEFAULT,
       timeoutMs: limits ? limits.timeoutMs : tool.timeoutMs ?? null,
@@ -336,8 +336,8 @@ export class WorkflowContextImpl implements WorkflowContext {
     });
   }
 
-  private info(idempotencyKey: string, signal: AbortSignal): StepInfo {
-    return { idempotencyKey, runId: this.runId, signal };
+  private info(idempotencyKey: string, signal: AbortSignal, traceparent: string | null): StepInfo {
+    return traceparent ? { idempotencyKey, runId: this.runId, signal, traceparent } : { idempotencyKey, runId: this.runId, signal };
   }
 
   private async deadline(deadline: Duration | Date | undefined): Promise<{ deadlineAt?: string }> {

@@ -155,12 +155,12 @@ function declarationToProto(d: RemoteToolDeclaration, remote: boolean): ToolDecl
   });
 }
 
-function taskToProto(task: RemoteTask): Omit<ProtoTask, '$typeName'> {
+function taskToProto(task: RemoteTask & { traceparent?: string }): Omit<ProtoTask, '$typeName'> {
   return {
     taskId: task.id, runId: task.runId, tool: task.tool, input: valueFromJson(task.input), idempotencyKey: task.idempotencyKey,
     attempt: task.attempt, fencingToken: BigInt(task.attempt), deadline: timestampFromDate(task.deadlineAt),
     heartbeatTimeout: durationFromMs(task.heartbeatTimeoutMs),
-    namespace: task.namespace,
+    namespace: task.namespace, traceparent: task.traceparent ?? '',
   };
 }
 

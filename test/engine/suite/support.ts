@@ -3,6 +3,7 @@ import { Registry } from '../../../src/engine/registry.js';
 import type { Tool } from '../../../src/engine/author/tool.js';
 import type { Workflow } from '../../../src/engine/author/workflow.js';
 import type { JournalStore } from '../../../src/store/store.js';
+import type { EffectTracer } from '../../../src/engine/runtime/effect-tracer.js';
 import { FakeClock, TTL } from '../harness.js';
 
 export interface SuiteEnv {
@@ -19,7 +20,7 @@ export interface SuiteEnv {
 export interface Suite {
   label: string;
   env: SuiteEnv;
-  setup(items: (Workflow | Tool)[], o?: { holder?: string; clock?: FakeClock; store?: JournalStore; journalPageSize?: number }): Promise<{ clock: FakeClock; store: JournalStore; registry: Registry; engine: RunEngine }>;
+  setup(items: (Workflow | Tool)[], o?: { holder?: string; clock?: FakeClock; store?: JournalStore; journalPageSize?: number; tracer?: EffectTracer }): Promise<{ clock: FakeClock; store: JournalStore; registry: Registry; engine: RunEngine }>;
   entriesOf(store: JournalStore, runId: string): ReturnType<JournalStore['journalList']>;
 }
 
@@ -31,7 +32,7 @@ export function makeSuite(label: string, env: SuiteEnv): Suite {
       const clock = o.clock ?? new FakeClock();
       const store = o.store ?? (await env.makeStore(clock));
       const registry = new Registry().register(...items);
-      const engine = new RunEngine({ store, registry, holder: o.holder ?? 'worker-1', leaseTtlMs: TTL, ...(o.journalPageSize ? { journalPageSize: o.journalPageSize } : {}), ...(env.fakeClock ? { clock: clock.now } : {}) });
+      const engine = new RunEngine({ store, registry, holder: o.holder ?? 'worker-1', leaseTtlMs: TTL, ...(o.journalPageSize ? { journalPageSize: o.journalPageSize } : {}), ...(o.tracer ? { tracer: o.tracer } : {}), ...(env.fakeClock ? { clock: clock.now } : {}) });
       return { clock, store, registry, engine };
     },
     entriesOf: (store, runId) => store.journalList({ runId }),

@@ -484,7 +484,10 @@ type RemoteTask struct {
 	// Heartbeat at least this often (a third of it is a good interval) or lose the task.
 	HeartbeatTimeout *durationpb.Duration `protobuf:"bytes,9,opt,name=heartbeat_timeout,json=heartbeatTimeout,proto3" json:"heartbeat_timeout,omitempty"`
 	// The namespace of the run.
-	Namespace     string `protobuf:"bytes,10,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Namespace string `protobuf:"bytes,10,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// W3C trace context of this task attempt's span when the server traces (docs/tracing.md): the
+	// worker continues the run's trace from it. Empty when the server does not trace.
+	Traceparent   string `protobuf:"bytes,11,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -585,6 +588,13 @@ func (x *RemoteTask) GetHeartbeatTimeout() *durationpb.Duration {
 func (x *RemoteTask) GetNamespace() string {
 	if x != nil {
 		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RemoteTask) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
 	}
 	return ""
 }
@@ -1159,7 +1169,7 @@ const file_waymark_v1_worker_service_proto_rawDesc = "" +
 	"\x05queue\x18\x04 \x01(\tR\x05queue\x12-\n" +
 	"\x04wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04wait\">\n" +
 	"\x10PollTaskResponse\x12*\n" +
-	"\x04task\x18\x01 \x01(\v2\x16.waymark.v1.RemoteTaskR\x04task\"\x84\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x16.waymark.v1.RemoteTaskR\x04task\"\xa6\x03\n" +
 	"\n" +
 	"RemoteTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x15\n" +
@@ -1172,7 +1182,8 @@ const file_waymark_v1_worker_service_proto_rawDesc = "" +
 	"\bdeadline\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12F\n" +
 	"\x11heartbeat_timeout\x18\t \x01(\v2\x19.google.protobuf.DurationR\x10heartbeatTimeout\x12\x1c\n" +
 	"\tnamespace\x18\n" +
-	" \x01(\tR\tnamespace\"\x8b\x01\n" +
+	" \x01(\tR\tnamespace\x12 \n" +
+	"\vtraceparent\x18\v \x01(\tR\vtraceparent\"\x8b\x01\n" +
 	"\x10HeartbeatRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x12\x17\n" +

@@ -273,6 +273,7 @@ class RemoteTask(_message.Message):
     DEADLINE_FIELD_NUMBER: _builtins.int
     HEARTBEAT_TIMEOUT_FIELD_NUMBER: _builtins.int
     NAMESPACE_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
     task_id: _builtins.str
     """The task's id: the run id and the seq of the call's journal entry."""
     run_id: _builtins.str
@@ -287,6 +288,10 @@ class RemoteTask(_message.Message):
     """Send it with Heartbeat and CompleteTask: only the current holder's token is accepted."""
     namespace: _builtins.str
     """The namespace of the run."""
+    traceparent: _builtins.str
+    """W3C trace context of this task attempt's span when the server traces (docs/tracing.md): the
+    worker continues the run's trace from it. Empty when the server does not trace.
+    """
     @_builtins.property
     def input(self) -> _struct_pb2.Value:
         """The call's arguments, validated against the declared input schema."""
@@ -312,10 +317,11 @@ class RemoteTask(_message.Message):
         deadline: _timestamp_pb2.Timestamp | None = ...,
         heartbeat_timeout: _duration_pb2.Duration | None = ...,
         namespace: _builtins.str = ...,
+        traceparent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "heartbeat_timeout", b"heartbeat_timeout", "input", b"input"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "deadline", b"deadline", "fencing_token", b"fencing_token", "heartbeat_timeout", b"heartbeat_timeout", "idempotency_key", b"idempotency_key", "input", b"input", "namespace", b"namespace", "run_id", b"run_id", "task_id", b"task_id", "tool", b"tool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "deadline", b"deadline", "fencing_token", b"fencing_token", "heartbeat_timeout", b"heartbeat_timeout", "idempotency_key", b"idempotency_key", "input", b"input", "namespace", b"namespace", "run_id", b"run_id", "task_id", b"task_id", "tool", b"tool", "traceparent", b"traceparent"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
