@@ -4,8 +4,9 @@ import type { AddressInfo } from 'node:net';
 /**
  * A layer-4 load balancer on loopback, as a Kubernetes Service is to its pods: each client
  * connection goes to the next backend in turn, and is closed at once when that backend refuses
- * it (a replica restarting), so the client sees a failed connection and must retry by itself.
- * `refused` counts how many were closed that way.
+ * it (a replica restarting) or when there is no backend at all (between a SIGKILL and the next
+ * replica's start), so the client sees a failed connection and must retry by itself. `refused`
+ * counts how many were closed that way.
  */
 export class TcpBalancer {
   private server: net.Server | undefined;
@@ -26,6 +27,11 @@ export class TcpBalancer {
 
   private forward(client: net.Socket): void {
     const backends = this.backends();
+    if (backends.length === 0) {
+      this.refused += 1;
+      client.destroy();
+      return;
+    }
     const target = backends[this.next++ % backends.length]!;
     const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
     const upstream = net.connect({ host, port });
