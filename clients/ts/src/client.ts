@@ -3,7 +3,7 @@ import { durationFromMs, ValueSchema, type Value } from '@bufbuild/protobuf/wkt'
 import { Code, createClient, type CallOptions as ConnectCallOptions, type Client } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { randomUUID } from 'node:crypto';
-import { alreadyResolved, Unavailable, WaymarkError, WrongState } from './errors.js';
+import { alreadyResolved, ScheduleNotFound, Unavailable, WaymarkError, WrongState } from './errors.js';
 import { followEvents } from './events.js';
 import { tokensOf, type TokenEvent } from './tokens.js';
 import { Health, HealthCheckResponse_ServingStatus as Serving } from './gen/grpc/health/v1/health_pb.js';
@@ -16,7 +16,11 @@ import { AdminService, type ApiKey } from './gen/waymark/v1/admin_service_pb.js'
 import { WorkerService } from './gen/waymark/v1/worker_service_pb.js';
 import { FlowSchema, FlowService, type Flow, type FlowVersion } from './gen/waymark/v1/flow_service_pb.js';
 import { McpService } from './gen/waymark/v1/mcp_service_pb.js';
-import { timestampDate } from '@bufbuild/protobuf/wkt';
+import { ScheduleService, type Schedule } from './gen/waymark/v1/schedule_service_pb.js';
+import {
+  scheduleMessage, scheduleUpdate, toOverlapPolicy, type ScheduleDefinition, type ScheduleListOptions, type ScheduleServiceClient, type ScheduleStartOptions,
+} from './schedules.js';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { isTerminal, toApprovalState, toDriftRecovery, toRunStatus, toWaitFor } from './names.js';
 import type {
   ApprovalFilter, CallOptions, ClientOptions, Decision, EventsOptions, JournalOptions, ForkOptions, PurgeOptions, ReadyOptions, ResultOptions, ResumeOptions, RunFilter, TokensOptions,
@@ -50,6 +54,8 @@ export class WaymarkClient {
   readonly workers: Client<typeof WorkerService>;
   /** MCP servers whose tools runs may call (McpService, docs/mcp.md); changing one needs an admin key. */
   readonly mcp: Client<typeof McpService>;
+  /** ScheduleService (docs/schedules.md); the methods createSchedule … deleteSchedule wrap it. */
+  readonly schedules: ScheduleServiceClient;
   /** The namespace of every call; empty means the server's default. */
   readonly namespace: string;
   private readonly timeoutMs: number;
@@ -70,6 +76,7 @@ export class WaymarkClient {
     this.admin = createClient(AdminService, transport);
     this.workers = createClient(WorkerService, transport);
     this.mcp = createClient(McpService, transport);
+    this.schedules = createClient(ScheduleService, transport);
   }
 
   /** Closes the connection; calls in flight fail. */
@@ -442,6 +449,82 @@ export class WaymarkClient {
     }
     if (!response.applied && response.reason === ALREADY_RESOLVED) throw alreadyResolved(`approval ${id}`, response);
     return { approval, applied: response.applied, reason: response.reason };
+  }
+
+  // Schedules (docs/schedules.md)
+
+  /** Creates schedule `id`; AlreadyExists (SCHEDULE_EXISTS) when the namespace has one. Retried only when the request never reached the server. */
+  async createSchedule(id: string, definition: ScheduleDefinition, options: CallOptions = {}): Promise<Schedule> {
+    const request = { namespace: this.namespace, schedule: scheduleMessage(id, definition) };
+    return required((await this.unary('unsent', options, (_, o) => this.schedules.createSchedule(request, o))).schedule, 'schedule', 'CreateSchedule');
+  }
+
+  /** A schedule with its counters, recent actions and next ten times; ScheduleNotFound when there is none. */
+  async getSchedule(id: string, options: CallOptions = {}): Promise<Schedule> {
+    return required((await this.unary('safe', options, (_, o) => this.schedules.getSchedule({ namespace: this.namespace, scheduleId: id }, o))).schedule, 'schedule', 'GetSchedule');
+  }
+
+  /** Iterates over the namespace's schedules by id (each with its next time only), fetching pages as the loop advances. */
+  async *listSchedules(options: ScheduleListOptions = {}): AsyncGenerator<Schedule, void, undefined> {
+    let pageToken = '';
+    do {
+      const token = pageToken;
+      const page = await this.unary('safe', options, (_, o) => this.schedules.listSchedules({ namespace: this.namespace, pageSize: options.pageSize ?? 0, pageToken: token }, o));
+      yield* page.schedules;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+  }
+
+  /**
+   * Changes the fields `changes` names and keeps the rest: the schedule is read, the groups it
+   * touches (spec, action, policies, remaining actions) are sent whole with an update mask. A new
+   * spec ticks from now on. A key given as undefined clears that field (remainingActions: unlimited).
+   */
+  async updateSchedule(id: string, changes: Partial<ScheduleDefinition>, options: CallOptions = {}): Promise<Schedule> {
+    const { paths, schedule } = scheduleUpdate(await this.getSchedule(id, options), changes);
+    const request = { namespace: this.namespace, scheduleId: id, schedule, updateMask: { paths } };
+    return required((await this.unary('safe', options, (_, o) => this.schedules.updateSchedule(request, o))).schedule, 'schedule', 'UpdateSchedule');
+  }
+
+  /** Pauses a schedule (no ticks; triggers and backfills wait); `note` says why. */
+  async pauseSchedule(id: string, options: CallOptions & { note?: string | undefined } = {}): Promise<Schedule> {
+    const request = { namespace: this.namespace, scheduleId: id, note: options.note ?? '' };
+    return required((await this.unary('safe', options, (_, o) => this.schedules.pauseSchedule(request, o))).schedule, 'schedule', 'PauseSchedule');
+  }
+
+  /** Unpauses a schedule; what fell while it was paused is not caught up. */
+  async unpauseSchedule(id: string, options: CallOptions & { note?: string | undefined } = {}): Promise<Schedule> {
+    const request = { namespace: this.namespace, scheduleId: id, note: options.note ?? '' };
+    return required((await this.unary('safe', options, (_, o) => this.schedules.unpauseSchedule(request, o))).schedule, 'schedule', 'UnpauseSchedule');
+  }
+
+  /** Queues one run now (the sweeper starts it); retried only when the request never reached the server, as a repeat would queue another. */
+  async triggerSchedule(id: string, options: ScheduleStartOptions = {}): Promise<Schedule> {
+    const request = { namespace: this.namespace, scheduleId: id, ...(options.overlap !== undefined ? { overlap: toOverlapPolicy(options.overlap) } : {}) };
+    return required((await this.unary('unsent', options, (_, o) => this.schedules.triggerSchedule(request, o))).schedule, 'schedule', 'TriggerSchedule');
+  }
+
+  /** Queues a run for every tick in [start, end] (at most 1,000); a time that already ran is not run again, so a retry is safe. */
+  async backfillSchedule(id: string, start: Date, end: Date, options: ScheduleStartOptions = {}): Promise<{ schedule: Schedule; queued: number }> {
+    const request = {
+      namespace: this.namespace, scheduleId: id, startTime: timestampFromDate(start), endTime: timestampFromDate(end),
+      ...(options.overlap !== undefined ? { overlap: toOverlapPolicy(options.overlap) } : {}),
+    };
+    const r = await this.unary('safe', options, (_, o) => this.schedules.backfillSchedule(request, o));
+    return { schedule: required(r.schedule, 'schedule', 'BackfillSchedule'), queued: r.queued };
+  }
+
+  /** Deletes a schedule (its runs are kept); ScheduleNotFound when there is none, unless an earlier attempt of this call deleted it. */
+  async deleteSchedule(id: string, options: CallOptions = {}): Promise<void> {
+    let attempts = 0;
+    try {
+      await this.unary('safe', options, (attempt, o) => {
+        attempts = attempt;
+        return this.schedules.deleteSchedule({ namespace: this.namespace, scheduleId: id }, o);
+      });
+    } catch (err) {
+      if (!(err instanceof ScheduleNotFound && attempts > 1)) throw err;
+    }
   }
 
   // API keys and stream tokens (docs/security.md)

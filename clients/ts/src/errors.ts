@@ -84,6 +84,20 @@ export class ApprovalNotFound extends WaymarkError {
   }
 }
 
+/** The schedule id is unknown in this namespace (NOT_FOUND). */
+export class ScheduleNotFound extends WaymarkError {
+  get scheduleId(): string {
+    return this.meta('schedule_id');
+  }
+}
+
+/** CreateSchedule with an id the namespace already has (ALREADY_EXISTS). */
+export class ScheduleExists extends WaymarkError {
+  get scheduleId(): string {
+    return this.meta('schedule_id');
+  }
+}
+
 /** The run pinned another definition of its workflow and the drift policy is strict (FAILED_PRECONDITION). */
 export class FlowDrift extends WaymarkError {
   get runId(): string {
@@ -201,6 +215,8 @@ const BY_REASON: Record<string, typeof WaymarkError> = {
   WORKER_NOT_FOUND: WorkerNotFound,
   WRONG_STATE: WrongState,
   IDEMPOTENCY_KEY_REUSED: IdempotencyConflict,
+  SCHEDULE_NOT_FOUND: ScheduleNotFound,
+  SCHEDULE_EXISTS: ScheduleExists,
 };
 
 /** Node error codes meaning no connection was made, so the request never left. */

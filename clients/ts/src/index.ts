@@ -21,8 +21,10 @@ export {
 } from './names.js';
 export {
   AlreadyResolved, ApprovalNotFound, FlowDrift, IdempotencyConflict, InvalidArgument, LeaseLost, PayloadTooLarge, RunNotFound,
-  TaskLost, toWaymarkError, Unavailable, WaymarkError, WorkerNotFound, WorkflowNotFound, WrongState,
+  ScheduleExists, ScheduleNotFound, TaskLost, toWaymarkError, Unavailable, WaymarkError, WorkerNotFound, WorkflowNotFound, WrongState,
 } from './errors.js';
+export { overlapPolicyName, scheduleDefinition, toOverlapPolicy } from './schedules.js';
+export type { OverlapPolicyName, ScheduleDefinition, ScheduleListOptions, ScheduleStartOptions } from './schedules.js';
 export type { ErrorDetails, FieldViolation, UnavailableKind } from './errors.js';
 export { RunCancelled, RunFailed } from './run-failed.js';
 export { createWaymarkWorker, NonRetryableToolError, WaymarkWorker } from './worker.js';
@@ -34,3 +36,4 @@ export * from './gen/waymark/v1/admin_service_pb.js';
 export * from './gen/waymark/v1/worker_service_pb.js';
 export * from './gen/waymark/v1/flow_service_pb.js';
 export * from './gen/waymark/v1/mcp_service_pb.js';
+export * from './gen/waymark/v1/schedule_service_pb.js';
