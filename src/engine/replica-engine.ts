@@ -167,7 +167,7 @@ export class ReplicaEngine {
   }
 
   /** GetJournal (read/journal-page.ts). */
-  journalPage(params: { runId: string; namespace: string; afterSeq: number; pageSize: number; pageToken: string }): Promise<{ entries: JournalEntry[]; nextPageToken: string }> {
+  journalPage(params: { runId: string; namespace: string; afterSeq: number; pageSize: number; pageToken: string; includeLargePayloads?: boolean }): Promise<{ entries: JournalEntry[]; nextPageToken: string }> {
     return journalPage(this.engine.store, params);
   }
 

@@ -35,7 +35,8 @@ export interface JournalFollowParams {
 }
 
 /**
- * Every journal entry of a run after `afterSeq`, in seq order, each exactly once: catch up with
+ * Every journal entry of a run after `afterSeq`, in seq order, each exactly once (a payload stored
+ * out of line by reference, so a batch stays small: docs/journal.md "Large payloads"): catch up with
  * journalList from our own cursor, then wait for a wake-up (or the slow safety re-check), and repeat.
  * It subscribes before the first read, so a write committed between a read and the wait still
  * wakes it. Seq is dense and assigned under the run-row lock, so entries become visible in seq
@@ -59,7 +60,7 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
       let failed = false;
       try {
         while (more && !signal.aborted) {
-          const entries = await store.journalList({ runId, afterSeq: cursor, limit: batchSize, namespace: params.namespace });
+          const entries = await store.journalList({ runId, afterSeq: cursor, limit: batchSize, namespace: params.namespace, payloads: 'reference' });
           let contiguous = true;
           for (const entry of entries) {
             if (entry.seq !== cursor + 1) {

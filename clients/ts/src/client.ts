@@ -180,7 +180,10 @@ export class WaymarkClient {
     do {
       const token = pageToken;
       const page = await this.unary('safe', options, (_, o) =>
-        this.runs.getJournal({ namespace: this.namespace, runId, afterSeq: options.afterSeq, pageSize: options.pageSize ?? 0, pageToken: token }, o));
+        this.runs.getJournal({
+          namespace: this.namespace, runId, afterSeq: options.afterSeq, pageSize: options.pageSize ?? 0, pageToken: token,
+          includeLargePayloads: options.includeLargePayloads ?? false,
+        }, o));
       yield* page.entries;
       pageToken = page.nextPageToken;
     } while (pageToken);

@@ -126,6 +126,12 @@ export interface JournalOptions extends CallOptions {
   /** Entries after this seq; unset starts at the first. */
   afterSeq?: bigint | undefined;
   pageSize?: number | undefined;
+  /**
+   * Payloads stored out of line (results over the server's inline threshold, 64 KiB by default) in
+   * the entries; without it such an entry has `payloadRef` instead of `payload` (docs/journal.md
+   * "Large payloads"). Pages then end early so each stays near 4 MiB of such payloads.
+   */
+  includeLargePayloads?: boolean | undefined;
 }
 
 export interface EventsOptions {

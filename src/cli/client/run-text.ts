@@ -44,6 +44,8 @@ function driftDetail(drift: unknown, max: number): string {
 /** The short detail of an entry: its error, a wait's title, a resolution's value, else its payload. */
 export function entryDetail(entry: JournalEntry, max = 80): string {
   if (entry.error) return clip(`${entry.error.name}: ${entry.error.message}`, max);
+  // A payload stored out of line (docs/journal.md "Large payloads"): what it is, not its bytes.
+  if (entry.payload === undefined && entry.payloadRef) return clip(`(${entry.payloadRef.sizeBytes} bytes stored out of line, sha256 ${entry.payloadRef.sha256.slice(0, 12)})`, max);
   const payload = fromValue(entry.payload);
   if (payload !== null && typeof payload === 'object' && !Array.isArray(payload)) {
     if (entry.kind === 'status') return driftDetail(payload.drift, max);

@@ -61,7 +61,8 @@ const exportRun: CommandSpec = {
     try {
       const head = { format: EXPORT_FORMAT, exportedAt: new Date().toISOString(), run: toJson(RunSchema, run, EMIT) };
       await write(stream, `${JSON.stringify(head, null, 1).replace(/\n}$/, '')},\n "entries": [`);
-      for await (const entry of client.journal(runId, call(inv))) {
+      // Whole entries: an exported journal replays offline, so it carries the payloads stored out of line too.
+      for await (const entry of client.journal(runId, { ...call(inv), includeLargePayloads: true })) {
         await write(stream, `${count === 0 ? '' : ','}\n  ${JSON.stringify(toJson(JournalEntrySchema, entry, EMIT))}`);
         count++;
         if (file !== undefined && count % 500 === 0) inv.out.progress(`exporting run ${runId}: ${count} entries`);

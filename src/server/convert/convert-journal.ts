@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
-  EntryStatus, JournalEntrySchema, ModelDeltaKind, ModelDeltaSchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
+  EntryStatus, JournalEntrySchema, ModelDeltaKind, ModelDeltaSchema, PayloadRefSchema, RunEventSchema, RunStatusChangeSchema, UsageSchema, type JournalEntry, type RunEvent,
 } from '../../gen/waymark/v1/run_pb.js';
 import { statusOf } from '../../engine/index.js';
 import type { JournalEntry as DomainEntry } from '../../journal/journal-entry.js';
@@ -37,6 +37,7 @@ export function entryToProto(entry: DomainEntry): JournalEntry {
     costUsd: entry.costUsd ?? undefined,
     createTime: timestampFromDate(entry.createdAt),
     attempt: entry.attempt ?? 0,
+    payloadRef: entry.payloadRef ? create(PayloadRefSchema, { sha256: entry.payloadRef.sha256, sizeBytes: BigInt(entry.payloadRef.sizeBytes) }) : undefined,
   });
 }
 

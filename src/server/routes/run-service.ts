@@ -88,7 +88,7 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       const afterSeq = c.afterSeq('after_seq', req.afterSeq);
       const pageSize = c.pageSize('page_size', req.pageSize, PAGE_SIZES.journal);
       c.done();
-      const page = await api.journalPage({ runId, namespace, afterSeq, pageSize, pageToken: req.pageToken });
+      const page = await api.journalPage({ runId, namespace, afterSeq, pageSize, pageToken: req.pageToken, includeLargePayloads: req.includeLargePayloads });
       return { entries: page.entries.map(entryToProto), nextPageToken: page.nextPageToken };
     },
 

@@ -796,7 +796,8 @@ type JournalEntry struct {
 	// What the entry records about the effect.
 	Status EntryStatus `protobuf:"varint,8,opt,name=status,proto3,enum=waymark.v1.EntryStatus" json:"status,omitempty"`
 	// The entry's value: the result of an OK effect, the request of a suspension, the payload
-	// of a resolution; unset if none.
+	// of a resolution; unset if none, or if it is stored out of line and was not asked for
+	// (payload_ref is then set).
 	Payload *structpb.Value `protobuf:"bytes,9,opt,name=payload,proto3" json:"payload,omitempty"`
 	// The failure of an ERROR entry; unset otherwise.
 	Error *RunError `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
@@ -815,7 +816,11 @@ type JournalEntry struct {
 	// The attempt of its effect this entry belongs to: 1 for the first, n for the n-th under a
 	// retry policy; a backoff timer (a SUSPENDED entry of the effect's own kind) carries the
 	// attempt it leads to. 0 on status entries, resolutions and waits.
-	Attempt       int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt int32 `protobuf:"varint,17,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Set when the payload is stored out of line (larger than the server's inline threshold,
+	// 64 KiB by default) and this response left it out: GetJournal without
+	// include_large_payloads. payload is then unset.
+	PayloadRef    *PayloadRef `protobuf:"bytes,18,opt,name=payload_ref,json=payloadRef,proto3" json:"payload_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -969,6 +974,68 @@ func (x *JournalEntry) GetAttempt() int32 {
 	return 0
 }
 
+func (x *JournalEntry) GetPayloadRef() *PayloadRef {
+	if x != nil {
+		return x.PayloadRef
+	}
+	return nil
+}
+
+// A journal payload stored out of line, once per run: what it is without its bytes.
+type PayloadRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hex SHA-256 of the payload's JSON text (UTF-8), as the server stored it.
+	Sha256 string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// Bytes of that JSON text.
+	SizeBytes     int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PayloadRef) Reset() {
+	*x = PayloadRef{}
+	mi := &file_waymark_v1_run_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayloadRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayloadRef) ProtoMessage() {}
+
+func (x *PayloadRef) ProtoReflect() protoreflect.Message {
+	mi := &file_waymark_v1_run_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayloadRef.ProtoReflect.Descriptor instead.
+func (*PayloadRef) Descriptor() ([]byte, []int) {
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PayloadRef) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *PayloadRef) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
 // Token counts of one model call.
 type Usage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -984,7 +1051,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_waymark_v1_run_proto_msgTypes[3]
+	mi := &file_waymark_v1_run_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1063,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[3]
+	mi := &file_waymark_v1_run_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1076,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{3}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -1058,7 +1125,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_waymark_v1_run_proto_msgTypes[4]
+	mi := &file_waymark_v1_run_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1137,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[4]
+	mi := &file_waymark_v1_run_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1150,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{4}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RunEvent) GetRunId() string {
@@ -1194,7 +1261,7 @@ type ModelDelta struct {
 
 func (x *ModelDelta) Reset() {
 	*x = ModelDelta{}
-	mi := &file_waymark_v1_run_proto_msgTypes[5]
+	mi := &file_waymark_v1_run_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1273,7 @@ func (x *ModelDelta) String() string {
 func (*ModelDelta) ProtoMessage() {}
 
 func (x *ModelDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[5]
+	mi := &file_waymark_v1_run_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1286,7 @@ func (x *ModelDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelDelta.ProtoReflect.Descriptor instead.
 func (*ModelDelta) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{5}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ModelDelta) GetOffset() int64 {
@@ -1293,7 +1360,7 @@ type RunStatusChange struct {
 
 func (x *RunStatusChange) Reset() {
 	*x = RunStatusChange{}
-	mi := &file_waymark_v1_run_proto_msgTypes[6]
+	mi := &file_waymark_v1_run_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1372,7 @@ func (x *RunStatusChange) String() string {
 func (*RunStatusChange) ProtoMessage() {}
 
 func (x *RunStatusChange) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[6]
+	mi := &file_waymark_v1_run_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1385,7 @@ func (x *RunStatusChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStatusChange.ProtoReflect.Descriptor instead.
 func (*RunStatusChange) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{6}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunStatusChange) GetStatus() RunStatus {
@@ -1387,7 +1454,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_waymark_v1_run_proto_msgTypes[7]
+	mi := &file_waymark_v1_run_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1466,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[7]
+	mi := &file_waymark_v1_run_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1479,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{7}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Approval) GetId() string {
@@ -1559,7 +1626,7 @@ type WaitingOn struct {
 
 func (x *WaitingOn) Reset() {
 	*x = WaitingOn{}
-	mi := &file_waymark_v1_run_proto_msgTypes[8]
+	mi := &file_waymark_v1_run_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1638,7 @@ func (x *WaitingOn) String() string {
 func (*WaitingOn) ProtoMessage() {}
 
 func (x *WaitingOn) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[8]
+	mi := &file_waymark_v1_run_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1651,7 @@ func (x *WaitingOn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingOn.ProtoReflect.Descriptor instead.
 func (*WaitingOn) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{8}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WaitingOn) GetKind() string {
@@ -1659,7 +1726,7 @@ type ResumePreview struct {
 
 func (x *ResumePreview) Reset() {
 	*x = ResumePreview{}
-	mi := &file_waymark_v1_run_proto_msgTypes[9]
+	mi := &file_waymark_v1_run_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1738,7 @@ func (x *ResumePreview) String() string {
 func (*ResumePreview) ProtoMessage() {}
 
 func (x *ResumePreview) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[9]
+	mi := &file_waymark_v1_run_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1751,7 @@ func (x *ResumePreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumePreview.ProtoReflect.Descriptor instead.
 func (*ResumePreview) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{9}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResumePreview) GetHits() int32 {
@@ -1757,7 +1824,7 @@ type ResumePreviewItem struct {
 
 func (x *ResumePreviewItem) Reset() {
 	*x = ResumePreviewItem{}
-	mi := &file_waymark_v1_run_proto_msgTypes[10]
+	mi := &file_waymark_v1_run_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1836,7 @@ func (x *ResumePreviewItem) String() string {
 func (*ResumePreviewItem) ProtoMessage() {}
 
 func (x *ResumePreviewItem) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[10]
+	mi := &file_waymark_v1_run_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1849,7 @@ func (x *ResumePreviewItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumePreviewItem.ProtoReflect.Descriptor instead.
 func (*ResumePreviewItem) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{10}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResumePreviewItem) GetOutcome() ResumeOutcome {
@@ -1854,7 +1921,7 @@ type Workflow struct {
 
 func (x *Workflow) Reset() {
 	*x = Workflow{}
-	mi := &file_waymark_v1_run_proto_msgTypes[11]
+	mi := &file_waymark_v1_run_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +1933,7 @@ func (x *Workflow) String() string {
 func (*Workflow) ProtoMessage() {}
 
 func (x *Workflow) ProtoReflect() protoreflect.Message {
-	mi := &file_waymark_v1_run_proto_msgTypes[11]
+	mi := &file_waymark_v1_run_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +1946,7 @@ func (x *Workflow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Workflow.ProtoReflect.Descriptor instead.
 func (*Workflow) Descriptor() ([]byte, []int) {
-	return file_waymark_v1_run_proto_rawDescGZIP(), []int{11}
+	return file_waymark_v1_run_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Workflow) GetName() string {
@@ -1979,7 +2046,7 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x120\n" +
-	"\adetails\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\adetails\"\xe4\x04\n" +
+	"\adetails\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\adetails\"\x9d\x05\n" +
 	"\fJournalEntry\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x03R\x03seq\x12\x14\n" +
@@ -2003,10 +2070,17 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\bcost_usd\x18\x0f \x01(\x01H\x01R\acostUsd\x88\x01\x01\x12;\n" +
 	"\vcreate_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x18\n" +
-	"\aattempt\x18\x11 \x01(\x05R\aattemptB\n" +
+	"\aattempt\x18\x11 \x01(\x05R\aattempt\x127\n" +
+	"\vpayload_ref\x18\x12 \x01(\v2\x16.waymark.v1.PayloadRefR\n" +
+	"payloadRefB\n" +
 	"\n" +
 	"\b_ref_seqB\v\n" +
-	"\t_cost_usd\"r\n" +
+	"\t_cost_usd\"C\n" +
+	"\n" +
+	"PayloadRef\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\"r\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12!\n" +
@@ -2159,7 +2233,7 @@ func file_waymark_v1_run_proto_rawDescGZIP() []byte {
 }
 
 var file_waymark_v1_run_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_waymark_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_waymark_v1_run_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_waymark_v1_run_proto_goTypes = []any{
 	(RunStatus)(0),                // 0: waymark.v1.RunStatus
 	(EntryStatus)(0),              // 1: waymark.v1.EntryStatus
@@ -2171,63 +2245,65 @@ var file_waymark_v1_run_proto_goTypes = []any{
 	(*Run)(nil),                   // 7: waymark.v1.Run
 	(*RunError)(nil),              // 8: waymark.v1.RunError
 	(*JournalEntry)(nil),          // 9: waymark.v1.JournalEntry
-	(*Usage)(nil),                 // 10: waymark.v1.Usage
-	(*RunEvent)(nil),              // 11: waymark.v1.RunEvent
-	(*ModelDelta)(nil),            // 12: waymark.v1.ModelDelta
-	(*RunStatusChange)(nil),       // 13: waymark.v1.RunStatusChange
-	(*Approval)(nil),              // 14: waymark.v1.Approval
-	(*WaitingOn)(nil),             // 15: waymark.v1.WaitingOn
-	(*ResumePreview)(nil),         // 16: waymark.v1.ResumePreview
-	(*ResumePreviewItem)(nil),     // 17: waymark.v1.ResumePreviewItem
-	(*Workflow)(nil),              // 18: waymark.v1.Workflow
-	nil,                           // 19: waymark.v1.Run.LabelsEntry
-	nil,                           // 20: waymark.v1.Approval.LabelsEntry
-	(*structpb.Value)(nil),        // 21: google.protobuf.Value
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*PayloadRef)(nil),            // 10: waymark.v1.PayloadRef
+	(*Usage)(nil),                 // 11: waymark.v1.Usage
+	(*RunEvent)(nil),              // 12: waymark.v1.RunEvent
+	(*ModelDelta)(nil),            // 13: waymark.v1.ModelDelta
+	(*RunStatusChange)(nil),       // 14: waymark.v1.RunStatusChange
+	(*Approval)(nil),              // 15: waymark.v1.Approval
+	(*WaitingOn)(nil),             // 16: waymark.v1.WaitingOn
+	(*ResumePreview)(nil),         // 17: waymark.v1.ResumePreview
+	(*ResumePreviewItem)(nil),     // 18: waymark.v1.ResumePreviewItem
+	(*Workflow)(nil),              // 19: waymark.v1.Workflow
+	nil,                           // 20: waymark.v1.Run.LabelsEntry
+	nil,                           // 21: waymark.v1.Approval.LabelsEntry
+	(*structpb.Value)(nil),        // 22: google.protobuf.Value
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
 }
 var file_waymark_v1_run_proto_depIdxs = []int32{
 	0,  // 0: waymark.v1.Run.status:type_name -> waymark.v1.RunStatus
-	21, // 1: waymark.v1.Run.input:type_name -> google.protobuf.Value
-	21, // 2: waymark.v1.Run.output:type_name -> google.protobuf.Value
+	22, // 1: waymark.v1.Run.input:type_name -> google.protobuf.Value
+	22, // 2: waymark.v1.Run.output:type_name -> google.protobuf.Value
 	8,  // 3: waymark.v1.Run.error:type_name -> waymark.v1.RunError
-	19, // 4: waymark.v1.Run.labels:type_name -> waymark.v1.Run.LabelsEntry
-	22, // 5: waymark.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	22, // 6: waymark.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	22, // 7: waymark.v1.Run.deadline_time:type_name -> google.protobuf.Timestamp
-	21, // 8: waymark.v1.RunError.details:type_name -> google.protobuf.Value
+	20, // 4: waymark.v1.Run.labels:type_name -> waymark.v1.Run.LabelsEntry
+	23, // 5: waymark.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	23, // 6: waymark.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	23, // 7: waymark.v1.Run.deadline_time:type_name -> google.protobuf.Timestamp
+	22, // 8: waymark.v1.RunError.details:type_name -> google.protobuf.Value
 	1,  // 9: waymark.v1.JournalEntry.status:type_name -> waymark.v1.EntryStatus
-	21, // 10: waymark.v1.JournalEntry.payload:type_name -> google.protobuf.Value
+	22, // 10: waymark.v1.JournalEntry.payload:type_name -> google.protobuf.Value
 	8,  // 11: waymark.v1.JournalEntry.error:type_name -> waymark.v1.RunError
-	10, // 12: waymark.v1.JournalEntry.usage:type_name -> waymark.v1.Usage
-	22, // 13: waymark.v1.JournalEntry.create_time:type_name -> google.protobuf.Timestamp
-	22, // 14: waymark.v1.RunEvent.create_time:type_name -> google.protobuf.Timestamp
-	9,  // 15: waymark.v1.RunEvent.entry:type_name -> waymark.v1.JournalEntry
-	13, // 16: waymark.v1.RunEvent.status_changed:type_name -> waymark.v1.RunStatusChange
-	12, // 17: waymark.v1.RunEvent.model_delta:type_name -> waymark.v1.ModelDelta
-	2,  // 18: waymark.v1.ModelDelta.kind:type_name -> waymark.v1.ModelDeltaKind
-	0,  // 19: waymark.v1.RunStatusChange.status:type_name -> waymark.v1.RunStatus
-	21, // 20: waymark.v1.RunStatusChange.output:type_name -> google.protobuf.Value
-	8,  // 21: waymark.v1.RunStatusChange.error:type_name -> waymark.v1.RunError
-	21, // 22: waymark.v1.Approval.payload_schema:type_name -> google.protobuf.Value
-	3,  // 23: waymark.v1.Approval.state:type_name -> waymark.v1.ApprovalState
-	21, // 24: waymark.v1.Approval.decision_payload:type_name -> google.protobuf.Value
-	22, // 25: waymark.v1.Approval.decide_time:type_name -> google.protobuf.Timestamp
-	22, // 26: waymark.v1.Approval.deadline:type_name -> google.protobuf.Timestamp
-	4,  // 27: waymark.v1.Approval.on_timeout:type_name -> waymark.v1.ApprovalDecision
-	20, // 28: waymark.v1.Approval.labels:type_name -> waymark.v1.Approval.LabelsEntry
-	22, // 29: waymark.v1.Approval.create_time:type_name -> google.protobuf.Timestamp
-	22, // 30: waymark.v1.WaitingOn.deadline:type_name -> google.protobuf.Timestamp
-	17, // 31: waymark.v1.ResumePreview.items:type_name -> waymark.v1.ResumePreviewItem
-	5,  // 32: waymark.v1.ResumePreviewItem.outcome:type_name -> waymark.v1.ResumeOutcome
-	21, // 33: waymark.v1.Workflow.input_schema:type_name -> google.protobuf.Value
-	6,  // 34: waymark.v1.Workflow.drift_policy:type_name -> waymark.v1.DriftPolicy
-	23, // 35: waymark.v1.Workflow.timeout:type_name -> google.protobuf.Duration
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	11, // 12: waymark.v1.JournalEntry.usage:type_name -> waymark.v1.Usage
+	23, // 13: waymark.v1.JournalEntry.create_time:type_name -> google.protobuf.Timestamp
+	10, // 14: waymark.v1.JournalEntry.payload_ref:type_name -> waymark.v1.PayloadRef
+	23, // 15: waymark.v1.RunEvent.create_time:type_name -> google.protobuf.Timestamp
+	9,  // 16: waymark.v1.RunEvent.entry:type_name -> waymark.v1.JournalEntry
+	14, // 17: waymark.v1.RunEvent.status_changed:type_name -> waymark.v1.RunStatusChange
+	13, // 18: waymark.v1.RunEvent.model_delta:type_name -> waymark.v1.ModelDelta
+	2,  // 19: waymark.v1.ModelDelta.kind:type_name -> waymark.v1.ModelDeltaKind
+	0,  // 20: waymark.v1.RunStatusChange.status:type_name -> waymark.v1.RunStatus
+	22, // 21: waymark.v1.RunStatusChange.output:type_name -> google.protobuf.Value
+	8,  // 22: waymark.v1.RunStatusChange.error:type_name -> waymark.v1.RunError
+	22, // 23: waymark.v1.Approval.payload_schema:type_name -> google.protobuf.Value
+	3,  // 24: waymark.v1.Approval.state:type_name -> waymark.v1.ApprovalState
+	22, // 25: waymark.v1.Approval.decision_payload:type_name -> google.protobuf.Value
+	23, // 26: waymark.v1.Approval.decide_time:type_name -> google.protobuf.Timestamp
+	23, // 27: waymark.v1.Approval.deadline:type_name -> google.protobuf.Timestamp
+	4,  // 28: waymark.v1.Approval.on_timeout:type_name -> waymark.v1.ApprovalDecision
+	21, // 29: waymark.v1.Approval.labels:type_name -> waymark.v1.Approval.LabelsEntry
+	23, // 30: waymark.v1.Approval.create_time:type_name -> google.protobuf.Timestamp
+	23, // 31: waymark.v1.WaitingOn.deadline:type_name -> google.protobuf.Timestamp
+	18, // 32: waymark.v1.ResumePreview.items:type_name -> waymark.v1.ResumePreviewItem
+	5,  // 33: waymark.v1.ResumePreviewItem.outcome:type_name -> waymark.v1.ResumeOutcome
+	22, // 34: waymark.v1.Workflow.input_schema:type_name -> google.protobuf.Value
+	6,  // 35: waymark.v1.Workflow.drift_policy:type_name -> waymark.v1.DriftPolicy
+	24, // 36: waymark.v1.Workflow.timeout:type_name -> google.protobuf.Duration
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_run_proto_init() }
@@ -2237,19 +2313,19 @@ func file_waymark_v1_run_proto_init() {
 	}
 	file_waymark_v1_run_proto_msgTypes[0].OneofWrappers = []any{}
 	file_waymark_v1_run_proto_msgTypes[2].OneofWrappers = []any{}
-	file_waymark_v1_run_proto_msgTypes[4].OneofWrappers = []any{
+	file_waymark_v1_run_proto_msgTypes[5].OneofWrappers = []any{
 		(*RunEvent_Entry)(nil),
 		(*RunEvent_StatusChanged)(nil),
 		(*RunEvent_ModelDelta)(nil),
 	}
-	file_waymark_v1_run_proto_msgTypes[10].OneofWrappers = []any{}
+	file_waymark_v1_run_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waymark_v1_run_proto_rawDesc), len(file_waymark_v1_run_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -826,9 +826,14 @@ type GetJournalRequest struct {
 	// Most entries to return; 0 means the server default, larger values are clamped.
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// next_page_token of the previous page, with the same run_id; empty for the first page.
-	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Return payloads stored out of line (results over the server's inline threshold, 64 KiB by
+	// default) in the entries. Without it such an entry carries payload_ref instead of payload, so
+	// a page stays small whatever the run's results weigh. With it, ask for small pages: a page
+	// can then be as large as the payloads it holds.
+	IncludeLargePayloads bool `protobuf:"varint,6,opt,name=include_large_payloads,json=includeLargePayloads,proto3" json:"include_large_payloads,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *GetJournalRequest) Reset() {
@@ -894,6 +899,13 @@ func (x *GetJournalRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *GetJournalRequest) GetIncludeLargePayloads() bool {
+	if x != nil {
+		return x.IncludeLargePayloads
+	}
+	return false
 }
 
 // The response of GetJournal.
@@ -3315,14 +3327,15 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"_\n" +
 	"\x10ListRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.waymark.v1.RunR\x04runs\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xea\x01\n" +
 	"\x11GetJournalRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n" +
 	"\tafter_seq\x18\x03 \x01(\x03H\x00R\bafterSeq\x88\x01\x01\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x05 \x01(\tR\tpageTokenB\f\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x124\n" +
+	"\x16include_large_payloads\x18\x06 \x01(\bR\x14includeLargePayloadsB\f\n" +
 	"\n" +
 	"_after_seq\"p\n" +
 	"\x12GetJournalResponse\x122\n" +

@@ -485,6 +485,7 @@ class JournalEntry(_message.Message):
     COST_USD_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     ATTEMPT_FIELD_NUMBER: _builtins.int
+    PAYLOAD_REF_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The run this entry belongs to."""
     seq: _builtins.int
@@ -520,7 +521,8 @@ class JournalEntry(_message.Message):
     @_builtins.property
     def payload(self) -> _struct_pb2.Value:
         """The entry's value: the result of an OK effect, the request of a suspension, the payload
-        of a resolution; unset if none.
+        of a resolution; unset if none, or if it is stored out of line and was not asked for
+        (payload_ref is then set).
         """
 
     @_builtins.property
@@ -534,6 +536,13 @@ class JournalEntry(_message.Message):
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """When the entry was appended (database clock)."""
+
+    @_builtins.property
+    def payload_ref(self) -> Global___PayloadRef:
+        """Set when the payload is stored out of line (larger than the server's inline threshold,
+        64 KiB by default) and this response left it out: GetJournal without
+        include_large_payloads. payload is then unset.
+        """
 
     def __init__(
         self,
@@ -555,10 +564,11 @@ class JournalEntry(_message.Message):
         cost_usd: _builtins.float | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         attempt: _builtins.int = ...,
+        payload_ref: Global___PayloadRef | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "cost_usd", b"cost_usd", "create_time", b"create_time", "error", b"error", "payload", b"payload", "ref_seq", b"ref_seq", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "cost_usd", b"cost_usd", "create_time", b"create_time", "error", b"error", "payload", b"payload", "payload_ref", b"payload_ref", "ref_seq", b"ref_seq", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "attempt", b"attempt", "content_key", b"content_key", "cost_usd", b"cost_usd", "create_time", b"create_time", "dedupe_key", b"dedupe_key", "error", b"error", "idempotency_key", b"idempotency_key", "kind", b"kind", "name", b"name", "occurrence", b"occurrence", "payload", b"payload", "ref_seq", b"ref_seq", "run_id", b"run_id", "scope", b"scope", "seq", b"seq", "status", b"status", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd", "_ref_seq", b"_ref_seq", "attempt", b"attempt", "content_key", b"content_key", "cost_usd", b"cost_usd", "create_time", b"create_time", "dedupe_key", b"dedupe_key", "error", b"error", "idempotency_key", b"idempotency_key", "kind", b"kind", "name", b"name", "occurrence", b"occurrence", "payload", b"payload", "payload_ref", b"payload_ref", "ref_seq", b"ref_seq", "run_id", b"run_id", "scope", b"scope", "seq", b"seq", "status", b"status", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__cost_usd: _TypeAlias = _typing.Literal["cost_usd"]  # noqa: Y015
     _WhichOneofArgType__cost_usd: _TypeAlias = _typing.Literal["_cost_usd", b"_cost_usd"]  # noqa: Y015
@@ -570,6 +580,32 @@ class JournalEntry(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__ref_seq) -> _WhichOneofReturnType__ref_seq | None: ...
 
 Global___JournalEntry: _TypeAlias = JournalEntry  # noqa: Y015
+
+@_typing.final
+class PayloadRef(_message.Message):
+    """A journal payload stored out of line, once per run: what it is without its bytes."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SHA256_FIELD_NUMBER: _builtins.int
+    SIZE_BYTES_FIELD_NUMBER: _builtins.int
+    sha256: _builtins.str
+    """Hex SHA-256 of the payload's JSON text (UTF-8), as the server stored it."""
+    size_bytes: _builtins.int
+    """Bytes of that JSON text."""
+    def __init__(
+        self,
+        *,
+        sha256: _builtins.str = ...,
+        size_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sha256", b"sha256", "size_bytes", b"size_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PayloadRef: _TypeAlias = PayloadRef  # noqa: Y015
 
 @_typing.final
 class Usage(_message.Message):

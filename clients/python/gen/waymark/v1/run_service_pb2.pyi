@@ -497,6 +497,7 @@ class GetJournalRequest(_message.Message):
     AFTER_SEQ_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    INCLUDE_LARGE_PAYLOADS_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
     """The run's namespace; empty means "default"."""
     run_id: _builtins.str
@@ -507,6 +508,12 @@ class GetJournalRequest(_message.Message):
     """Most entries to return; 0 means the server default, larger values are clamped."""
     page_token: _builtins.str
     """next_page_token of the previous page, with the same run_id; empty for the first page."""
+    include_large_payloads: _builtins.bool
+    """Return payloads stored out of line (results over the server's inline threshold, 64 KiB by
+    default) in the entries. Without it such an entry carries payload_ref instead of payload, so
+    a page stays small whatever the run's results weigh. With it, ask for small pages: a page
+    can then be as large as the payloads it holds.
+    """
     def __init__(
         self,
         *,
@@ -515,10 +522,11 @@ class GetJournalRequest(_message.Message):
         after_seq: _builtins.int | None = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        include_large_payloads: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq", "after_seq", b"after_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq", "after_seq", b"after_seq", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq", "after_seq", b"after_seq", "include_large_payloads", b"include_large_payloads", "namespace", b"namespace", "page_size", b"page_size", "page_token", b"page_token", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__after_seq: _TypeAlias = _typing.Literal["after_seq"]  # noqa: Y015
     _WhichOneofArgType__after_seq: _TypeAlias = _typing.Literal["_after_seq", b"_after_seq"]  # noqa: Y015
