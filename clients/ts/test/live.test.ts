@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../../test/support/database.js';
 import { RestartableServer, startChargeSink, unservedRpc } from '../../../test/support/restartable-server.js';
 import {
-  AlreadyResolved, ApprovalNotFound, ApprovalState, createWaymarkClient, DriftRecovery, EntryStatus, FlowDrift, fromValue,
+  AlreadyResolved, ApprovalNotFound, ApprovalState, createWaymarkClient, DriftRecovery, EffectDifference, EntryStatus, FlowDrift, fromValue,
   IdempotencyConflict, InvalidArgument, PayloadTooLarge, RunNotFound, RunStatus, Unavailable, WorkflowNotFound,
   WrongState, type RunEvent, type WaymarkClient,
 } from '../src/index.js';
@@ -155,6 +155,46 @@ describe('TypeScript client, live', () => {
       }
     }
     expect(found).toBe(true);
+  });
+
+  it('forks a parked refund at its approval with a denial: preview, links both ways, a repeated key, the comparison', { timeout: 120_000 }, async (ctx) => {
+    skipIfUnserved(ctx.skip);
+    const started = await within(60_000, 'start refund, waiting for its approval',
+      client.startRun('refund', { order: key('F'), amount: 3 }, { waitFor: 'OUTSIDE_INPUT' }));
+    const source = started.run.id;
+    try {
+      const approval = (await toArray(client.journal(source))).find((e) => e.kind === 'approval' && e.status === EntryStatus.SUSPENDED);
+      expect(approval, 'the refund parks on an approval').toBeDefined();
+      const at = approval!.seq;
+
+      const preview = await client.previewFork(source, at, { decision: 'deny' });
+      expect(preview.forkSeq).toBe(at);
+      expect(preview.kept).toBeGreaterThanOrEqual(Number(at));
+      expect(preview.replay).toBeDefined();
+
+      const idempotencyKey = key('ts-live-fork');
+      const decision = { approve: false, comment: 'forked', by: 'ts-client' };
+      const forked = await within(60_000, 'fork at the approval',
+        client.fork(source, at, { idempotencyKey, decision, wait: true, labels: { via: 'ts' } }));
+      expect(forked).toMatchObject({ created: true, forkSeq: at, run: { forkedFromRunId: source, labels: { via: 'ts' } } });
+      expect(await client.result(forked.run.id)).toMatchObject({ status: 'declined', by: 'ts-client' });
+
+      const again = await client.fork(source, at, { idempotencyKey, decision });
+      expect(again).toMatchObject({ created: false, run: { id: forked.run.id } });
+      const state = await client.getRun(source);
+      expect(state.run.status).toBe(RunStatus.SUSPENDED);
+      expect(state.forks).toEqual([forked.run.id]);
+
+      const cmp = await client.compareRuns(source, forked.run.id);
+      expect(cmp.forkSeq).toBe(at);
+      expect(cmp.effects.find((e) => e.kind === 'approval')?.difference).toBe(EffectDifference.CHANGED);
+
+      const invalid = await client.fork(source, 100_000).catch((e: unknown) => e);
+      expect(invalid).toBeInstanceOf(InvalidArgument);
+      expect((invalid as InvalidArgument).reason).toBe('INVALID_FORK');
+    } finally {
+      await client.cancel(source, { reason: 'test done' }).catch(() => undefined);
+    }
   });
 
   it('raises each typed error from a real server response', { timeout: 120_000 }, async (ctx) => {

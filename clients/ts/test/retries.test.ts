@@ -172,6 +172,39 @@ describe('unary retries', () => {
     expect(started.created).toBe(true);
   });
 
+  it('makes ForkRun safe to retry with one generated key per call, and retries a fork preview and a comparison as reads', async () => {
+    const server = (await scripted()).script('forkRun', 'drop', { run: run(), created: false, forkSeq: 4n });
+    const client = clientOf(server);
+    const forked = await client.fork(run().id, 4, { decision: 'deny', model: 'openai:gpt-5-mini' });
+    const requests = server.requests('forkRun') as { idempotencyKey: string; dryRun: boolean; atSeq: bigint; model: string; decision?: { approve: boolean } }[];
+    expect(requests).toHaveLength(2);
+    expect(requests[0]!.idempotencyKey).toMatch(/^client:[0-9a-f-]{36}$/);
+    expect(requests[1]!.idempotencyKey).toBe(requests[0]!.idempotencyKey);
+    expect(requests[0]).toMatchObject({ atSeq: 4n, dryRun: false, model: 'openai:gpt-5-mini', decision: { approve: false } });
+    // The retry found the fork its first attempt made: created, as the caller sees it.
+    expect(forked).toMatchObject({ created: true, forkSeq: 4n });
+
+    const previews = (await scripted()).script('forkRun', unavailable(), { preview: { forkSeq: 4n, kept: 4 } });
+    const preview = await clientOf(previews).previewFork(run().id, 4);
+    expect(preview.forkSeq).toBe(4n);
+    expect((previews.requests('forkRun') as { dryRun: boolean }[]).map((r) => r.dryRun)).toEqual([true, true]);
+
+    const compares = (await scripted()).script('compareRuns', 'drop', { forkSeq: 4n });
+    expect((await clientOf(compares).compareRuns('a', 'b')).forkSeq).toBe(4n);
+    expect(compares.requests('compareRuns')).toHaveLength(2);
+  });
+
+  it('never retries a refused fork, and throws it typed with its reason', async () => {
+    const refused = new ConnectError('fork point past the journal', Code.InvalidArgument, undefined, [
+      { desc: ErrorInfoSchema, value: { reason: 'INVALID_FORK', domain: 'waymark', metadata: {} } },
+    ]);
+    const server = (await scripted()).script('forkRun', refused);
+    const err = await clientOf(server).fork(run().id, 99).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WaymarkError);
+    expect((err as WaymarkError).reason).toBe('INVALID_FORK');
+    expect(server.requests('forkRun')).toHaveLength(1);
+  });
+
   it('sends one generated signal id and request id across the attempts of a call', async () => {
     const approval = create(ApprovalSchema, { id: 'a:1', state: ApprovalState.APPROVED, decidedBy: 'ana' });
     const server = (await scripted())
