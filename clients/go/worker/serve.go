@@ -28,7 +28,7 @@ func (w *Worker) serve(graceOver context.Context, rt *waymarkv1.RemoteTask) {
 	w.mu.Unlock()
 	task := Task{
 		ID: rt.GetTaskId(), RunID: rt.GetRunId(), Tool: rt.GetTool(), Namespace: rt.GetNamespace(),
-		IdempotencyKey: rt.GetIdempotencyKey(), Attempt: rt.GetAttempt(),
+		IdempotencyKey: rt.GetIdempotencyKey(), Attempt: rt.GetAttempt(), Traceparent: rt.GetTraceparent(),
 	}
 	if d := rt.GetDeadline(); d != nil {
 		task.Deadline = d.AsTime()

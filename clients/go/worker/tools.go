@@ -128,6 +128,10 @@ type Task struct {
 	Attempt uint32
 	// Deadline is when the call times out; the tool's context has it as its deadline.
 	Deadline time.Time
+	// Traceparent is the W3C trace context of this task attempt's span when the server traces
+	// (docs/tracing.md), or "": give it to an OpenTelemetry propagator to parent the tool's spans,
+	// or send it on the calls the tool makes.
+	Traceparent string
 }
 
 type taskKey struct{}

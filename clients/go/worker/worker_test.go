@@ -159,7 +159,7 @@ func task(id, tool string, input any) *waymarkv1.RemoteTask {
 	return &waymarkv1.RemoteTask{
 		TaskId: id, RunId: "run-1", Tool: tool, Input: v, IdempotencyKey: "key-" + id, Attempt: 1,
 		FencingToken: 7, Deadline: timestamppb.New(time.Now().Add(time.Minute)), HeartbeatTimeout: durationpb.New(30 * time.Second),
-		Namespace: "payments",
+		Namespace: "payments", Traceparent: "00-0192f3a45b6c7d8e9f0123456789abcd-00f067aa0ba902b7-01",
 	}
 }
 
@@ -208,7 +208,8 @@ func TestRegistersDeclaresAndServes(t *testing.T) {
 	if c.GetTaskId() != "t-1" || c.GetFencingToken() != 7 || c.GetWorkerId() != "w-1" || c.GetNamespace() != "payments" {
 		t.Fatalf("completion %v", c)
 	}
-	if seen.RunID != "run-1" || seen.Attempt != 1 || seen.IdempotencyKey != "key-t-1" || seen.Deadline.IsZero() {
+	if seen.RunID != "run-1" || seen.Attempt != 1 || seen.IdempotencyKey != "key-t-1" || seen.Deadline.IsZero() ||
+		seen.Traceparent != "00-0192f3a45b6c7d8e9f0123456789abcd-00f067aa0ba902b7-01" {
 		t.Fatalf("task in the context: %+v", seen)
 	}
 	if err := stop(); err != nil {

@@ -144,6 +144,7 @@ def remote_task(task_id: str, tool: str, input: Any, *, heartbeat: float = 30.0,
     return worker_service_pb2.RemoteTask(
         task_id=task_id, run_id="run-1", tool=tool, input=waymark.to_value(input), idempotency_key=f"key-{task_id}",
         attempt=2, fencing_token=7, deadline=at, heartbeat_timeout=beat, namespace="payments",
+        traceparent="00-0192f3a45b6c7d8e9f0123456789abcd-00f067aa0ba902b7-01",
     )
 
 
@@ -183,6 +184,7 @@ def test_declares_from_type_hints_and_serves_sync_and_async_tools(scripted: Scri
     task = seen["task"]
     assert (task.run_id, task.attempt, task.idempotency_key, task.namespace) == ("run-1", 2, "key-t-1", "payments")
     assert task.deadline is not None and not task.cancelled.is_set()
+    assert task.traceparent == "00-0192f3a45b6c7d8e9f0123456789abcd-00f067aa0ba902b7-01"
     assert seen["thread"] is not threading.main_thread() and seen["thread"] is not r.thread, "a sync tool runs in a thread"
 
     scripted.tasks.put(remote_task("t-2", "lookup", "B-2"))

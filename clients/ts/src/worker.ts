@@ -40,6 +40,11 @@ export interface ToolContext {
   deadline: Date;
   /** Fires when the task is lost (another worker holds it now, or the call was closed), its deadline passes, or the worker stops. */
   signal: AbortSignal;
+  /**
+   * The W3C `traceparent` of this task attempt's span when the server traces (docs/tracing.md), or
+   * undefined: make it the parent of the tool's spans, or send it on the calls the tool makes.
+   */
+  traceparent: string | undefined;
 }
 
 export interface ToolOptions<I, O> {
@@ -264,6 +269,7 @@ export class WaymarkWorker {
       const value = await tool.execute(parsed.value, {
         idempotencyKey: task.idempotencyKey, runId: task.runId, taskId: task.taskId, attempt: task.attempt,
         deadline: task.deadline ? timestampDate(task.deadline) : new Date(8.64e15), signal: lost.signal,
+        traceparent: task.traceparent || undefined,
       });
       outcome = { case: 'output', value: toValue((value ?? null) as JsonValue) };
     } catch (err) {

@@ -42,6 +42,7 @@ class _TaskServing:
         task = Task(
             id=remote.task_id, run_id=remote.run_id, tool=remote.tool, namespace=remote.namespace,
             idempotency_key=remote.idempotency_key, attempt=remote.attempt, deadline=deadline,
+            traceparent=remote.traceparent or None,
         )
         tool = self._tools.get(remote.tool)
         runner = asyncio.ensure_future(self._invoke(tool, task, remote))

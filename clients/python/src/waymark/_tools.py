@@ -66,6 +66,10 @@ class Task:
     #: Why ``cancelled`` was set: "lost" (dispatched to another worker, or closed: the result
     #: would be refused), "deadline" or "shutdown" (the worker stopped and the grace passed).
     cancel_reason: Literal["lost", "deadline", "shutdown"] | None = None
+    #: The W3C ``traceparent`` of this task attempt's span when the server traces
+    #: (docs/tracing.md), else None: give it to an OpenTelemetry propagator to parent the tool's
+    #: spans, or send it on the calls the tool makes.
+    traceparent: str | None = None
 
 
 @dataclass
