@@ -48,6 +48,8 @@ type Client struct {
 	Flows   waymarkv1.FlowServiceClient
 	// Mcp is the McpService stub (MCP servers whose tools runs call, docs/mcp.md).
 	Mcp waymarkv1.McpServiceClient
+	// Schedules is the ScheduleService stub (docs/schedules.md); CreateSchedule … DeleteSchedule wrap it.
+	Schedules waymarkv1.ScheduleServiceClient
 	// Workers is the WorkerService stub, which package worker (clients/go/worker) serves tools
 	// through; ListTools is the call an application makes itself.
 	Workers waymarkv1.WorkerServiceClient
@@ -178,6 +180,7 @@ func Dial(address string, opts ...Option) (*Client, error) {
 	c.Workers = waymarkv1.NewWorkerServiceClient(conn)
 	c.Flows = waymarkv1.NewFlowServiceClient(conn)
 	c.Mcp = waymarkv1.NewMcpServiceClient(conn)
+	c.Schedules = waymarkv1.NewScheduleServiceClient(conn)
 	if o.failFast > 0 {
 		if err := c.waitReady(address, o.failFast); err != nil {
 			_ = conn.Close()

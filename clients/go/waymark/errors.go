@@ -30,6 +30,8 @@ const (
 	ReasonFlowNotFound        = "FLOW_NOT_FOUND"
 	ReasonFlowNameTaken       = "FLOW_NAME_TAKEN"
 	ReasonMcpServerNotFound   = "MCP_SERVER_NOT_FOUND"
+	ReasonScheduleNotFound    = "SCHEDULE_NOT_FOUND"
+	ReasonScheduleExists      = "SCHEDULE_EXISTS"
 )
 
 // FieldViolation is one invalid field of a request (google.rpc.BadRequest).
@@ -132,6 +134,18 @@ type McpServerNotFoundError struct {
 	Server string
 }
 
+// ScheduleNotFoundError: the namespace has no schedule of that id (NOT_FOUND).
+type ScheduleNotFoundError struct {
+	*APIError
+	ScheduleID string
+}
+
+// ScheduleExistsError: CreateSchedule with an id the namespace already has (ALREADY_EXISTS).
+type ScheduleExistsError struct {
+	*APIError
+	ScheduleID string
+}
+
 // FlowNameTakenError: a code workflow registered on the server has the flow's name
 // (ALREADY_EXISTS); flows and code workflows share one namespace of names.
 type FlowNameTakenError struct {
@@ -225,6 +239,8 @@ func (e *UnavailableError) Unwrap() error         { return e.APIError }
 func (e *InvalidFlowError) Unwrap() error         { return e.InvalidArgumentError }
 func (e *FlowNotFoundError) Unwrap() error        { return e.APIError }
 func (e *FlowNameTakenError) Unwrap() error       { return e.APIError }
+func (e *ScheduleNotFoundError) Unwrap() error    { return e.APIError }
+func (e *ScheduleExistsError) Unwrap() error      { return e.APIError }
 
 // mapError turns an error from a generated stub into the typed error its status details name.
 // Errors that carry no gRPC status (context cancellation, nil) pass through unchanged.
@@ -311,6 +327,10 @@ func FromStatus(st *status.Status) error {
 		return &FlowNameTakenError{APIError: base, Flow: meta("flow")}
 	case ReasonMcpServerNotFound:
 		return &McpServerNotFoundError{APIError: base, Server: meta("server")}
+	case ReasonScheduleNotFound:
+		return &ScheduleNotFoundError{APIError: base, ScheduleID: meta("schedule_id")}
+	case ReasonScheduleExists:
+		return &ScheduleExistsError{APIError: base, ScheduleID: meta("schedule_id")}
 	}
 	switch base.Code {
 	case codes.InvalidArgument:

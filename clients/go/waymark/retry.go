@@ -38,7 +38,13 @@ var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * t
 // is ForkRun with an idempotency key (Fork always sets one) or as a dry run, and CompareRuns;
 // CancelRun is (cancelling a cancelled run returns it unchanged); so is RegisterFlow (the same
 // content as the latest version again stores nothing and returns that version) and PutMcpServer (a
-// repeat puts the same registration; RemoveMcpServer is not: a repeat answers NOT_FOUND); ResumeRun is as a dry run, a
+// repeat puts the same registration; RemoveMcpServer is not: a repeat answers NOT_FOUND). Of
+// ScheduleService, the reads are, and UpdateSchedule, PauseSchedule and UnpauseSchedule (a repeat
+// writes the same values again), BackfillSchedule (each scheduled time's run has the key
+// schedule:<id>:<time>, so a time already started is not started again) and DeleteSchedule (a
+// retried attempt answering SCHEDULE_NOT_FOUND is success); CreateSchedule is not (a repeat of an
+// applied create answers SCHEDULE_EXISTS), nor TriggerSchedule (a repeat queues a second run).
+// ResumeRun is as a dry run, a
 // plain resume and DRIFT_RECOVERY_ABANDON. A resume with invalidate or DRIFT_RECOVERY_RESTART is
 // not (a repeat unpins the entries again, or starts a second new run): it is sent once, after
 // waiting for a connection. Of WorkerService, RegisterWorker is (it replaces the declaration),
@@ -55,7 +61,11 @@ func repeatable(method string, req any) bool {
 		"/waymark.v1.WorkerService/ListTools", "/waymark.v1.WorkerService/RegisterWorker",
 		"/waymark.v1.WorkerService/Heartbeat", "/waymark.v1.WorkerService/CompleteTask",
 		"/waymark.v1.FlowService/GetFlow", "/waymark.v1.FlowService/ListFlows", "/waymark.v1.FlowService/RegisterFlow",
-		"/waymark.v1.McpService/PutMcpServer", "/waymark.v1.McpService/ListMcpServers":
+		"/waymark.v1.McpService/PutMcpServer", "/waymark.v1.McpService/ListMcpServers",
+		"/waymark.v1.ScheduleService/GetSchedule", "/waymark.v1.ScheduleService/ListSchedules",
+		"/waymark.v1.ScheduleService/UpdateSchedule", "/waymark.v1.ScheduleService/PauseSchedule",
+		"/waymark.v1.ScheduleService/UnpauseSchedule", "/waymark.v1.ScheduleService/BackfillSchedule",
+		"/waymark.v1.ScheduleService/DeleteSchedule":
 		return true
 	case "/waymark.v1.RunService/StartRun":
 		r, ok := req.(*waymarkv1.StartRunRequest)
@@ -140,6 +150,9 @@ func (c *Client) unaryInterceptor(ctx context.Context, method string, req, reply
 			// A retried resume that finds the run executing: an earlier attempt was applied
 			// (docs/clients.md). Answer with the run as it stands.
 			return c.resumedRun(ctx, req.(*waymarkv1.ResumeRunRequest), reply.(*waymarkv1.ResumeRunResponse), cc, invoker, opts...)
+		}
+		if tries > 1 && method == "/waymark.v1.ScheduleService/DeleteSchedule" && scheduleNotFound(err) {
+			return nil // an earlier attempt deleted it (docs/clients.md)
 		}
 		least, ok := retryAfter(err)
 		if !ok || ctx.Err() != nil {
