@@ -8,7 +8,7 @@ from enum import IntEnum
 import pytest
 
 import waymark
-from waymark.v1 import run_pb2, run_service_pb2
+from waymark.v1 import run_pb2, run_service_pb2, schedule_service_pb2
 
 
 @pytest.mark.parametrize(
@@ -19,6 +19,8 @@ from waymark.v1 import run_pb2, run_service_pb2
         (waymark.ApprovalState, run_pb2.ApprovalState, "APPROVAL_STATE_"),
         (waymark.DriftRecovery, run_service_pb2.DriftRecovery, "DRIFT_RECOVERY_"),
         (waymark.WaitFor, run_service_pb2.WaitFor, "WAIT_FOR_"),
+        (waymark.ScheduleOverlapPolicy, schedule_service_pb2.ScheduleOverlapPolicy, "SCHEDULE_OVERLAP_POLICY_"),
+        (waymark.ScheduleActionCause, schedule_service_pb2.ScheduleActionCause, "SCHEDULE_ACTION_CAUSE_"),
     ],
 )
 def test_friendly_enums_match_the_proto(friendly: type[IntEnum], generated: object, prefix: str) -> None:

@@ -8,6 +8,7 @@ and the other enums of :mod:`waymark.enums` name the API's enum values. The gene
 reads declarative flows (``waymark.parse_flow`` reads one from a dict, JSON or YAML).
 ``client.fork``, ``client.preview_fork`` and ``client.compare_runs`` fork and compare runs
 (docs/forks.md); ``client.tokens`` yields the text of a run's model calls as they write it.
+``client.schedules`` starts runs on a calendar (docs/schedules.md).
 """
 
 # The generated code is the package waymark.v1, written by buf into a separate, generated-only
@@ -25,7 +26,15 @@ from waymark.aio import AsyncClient  # noqa: E402
 from waymark.client import Client  # noqa: E402
 from waymark.tls import tls_credentials  # noqa: E402
 from waymark.worker import NonRetryableError, Task, ToolError, Worker  # noqa: E402
-from waymark.enums import ApprovalState, DriftRecovery, EntryStatus, RunStatus, WaitFor  # noqa: E402
+from waymark.enums import (  # noqa: E402
+    ApprovalState,
+    DriftRecovery,
+    EntryStatus,
+    RunStatus,
+    ScheduleActionCause,
+    ScheduleOverlapPolicy,
+    WaitFor,
+)
 from waymark.errors import (  # noqa: E402
     AlreadyResolved,
     ApprovalNotFound,
@@ -42,6 +51,8 @@ from waymark.errors import (  # noqa: E402
     RunCancelled,
     RunFailed,
     RunNotFound,
+    ScheduleExists,
+    ScheduleNotFound,
     Unavailable,
     WaymarkError,
     WorkflowNotFound,
@@ -79,6 +90,10 @@ __all__ = [
     "RunFailed",
     "RunNotFound",
     "RunStatus",
+    "ScheduleActionCause",
+    "ScheduleExists",
+    "ScheduleNotFound",
+    "ScheduleOverlapPolicy",
     "Task",
     "Token",
     "TokenText",

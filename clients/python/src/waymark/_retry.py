@@ -53,11 +53,17 @@ class RetryPolicy:
 # that version. So is PutMcpServer (a repeat puts the same registration); RemoveMcpServer is not
 # (a repeat of an applied removal answers NOT_FOUND). CompareRuns is a read; ForkRun is safe with an
 # idempotency key (the client always sets one: a repeat returns the first fork) or as a dry run.
+# Of ScheduleService, the reads, UpdateSchedule, PauseSchedule and UnpauseSchedule (a repeat writes
+# the same values), BackfillSchedule (each scheduled time's run has the key schedule:<id>:<time>,
+# so a time already started is not started again) and DeleteSchedule (a retry answering
+# SCHEDULE_NOT_FOUND is success, see gone_after_retry); CreateSchedule is not (a repeat of an
+# applied create answers SCHEDULE_EXISTS), nor TriggerSchedule (a repeat queues a second run).
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
     | {"CompareRuns"}
     | {"RegisterFlow", "GetFlow", "ListFlows"}
     | {"PutMcpServer", "ListMcpServers"}
+    | {"GetSchedule", "ListSchedules", "UpdateSchedule", "PauseSchedule", "UnpauseSchedule", "BackfillSchedule", "DeleteSchedule"}
 )
 
 
@@ -88,6 +94,12 @@ def wrong_state_after_retry(name: str, retrier: Retrier, error: WaymarkError) ->
     """A retried resume answered WRONG_STATE: an earlier attempt was applied and the run is
     executing (docs/clients.md); the client answers with the run as GetRun reads it."""
     return name == "ResumeRun" and retrier.tries > 1 and error.reason == "WRONG_STATE"
+
+
+def gone_after_retry(name: str, retrier: Retrier, error: WaymarkError) -> bool:
+    """A retried delete answered SCHEDULE_NOT_FOUND: an earlier attempt deleted the schedule and
+    its answer was lost; the call succeeded."""
+    return name == "DeleteSchedule" and retrier.tries > 1 and error.reason == "SCHEDULE_NOT_FOUND"
 
 
 class Retrier:

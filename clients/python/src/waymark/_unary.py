@@ -35,6 +35,8 @@ def call(core: Core, name: str, method: Callable[..., Any], request: Any, timeou
                 get = run_service_pb2.GetRunRequest(namespace=core.namespace, run_id=request.run_id)
                 run = yield from call(core, "GetRun", core.runs.GetRun, get, retrier.attempt_timeout())
                 return run_service_pb2.ResumeRunResponse(run=run.run)
+            if _retry.gone_after_retry(name, retrier, error):
+                return None
             wait = retrier.next_wait(error)
             if wait is None:
                 raise error from err

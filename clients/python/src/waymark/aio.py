@@ -13,12 +13,13 @@ from waymark import _follow, _forks, _runs, _signals, _tokens, _unary
 from waymark._core import ClientCore
 from waymark._flows import AsyncFlows
 from waymark._mcp import AsyncMcpServers
+from waymark._schedules import AsyncSchedules
 from waymark._shells import AsyncShell, async_iter, awaitable
 from waymark.v1 import run_service_pb2_grpc, signal_service_pb2_grpc, worker_service_pb2_grpc
 
 _T = TypeVar("_T")
 
-__all__ = ["AsyncClient", "AsyncFlows", "AsyncMcpServers"]
+__all__ = ["AsyncClient", "AsyncFlows", "AsyncMcpServers", "AsyncSchedules"]
 
 
 class AsyncClient(ClientCore):
@@ -38,6 +39,7 @@ class AsyncClient(ClientCore):
         self.connect_timeout = connect_timeout
         self.flows = AsyncFlows(self)
         self.mcp = AsyncMcpServers(self)
+        self.schedules = AsyncSchedules(self)
 
     async def close(self) -> None:
         await self._channel.close(grace=None)

@@ -8,10 +8,11 @@ from waymark import _follow, _forks, _runs, _signals, _tokens, _unary
 from waymark._core import ClientCore
 from waymark._flows import Flows
 from waymark._mcp import McpServers
+from waymark._schedules import Schedules
 from waymark._shells import SyncShell, blocking, blocking_iter
 from waymark.v1 import run_service_pb2_grpc, signal_service_pb2_grpc, worker_service_pb2_grpc
 
-__all__ = ["Client", "Flows", "McpServers"]
+__all__ = ["Client", "Flows", "McpServers", "Schedules"]
 
 
 class Client(ClientCore):
@@ -33,7 +34,8 @@ class Client(ClientCore):
     for a connection and raise :class:`waymark.Unavailable` when none comes in that many
     seconds (default: connect on the first call). Use as a context manager, or call :meth:`close`.
 
-    ``client.flows`` registers and reads declarative flows (:class:`Flows`). The generated stubs
+    ``client.flows`` registers and reads declarative flows (:class:`Flows`), ``client.mcp`` MCP
+    servers (:class:`McpServers`), ``client.schedules`` schedules (:class:`Schedules`). The generated stubs
     are ``client.runs``, ``client.signals``, ``client.workers`` (WorkerService, which
     :class:`waymark.Worker` serves tools through) and ``client.flows.stub``, for anything not
     wrapped here (they do not retry).
@@ -49,6 +51,7 @@ class Client(ClientCore):
         self.workers = worker_service_pb2_grpc.WorkerServiceStub(self._channel)
         self.flows = Flows(self)
         self.mcp = McpServers(self)
+        self.schedules = Schedules(self)
         if connect_timeout is not None:
             try:
                 self.wait_ready(connect_timeout)

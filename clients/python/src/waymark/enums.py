@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ApprovalState", "DriftRecovery", "EntryStatus", "RunStatus", "WaitFor"]
+__all__ = ["ApprovalState", "DriftRecovery", "EntryStatus", "RunStatus", "ScheduleActionCause", "ScheduleOverlapPolicy", "WaitFor"]
 
 
 class RunStatus(IntEnum):
@@ -73,3 +73,26 @@ class WaitFor(IntEnum):
     OUTSIDE_INPUT = 2
     #: The end: SUCCEEDED, FAILED or CANCELLED.
     END = 3
+
+
+class ScheduleOverlapPolicy(IntEnum):
+    """What a schedule's tick does while a run it started is still open (waymark.v1.ScheduleOverlapPolicy,
+    Temporal's; docs/schedules.md "Overlap policies"). UNSPECIFIED: SKIP on a schedule, the schedule's own
+    policy on a trigger or a backfill."""
+
+    UNSPECIFIED = 0
+    SKIP = 1
+    BUFFER_ONE = 2
+    BUFFER_ALL = 3
+    CANCEL_OTHER = 4
+    TERMINATE_OTHER = 5
+    ALLOW_ALL = 6
+
+
+class ScheduleActionCause(IntEnum):
+    """Why a schedule started a run (waymark.v1.ScheduleActionCause): a tick of its spec, a trigger or a backfill."""
+
+    UNSPECIFIED = 0
+    TICK = 1
+    TRIGGER = 2
+    BACKFILL = 3

@@ -24,6 +24,8 @@ __all__ = [
     "FlowNameTaken",
     "FlowNotFound",
     "McpServerNotFound",
+    "ScheduleExists",
+    "ScheduleNotFound",
     "IdempotencyConflict",
     "InvalidArgument",
     "InvalidFlow",
@@ -205,6 +207,26 @@ class McpServerNotFound(WaymarkError):
         return self._meta("server")
 
 
+class ScheduleNotFound(WaymarkError):
+    """The namespace has no schedule of that id (NOT_FOUND)."""
+
+    reason_name = "SCHEDULE_NOT_FOUND"
+
+    @property
+    def schedule_id(self) -> str:
+        return self._meta("schedule_id")
+
+
+class ScheduleExists(WaymarkError):
+    """A schedule of that id exists in the namespace already (ALREADY_EXISTS, on create)."""
+
+    reason_name = "SCHEDULE_EXISTS"
+
+    @property
+    def schedule_id(self) -> str:
+        return self._meta("schedule_id")
+
+
 class FlowNameTaken(WaymarkError):
     """A code workflow registered on the server has the flow's name (ALREADY_EXISTS): flows and
     code workflows share one namespace of names."""
@@ -309,6 +331,8 @@ _BY_REASON: dict[str, type[WaymarkError]] = {
         FlowNotFound,
         FlowNameTaken,
         McpServerNotFound,
+        ScheduleNotFound,
+        ScheduleExists,
     )
     if cls.reason_name
 }
