@@ -75,6 +75,7 @@ const schema = z.object({
   WAYMARK_MAX_PAYLOAD_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadBytes),
   WAYMARK_PAYLOAD_INLINE_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.payloadInlineBytes),
   WAYMARK_MAX_JOURNAL_ENTRIES: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.journalEntries),
+  WAYMARK_MAX_JOURNAL_BYTES: positiveInt('a whole number of bytes > 0').default(DEFAULT_LIMITS.journalBytes),
   WAYMARK_MAX_STREAMS: positiveInt('a whole number > 0').default(DEFAULT_LIMITS.streamsPerReplica),
   WAYMARK_MAX_FLOW_NODES: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowNodes),
   WAYMARK_MAX_FLOW_EDGES: positiveInt('a whole number > 0').default(DEFAULT_DEFINITION_LIMITS.flowEdges),
@@ -238,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       payloadBytes: e.WAYMARK_MAX_PAYLOAD_BYTES,
       payloadInlineBytes: e.WAYMARK_PAYLOAD_INLINE_BYTES,
       journalEntries: e.WAYMARK_MAX_JOURNAL_ENTRIES,
+      journalBytes: e.WAYMARK_MAX_JOURNAL_BYTES,
       streamsPerReplica: e.WAYMARK_MAX_STREAMS,
       definitions: {
         flowNodes: e.WAYMARK_MAX_FLOW_NODES,

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Logger } from 'pino';
 import type { RunEngine } from '../engine/index.js';
 import type { Executor } from '../engine/index.js';
+import { journalUsage } from '../journal/limits.js';
 import { RUN_STATUSES } from '../journal/run.js';
 import type { StoreCallObserver } from '../store/instrumented-store.js';
 import type { JournalStore } from '../store/store.js';
@@ -26,6 +27,7 @@ export class Metrics {
   private readonly unroutable: Gauge;
   private readonly timedOut: Counter<'by'>;
   private readonly appendDuration: Histogram<'method' | 'outcome'>;
+  private readonly journalNearLimit: Counter<'workflow'>;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -58,6 +60,10 @@ export class Metrics {
       labelNames: ['method', 'outcome'], registers,
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     });
+    this.journalNearLimit = new Counter({
+      name: 'waymark_journal_near_limit_total', labelNames: ['workflow'], registers,
+      help: 'Executions that ended here with their run\'s journal at 80 % or more of WAYMARK_MAX_JOURNAL_ENTRIES or WAYMARK_MAX_JOURNAL_BYTES (continue as new before the limit fails the run)',
+    });
   }
 
   /** For instrumentedStore: observes journal write latency. */
@@ -70,6 +76,7 @@ export class Metrics {
       this.executions.inc({ outcome: result.outcome });
       if (result.outcome === 'lease_lost') this.leaseLosses.inc();
       if (result.outcome === 'failed' && (result.error as { reason?: unknown } | null)?.reason === 'run_timed_out') this.timedOut.inc({ by: 'replica' });
+      if (result.run && journalUsage(result.run, engine.store.limits).near) this.journalNearLimit.inc({ workflow: result.run.workflowName });
     });
   }
 

@@ -79,10 +79,17 @@ export class UnstorableValueError extends WaymarkError {
   }
 }
 
+/**
+ * A run's journal would pass a limit: `limitEntries` (WAYMARK_MAX_JOURNAL_ENTRIES) or, when
+ * `limitBytes` is set, the bytes of its payloads (WAYMARK_MAX_JOURNAL_BYTES). Nothing of the
+ * refused append was written; the run fails with it (docs/journal.md "Bounded journals").
+ */
 export class JournalFullError extends WaymarkError {
   readonly reason = 'JOURNAL_FULL';
-  constructor(readonly runId: string, readonly limitEntries: number) {
-    super(`run ${runId} reached the limit of ${limitEntries} journal entries; split the work into child runs`);
+  constructor(readonly runId: string, readonly limitEntries: number, readonly limitBytes: number | null = null) {
+    super(limitBytes === null
+      ? `run ${runId} reached the limit of ${limitEntries} journal entries; continue as new (ctx.continueAsNew) or split the work into child runs`
+      : `run ${runId} reached the limit of ${limitBytes} bytes of journaled payloads; continue as new (ctx.continueAsNew) or split the work into child runs`);
   }
 }
 

@@ -16,6 +16,8 @@ export interface Limits {
   payloadInlineBytes: number;
   /** Most journal entries one run may hold. */
   journalEntries: number;
+  /** Most bytes of journaled payloads (JSON text) one run may hold, counted as its executions append them. */
+  journalBytes: number;
   /** Most concurrent event streams one replica serves. */
   streamsPerReplica: number;
   /** What a tenant may define (flows, schemas, tool declarations): definition-limits.ts. */
@@ -27,9 +29,26 @@ export const DEFAULT_LIMITS: Limits = {
   payloadBytes: 1024 * 1024,
   payloadInlineBytes: 64 * 1024,
   journalEntries: 100_000,
+  journalBytes: 64 * 1024 * 1024,
   streamsPerReplica: 1000,
   definitions: DEFAULT_DEFINITION_LIMITS,
 };
+
+/**
+ * The share of a journal limit (entries or bytes) past which a run is reported near it: GetRun's
+ * `journal_near_limit`, the metric waymark_journal_near_limit_total (docs/journal.md "Bounded
+ * journals"). Temporal warns at a fifth of its cap; 80 % leaves room to continue as new.
+ */
+export const JOURNAL_WARN_FRACTION = 0.8;
+
+/** How full a run's journal is, against both limits; `near` at JOURNAL_WARN_FRACTION of either. */
+export function journalUsage(run: { nextSeq: number; journalBytes: number }, limits: Pick<Limits, 'journalEntries' | 'journalBytes'>): {
+  entriesFraction: number; bytesFraction: number; near: boolean;
+} {
+  const entriesFraction = run.nextSeq / limits.journalEntries;
+  const bytesFraction = run.journalBytes / limits.journalBytes;
+  return { entriesFraction, bytesFraction, near: Math.max(entriesFraction, bytesFraction) >= JOURNAL_WARN_FRACTION };
+}
 
 /** Throws PayloadTooLargeError naming `field` when the JSON text of `value` passes the limit. */
 export function assertPayloadSize(field: string, value: Json | null | undefined, limitBytes: number): void {

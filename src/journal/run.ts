@@ -44,6 +44,8 @@ export interface Run {
   leaseEpoch: number;
   /** The seq the next journal entry will get (= number of entries). */
   nextSeq: number;
+  /** Bytes of the payloads (JSON text) the run's executions journaled: what limits.journalBytes bounds. */
+  journalBytes: number;
   /** How many times in a row the sweeper made this run claimable again with no journal append in between. */
   recoveryCount: number;
   /** The run timeout's deadline (database clock, set at creation); null: none. The sweeper fails the run once it passes. */

@@ -36,6 +36,7 @@ describe('waymark command', () => {
     ['WAYMARK_SECRETS_KEYS', 'k1:c2VjcmV0', 'must be 32 bytes in base64'],
     ['WAYMARK_WEBHOOK_CLAIM_TTL_MS', '5000', 'must exceed WAYMARK_WEBHOOK_TIMEOUT_MS (10000)'],
     ['WAYMARK_CLIENT_MAX_BUFFERED_BYTES', '0', 'whole number of bytes > 0'],
+    ['WAYMARK_MAX_JOURNAL_BYTES', '0', 'whole number of bytes > 0'],
     ['WAYMARK_AUTH', 'maybe', 'must be on or off'],
     ['WAYMARK_AUTH_CACHE_MS', '0', 'whole number of milliseconds > 0'],
     ['WAYMARK_STREAM_TOKEN_SECRET', 'short', 'of at least 32 characters'],

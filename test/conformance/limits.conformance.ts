@@ -51,4 +51,28 @@ export function limitsSection({ factory }: SuiteContext): void {
       await own.close();
     }
   });
+
+  it('refuses an append past limits.journalBytes whole with JournalFullError naming the byte limit; counts the bytes; lets the run end', async () => {
+    const own = await factory({ limits: { journalBytes: 1_000 } });
+    try {
+      const { store } = own;
+      const { run, lease } = await startRun(store);
+      const blob = (n: number) => 'x'.repeat(n - 2); // a JSON string of n bytes
+      await store.journalAppend({ lease, entries: [step('a', { payload: blob(300) }), step('b', { payload: blob(300) })] });
+      expect((await store.runGet({ runId: run.id, namespace: 'default' })).journalBytes).toBe(600);
+      await store.journalAppend({ lease, entries: [step('c', { payload: blob(350) })] });
+      const full = store.journalAppend({ lease, entries: [step('d', { payload: blob(10) }), step('e', { payload: blob(50) })] });
+      await expect(full).rejects.toBeInstanceOf(JournalFullError);
+      await expect(full).rejects.toMatchObject({ runId: run.id, limitBytes: 1_000 });
+      // Nothing of the refused append was written; what still fits does.
+      expect(await store.runGet({ runId: run.id, namespace: 'default' })).toMatchObject({ nextSeq: 3, journalBytes: 950 });
+      await store.journalAppend({ lease, entries: [step('f', { payload: blob(50) })] });
+      expect((await store.journalList({ runId: run.id })).map((e) => e.name)).toEqual(['a', 'b', 'c', 'f']);
+      await expect(store.journalAppend({ lease, entries: [step('g', { payload: 1 })] })).rejects.toMatchObject({ limitBytes: 1_000 });
+      const { run: failed } = await store.runStatusSet({ lease, status: 'FAILED', error: { name: 'JournalFullError', message: 'full' } });
+      expect(failed).toMatchObject({ status: 'FAILED', nextSeq: 5, journalBytes: 1_000 });
+    } finally {
+      await own.close();
+    }
+  });
 }

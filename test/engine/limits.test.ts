@@ -10,7 +10,7 @@ import { FakeClock, NS, setup, shape } from './harness.js';
  * would only loop through lease expiry and recovery).
  */
 const big = 'x'.repeat(2048);
-const storeWith = (limits: { payloadBytes?: number; journalEntries?: number }) => {
+const storeWith = (limits: { payloadBytes?: number; journalEntries?: number; journalBytes?: number }) => {
   const clock = new FakeClock();
   return { clock, store: new MemoryStore({ clock: clock.now, limits }) };
 };
@@ -58,5 +58,19 @@ describe('limits', () => {
     const { run } = await engine.runStart({ namespace: NS, workflowName: 'chatty', input: {}, execute: true });
     expect(run.status).toBe('FAILED');
     expect(run.error).toMatchObject({ name: 'JournalFullError' });
+  });
+
+  it('a journal past its byte limit fails the run with JournalFullError naming the byte limit, and the refused result is not written', async () => {
+    const wf = defineWorkflow({ name: 'wordy', input: z.object({}) }, async (ctx) => {
+      for (let i = 0; i < 10; i++) await ctx.step(`s${i}`, () => 'y'.repeat(400));
+      return 'never';
+    });
+    const { engine, store } = setup([wf], storeWith({ journalBytes: 1_500 }));
+    const { run } = await engine.runStart({ namespace: NS, workflowName: 'wordy', input: {}, execute: true });
+    expect(run.status).toBe('FAILED');
+    expect(run.error).toMatchObject({ name: 'JournalFullError', message: expect.stringMatching(/limit of 1500 bytes of journaled payloads; continue as new/) });
+    // Three results of 402 bytes fit; the fourth was refused whole.
+    expect(shape(await store.journalList({ runId: run.id })).filter((s) => s.startsWith('ok step'))).toEqual(['ok step s0', 'ok step s1', 'ok step s2']);
+    expect(run.journalBytes).toBe(3 * 402);
   });
 });

@@ -63,7 +63,7 @@ async function expire(runId: string): Promise<void> {
 }
 
 function appendQuery(lease: Lease, name: string): pg.QueryConfig {
-  return jq.journalAppend({ runId: lease.runId, epoch: lease.epoch, entries: [newEntry({ kind: 'step', name, status: 'ok' })], deadlines: [null], maxEntries: 100_000 });
+  return jq.journalAppend({ runId: lease.runId, epoch: lease.epoch, entries: [newEntry({ kind: 'step', name, status: 'ok' })], deadlines: [null], maxEntries: 100_000, bytes: 0, maxBytes: 1_000_000 });
 }
 
 function takeoverQuery(runId: string): pg.QueryConfig {

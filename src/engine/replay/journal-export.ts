@@ -140,6 +140,7 @@ export function parseJournalExport(exported: unknown): JournalExport {
     leaseExpiresAt: null,
     leaseEpoch: 0,
     nextSeq: entries.length,
+    journalBytes: 0,
     recoveryCount: 0,
     deadlineAt: null,
     createdAt: time(r, 'createTime'),

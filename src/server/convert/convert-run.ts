@@ -1,3 +1,4 @@
+import { journalUsage, type Limits } from '../../journal/limits.js';
 import { FORK_LABELS } from '../../journal/fork-labels.js';
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -42,7 +43,8 @@ export function runErrorToProto(error: DomainRunError): RunError {
  * `spentUsd`: what the caller folded from the journal (GetRun: the run and its children, as budgets
  * count it; ListRuns: the run's own entries); 0 where nothing was folded.
  */
-export function runToProto(run: DomainRun, spentUsd = 0): Run {
+/** `limits`: the server's journal limits, for `journal_near_limit` (GetRun, ListRuns); absent: false. */
+export function runToProto(run: DomainRun, spentUsd = 0, limits?: Pick<Limits, 'journalEntries' | 'journalBytes'>): Run {
   return create(RunSchema, {
     id: run.id,
     namespace: run.namespace,
@@ -65,6 +67,8 @@ export function runToProto(run: DomainRun, spentUsd = 0): Run {
     deadlineTime: run.deadlineAt ? timestampFromDate(run.deadlineAt) : undefined,
     forkedFromRunId: run.labels[FORK_LABELS.source] ?? '',
     forkSeq: run.labels[FORK_LABELS.seq] !== undefined ? BigInt(run.labels[FORK_LABELS.seq]!) : undefined,
+    journalBytes: BigInt(run.journalBytes),
+    journalNearLimit: limits ? journalUsage(run, limits).near : false,
   });
 }
 

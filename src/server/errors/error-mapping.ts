@@ -216,6 +216,12 @@ export function domainStatus(err: WaymarkError): ConnectError | undefined {
       badRequest([{ field: err.field, description: `over the payload limit of ${err.limitBytes} bytes` }]),
     ]);
   }
+  if (err instanceof JournalFullError && err.limitBytes !== null) {
+    return status(m, Code.ResourceExhausted, [
+      info(err.reason, { run_id: err.runId, limit_bytes: err.limitBytes, limit: 'WAYMARK_MAX_JOURNAL_BYTES' }),
+      quota(`runs/${err.runId}`, `a journal may hold at most ${err.limitBytes} bytes of payloads (WAYMARK_MAX_JOURNAL_BYTES)`),
+    ]);
+  }
   if (err instanceof JournalFullError) {
     return status(m, Code.ResourceExhausted, [
       info(err.reason, { run_id: err.runId, limit_entries: err.limitEntries, limit: 'WAYMARK_MAX_JOURNAL_ENTRIES' }),

@@ -60,7 +60,7 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       c.done();
       // The spend budgets count: the run's own model calls and its children's, folded from the journal.
       const { run, spentUsd, waitingOn, forks } = await api.runGet({ runId, namespace });
-      return { run: runToProto(run, spentUsd), waitingOn: waitingOn.map(waitingToProto), forks };
+      return { run: runToProto(run, spentUsd, deps.limits), waitingOn: waitingOn.map(waitingToProto), forks };
     },
 
     async listRuns(req) {
@@ -78,7 +78,7 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
         // A filter of UNSPECIFIED only matches nothing (the proto says so): an empty status list.
         ...(req.statuses.length > 0 ? { statuses } : {}), ...(workflowName ? { workflowName } : {}), ...(parentRunId ? { parentRunId } : {}),
       });
-      return { runs: page.runs.map(({ run, spentUsd }) => runToProto(run, spentUsd)), nextPageToken: page.nextPageToken };
+      return { runs: page.runs.map(({ run, spentUsd }) => runToProto(run, spentUsd, deps.limits)), nextPageToken: page.nextPageToken };
     },
 
     async getJournal(req) {

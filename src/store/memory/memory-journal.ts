@@ -20,11 +20,14 @@ export class MemoryJournal {
   constructor(private readonly t: MemoryRunTable) {}
 
   async journalAppend(params: JournalAppendParams): Promise<JournalEntry[]> {
-    assertEntriesFit(params.entries, this.t.limits);
+    const bytes = assertEntriesFit(params.entries, this.t.limits).reduce((a, b) => a + b, 0);
     params.entries.forEach(suspensionDeadline); // refuses a malformed deadline before writing
     const rec = this.t.fenced(params.lease);
     if (rec.run.nextSeq + params.entries.length > this.t.limits.journalEntries) {
       throw new JournalFullError(rec.run.id, this.t.limits.journalEntries);
+    }
+    if (rec.run.journalBytes + bytes > this.t.limits.journalBytes) {
+      throw new JournalFullError(rec.run.id, this.t.limits.journalEntries, this.t.limits.journalBytes);
     }
     const seen = new Set<string>();
     for (const e of params.entries) {
@@ -33,6 +36,7 @@ export class MemoryJournal {
       seen.add(e.dedupeKey);
     }
     const written = this.t.write(rec, params.entries);
+    rec.run.journalBytes += bytes;
     rec.run.recoveryCount = 0; // progress: the recoveries before it did not fail (store.ts runRecoverExpired)
     this.t.wakeups.notify(rec.run.id, false);
     return written.map(clone);

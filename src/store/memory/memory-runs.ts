@@ -27,7 +27,7 @@ export class MemoryRuns {
   }
 
   async runCreate(params: RunCreateParams): Promise<RunCreateResult> {
-    assertRunCreateFits(params, this.t.limits);
+    const sizes = assertRunCreateFits(params, this.t.limits);
     const key = params.idempotencyKey ? `${params.namespace}\u0000${params.idempotencyKey}` : null;
     const existingId = key === null ? undefined : this.t.idempotency.get(key);
     if (existingId !== undefined) {
@@ -60,6 +60,7 @@ export class MemoryRuns {
       leaseExpiresAt: lease ? new Date(now.getTime() + lease.ttlMs) : null,
       leaseEpoch: lease ? 1 : 0,
       nextSeq: 0,
+      journalBytes: 0,
       recoveryCount: 0,
       deadlineAt: params.timeoutMs === undefined || params.timeoutMs === null ? null : new Date(now.getTime() + params.timeoutMs),
       createdAt: now,
@@ -70,6 +71,7 @@ export class MemoryRuns {
     if (lease?.recordRunning) this.t.write(rec, [statusEntry('RUNNING')]);
     if (params.journal?.length) {
       params.journal.forEach(suspensionDeadline); // refuses a malformed deadline, as journalAppend does
+      rec.run.journalBytes = sizes.reduce((a, b) => a + b, 0);
       for (const e of this.t.write(rec, params.journal)) {
         // A resolution among them won its wait (the Postgres store's unique winner index says the same).
         if (e.status === 'resolved' && e.refSeq !== null && !rec.winners.has(e.refSeq)) rec.winners.set(e.refSeq, e.seq);

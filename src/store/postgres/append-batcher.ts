@@ -12,6 +12,8 @@ export interface AppendRequest {
   lease: Lease;
   entries: NewJournalEntry[];
   deadlines: (Date | null)[];
+  /** Bytes of the entries' payloads (limits.journalBytes counts them). */
+  bytes: number;
 }
 
 interface Waiting extends AppendRequest {

@@ -24,23 +24,25 @@ export async function journalAppend(db: PgAccess, batcher: AppendBatcher | null,
   const { lease, entries } = params;
   if (!isRunId(lease.runId)) throw new RunNotFoundError(lease.runId);
   const payloads = outOfLinePayloads(entries, sizes, db.limits);
+  const bytes = sizes.reduce((a, b) => a + b, 0);
   // An append with a large payload goes alone: it is rare, and it would swell a group commit's statement.
-  if (payloads) return appendOne(db, { lease, entries, deadlines }, payloads);
-  if (batcher && entries.length > 0) return batcher.append({ lease, entries, deadlines });
-  return appendOne(db, { lease, entries, deadlines });
+  if (payloads) return appendOne(db, { lease, entries, deadlines, bytes }, payloads);
+  if (batcher && entries.length > 0) return batcher.append({ lease, entries, deadlines, bytes });
+  return appendOne(db, { lease, entries, deadlines, bytes });
 }
 
-async function appendOne(db: PgAccess, { lease, entries, deadlines }: AppendRequest, payloads?: (OutOfLinePayload | null)[]): Promise<JournalEntry[]> {
+async function appendOne(db: PgAccess, { lease, entries, deadlines, bytes }: AppendRequest, payloads?: (OutOfLinePayload | null)[]): Promise<JournalEntry[]> {
   const { runId, epoch } = lease;
   const maxEntries = db.limits.journalEntries;
-  const query = payloads ? pq.journalAppendPayloads({ runId, epoch, entries, deadlines, maxEntries, payloads })
+  const maxBytes = db.limits.journalBytes;
+  const query = payloads ? pq.journalAppendPayloads({ runId, epoch, entries, deadlines, maxEntries, payloads, bytes, maxBytes })
     : entries.length === 1 && deadlines[0] === null
-      ? jq.journalAppendSingle({ runId, epoch, entry: entries[0]!, maxEntries })
-      : jq.journalAppend({ runId, epoch, entries, deadlines, maxEntries });
+      ? jq.journalAppendSingle({ runId, epoch, entry: entries[0]!, maxEntries, bytes, maxBytes })
+      : jq.journalAppend({ runId, epoch, entries, deadlines, maxEntries, bytes, maxBytes });
   const { rows } = await db.query<jq.AppendedRow>(query, { runId });
   const appended = jq.appendedEntries(rows[0]?.run_id ?? runId, entries, rows);
   if (appended) return appended;
-  const failure = await db.fenceFailure(lease, entries.length);
+  const failure = await db.fenceFailure(lease, entries.length, undefined, bytes);
   if (failure) throw failure;
   return [];
 }
@@ -57,8 +59,8 @@ export async function appendBatch(db: PgAccess, batch: AppendRequest[]): Promise
   let rows: jq.AppendedRow[];
   try {
     rows = (await db.pool.query<jq.AppendedRow>(jq.journalAppendMany({
-      requests: batch.map((r) => ({ runId: r.lease.runId, epoch: r.lease.epoch, entries: r.entries, deadlines: r.deadlines })),
-      maxEntries: db.limits.journalEntries,
+      requests: batch.map((r) => ({ runId: r.lease.runId, epoch: r.lease.epoch, entries: r.entries, deadlines: r.deadlines, bytes: r.bytes })),
+      maxEntries: db.limits.journalEntries, maxBytes: db.limits.journalBytes,
     }))).rows;
   } catch (err) {
     if (sqlState(err) !== undefined && !isUnavailable(err)) return Promise.all(batch.map(settle));
@@ -74,7 +76,7 @@ export async function appendBatch(db: PgAccess, batch: AppendRequest[]): Promise
     const runId = r.lease.runId.toLowerCase();
     const appended = jq.appendedEntries(runId, r.entries, byRun.get(runId) ?? []);
     if (appended) return appended;
-    const failure = await db.fenceFailure(r.lease, r.entries.length).catch((error: unknown) => error as Error);
+    const failure = await db.fenceFailure(r.lease, r.entries.length, undefined, r.bytes).catch((error: unknown) => error as Error);
     return failure ? { error: failure } : [];
   }));
 }

@@ -97,9 +97,14 @@ export interface AppendedRow {
 export const INSERT_COLUMNS = `run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
   ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt`;
 
-/** The fence: the run row's UPDATE, refused (no row) unless the epoch is ours and n more entries fit. */
-export const FENCE = `UPDATE runs SET next_seq = next_seq + $3, recovery_count = 0, updated_at = now()
-         WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4`;
+/**
+ * The fence: the run row's UPDATE, refused (no row) unless the epoch is ours and n ($3) more
+ * entries of `bytes` more payload bytes fit (limits.journalEntries $4, limits.journalBytes `maxBytes`).
+ */
+export function fence(bytes: string, maxBytes: string): string {
+  return `UPDATE runs SET next_seq = next_seq + $3, journal_bytes = journal_bytes + ${bytes}::bigint, recovery_count = 0, updated_at = now()
+         WHERE id = $1 AND lease_epoch = $2 AND lease_holder IS NOT NULL AND next_seq + $3 <= $4 AND journal_bytes + ${bytes}::bigint <= ${maxBytes}::bigint`;
+}
 
 /** jsonb parameters travel as JSON text; absent values as SQL NULL. */
 export function jsonParam(value: Json | RunError | Usage | Record<string, string> | null | undefined): string | null {
@@ -112,11 +117,11 @@ export function jsonParam(value: Json | RunError | Usage | Record<string, string
  * the fence refused it (epoch moved on, lease released, journal full, or no such run);
  * journalFenceState tells which.
  */
-export function journalAppendSingle(p: { runId: string; epoch: number; entry: NewJournalEntry; maxEntries: number }): pg.QueryConfig {
+export function journalAppendSingle(p: { runId: string; epoch: number; entry: NewJournalEntry; maxEntries: number; bytes: number; maxBytes: number }): pg.QueryConfig {
   const e = p.entry;
   return {
     name: 'journal_append_single',
-    text: `WITH fence AS (${FENCE} RETURNING next_seq - 1 AS seq)
+    text: `WITH fence AS (${fence('$19', '$20')} RETURNING next_seq - 1 AS seq)
       INSERT INTO journal (${INSERT_COLUMNS})
       SELECT $1, fence.seq, $5::text, $6::text, $7::text, $8::text, $9::integer, $10::text, $11::jsonb, $12::jsonb,
              $13::integer, $14::text, $15::text, $16::jsonb, $17::numeric, $18::integer FROM fence
@@ -124,6 +129,7 @@ export function journalAppendSingle(p: { runId: string; epoch: number; entry: Ne
     values: [
       p.runId, p.epoch, 1, p.maxEntries, e.scope, e.kind, e.name, e.contentKey, e.occurrence, e.status,
       jsonParam(e.payload), jsonParam(e.error), e.refSeq, e.idempotencyKey, e.dedupeKey, jsonParam(e.usage), e.costUsd, e.attempt,
+      p.bytes, p.maxBytes,
     ],
   };
 }
@@ -133,11 +139,11 @@ export function journalAppendSingle(p: { runId: string; epoch: number; entry: Ne
  * suspension_deadlines row in the same statement. Zero rows back: refused, as journalAppendSingle.
  */
 export function journalAppend(p: {
-  runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; maxEntries: number;
+  runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; maxEntries: number; bytes: number; maxBytes: number;
 }): pg.QueryConfig {
   return {
     name: 'journal_append',
-    text: `WITH fence AS (${FENCE} RETURNING next_seq - $3 AS first_seq
+    text: `WITH fence AS (${fence('$6', '$7')} RETURNING next_seq - $3 AS first_seq
       ), rows AS (
         SELECT fence.first_seq + e.ord::integer - 1 AS seq, e.* FROM fence, ${recordset('$5')}
       ), deadlines AS (
@@ -148,7 +154,7 @@ export function journalAppend(p: {
       SELECT $1, seq, scope, kind, name, content_key, occurrence, status, payload, error,
              ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt FROM rows
       RETURNING run_id, seq, created_at`,
-    values: [p.runId, p.epoch, p.entries.length, p.maxEntries, entriesJson(p.entries, p.deadlines)],
+    values: [p.runId, p.epoch, p.entries.length, p.maxEntries, entriesJson(p.entries, p.deadlines), p.bytes, p.maxBytes],
   };
 }
 
@@ -160,22 +166,23 @@ export function journalAppend(p: {
  * is left out of the statement when no entry has a deadline (the usual batch: step results).
  */
 export function journalAppendMany(p: {
-  requests: readonly { runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[] }[];
+  requests: readonly { runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; bytes: number }[];
   maxEntries: number;
+  maxBytes: number;
 }): pg.QueryConfig {
-  const runs = JSON.stringify(p.requests.map((r) => ({ run_id: r.runId, epoch: r.epoch, n: r.entries.length })));
+  const runs = JSON.stringify(p.requests.map((r) => ({ run_id: r.runId, epoch: r.epoch, n: r.entries.length, bytes: r.bytes })));
   const entries = `[${p.requests.map((r) => entriesJson(r.entries, r.deadlines, r.runId).slice(1, -1)).filter((s) => s.length > 0).join(',')}]`;
   const typed = RECORD_COLUMNS.map(([c, t]) => `${c} ${t}`).join(', ');
   const withDeadlines = p.requests.some((r) => r.deadlines.some((d) => d !== null));
   return {
     name: withDeadlines ? 'journal_append_many_deadlines' : 'journal_append_many',
     text: `WITH req AS (
-        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(run_id uuid, epoch bigint, n integer)
+        SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(run_id uuid, epoch bigint, n integer, bytes bigint)
       ), fence AS (
-        UPDATE runs SET next_seq = runs.next_seq + req.n, recovery_count = 0, updated_at = now()
+        UPDATE runs SET next_seq = runs.next_seq + req.n, journal_bytes = runs.journal_bytes + req.bytes, recovery_count = 0, updated_at = now()
           FROM req
          WHERE runs.id = req.run_id AND runs.lease_epoch = req.epoch AND runs.lease_holder IS NOT NULL
-           AND runs.next_seq + req.n <= $2
+           AND runs.next_seq + req.n <= $2 AND runs.journal_bytes + req.bytes <= $4::bigint
         RETURNING runs.id AS run_id, runs.next_seq - req.n AS first_seq
       ), rows AS (
         SELECT fence.run_id, fence.first_seq + e.i - 1 AS seq, e.*
@@ -189,7 +196,7 @@ export function journalAppendMany(p: {
       SELECT run_id, seq, scope, kind, name, content_key, occurrence, status, payload, error,
              ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt FROM rows
       RETURNING run_id, seq, created_at`,
-    values: [runs, p.maxEntries, entries],
+    values: [runs, p.maxEntries, entries, p.maxBytes],
   };
 }
 
@@ -212,7 +219,7 @@ export function appendedEntries(runId: string, entries: readonly NewJournalEntry
 export function journalFenceState(runId: string): pg.QueryConfig {
   return {
     name: 'journal_fence_state',
-    text: 'SELECT lease_epoch, lease_holder IS NOT NULL AS held, next_seq FROM runs WHERE id = $1',
+    text: 'SELECT lease_epoch, lease_holder IS NOT NULL AS held, next_seq, journal_bytes FROM runs WHERE id = $1',
     values: [runId],
   };
 }

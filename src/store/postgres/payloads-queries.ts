@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { NewJournalEntry } from '../../journal/journal-entry.js';
 import type { OutOfLinePayload } from '../payload-refs.js';
-import { FENCE, INSERT_COLUMNS, RECORD_COLUMNS, recordset } from './journal-queries.js';
+import { fence, INSERT_COLUMNS, RECORD_COLUMNS, recordset } from './journal-queries.js';
 
 /*
  * Named statements on `payloads` (migration 0022, docs/journal.md "Large payloads"): the fenced
@@ -19,7 +19,7 @@ const PAYLOAD_RECORD_COLUMNS: [string, string][] = [...RECORD_COLUMNS, ['payload
  */
 export function journalAppendPayloads(p: {
   runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; maxEntries: number;
-  payloads: readonly (OutOfLinePayload | null)[];
+  payloads: readonly (OutOfLinePayload | null)[]; bytes: number; maxBytes: number;
 }): pg.QueryConfig {
   const rows = JSON.stringify(p.entries.map((e, i) => {
     const ref = p.payloads[i];
@@ -35,7 +35,7 @@ export function journalAppendPayloads(p: {
   const bodies = `[${[...distinct.values()].map((r) => `{"sha256":"${r.sha256}","size_bytes":${r.sizeBytes},"body":${r.text}}`).join(',')}]`;
   return {
     name: 'journal_append_payloads',
-    text: `WITH fence AS (${FENCE} RETURNING next_seq - $3 AS first_seq
+    text: `WITH fence AS (${fence('$7', '$8')} RETURNING next_seq - $3 AS first_seq
       ), rows AS (
         SELECT fence.first_seq + e.ord::integer - 1 AS seq, e.* FROM fence, ${recordset('$5', PAYLOAD_RECORD_COLUMNS)}
       ), deadlines AS (
@@ -50,6 +50,6 @@ export function journalAppendPayloads(p: {
       SELECT $1, seq, scope, kind, name, content_key, occurrence, status, payload, error,
              ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, payload_sha256, payload_bytes FROM rows
       RETURNING run_id, seq, created_at`,
-    values: [p.runId, p.epoch, p.entries.length, p.maxEntries, rows, bodies],
+    values: [p.runId, p.epoch, p.entries.length, p.maxEntries, rows, bodies, p.bytes, p.maxBytes],
   };
 }

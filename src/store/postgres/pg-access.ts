@@ -87,12 +87,15 @@ export class PgAccess {
    * Why a fenced statement matched nothing: no run, a lost lease, or (for an append of `adding`
    * entries) a full journal. Null when none applies (an empty append on a live lease).
    */
-  async fenceFailure(lease: Lease, adding = 0, pool: pg.Pool = this.pool): Promise<Error | null> {
-    const state = (await this.query<{ lease_epoch: string; held: boolean; next_seq: number }>(jq.journalFenceState(lease.runId), {}, pool)).rows[0];
+  async fenceFailure(lease: Lease, adding = 0, pool: pg.Pool = this.pool, addingBytes = 0): Promise<Error | null> {
+    const state = (await this.query<{ lease_epoch: string; held: boolean; next_seq: number; journal_bytes: string }>(jq.journalFenceState(lease.runId), {}, pool)).rows[0];
     if (!state) return new RunNotFoundError(lease.runId);
     if (Number(state.lease_epoch) !== lease.epoch || !state.held) return new LeaseLostError(lease.runId, lease.epoch);
     if (adding > 0 && state.next_seq + adding > this.limits.journalEntries) {
       return new JournalFullError(lease.runId, this.limits.journalEntries);
+    }
+    if (adding > 0 && Number(state.journal_bytes) + addingBytes > this.limits.journalBytes) {
+      return new JournalFullError(lease.runId, this.limits.journalEntries, this.limits.journalBytes);
     }
     return null;
   }

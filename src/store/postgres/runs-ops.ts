@@ -28,7 +28,8 @@ export async function runCreate(db: PgAccess, params: RunCreateParams): Promise<
   const row = journal.length === 0 ? (await db.query<rq.RunRow & rq.LeaseRow>(insert, ctx)).rows[0] : await db.transaction(async (client) => {
     const created = (await client.query<rq.RunRow & rq.LeaseRow>(insert)).rows[0];
     if (!created) return undefined;
-    const append = { runId: created.id, epoch: Number(created.lease_epoch), entries: journal, deadlines: prefixDeadlines(journal), maxEntries: db.limits.journalEntries };
+    const append = { runId: created.id, epoch: Number(created.lease_epoch), entries: journal, deadlines: prefixDeadlines(journal), maxEntries: db.limits.journalEntries,
+      bytes: sizes.reduce((a, b) => a + b, 0), maxBytes: db.limits.journalBytes };
     const payloads = outOfLinePayloads(journal, sizes, db.limits);
     const written = await client.query<jq.AppendedRow>(payloads ? pq.journalAppendPayloads({ ...append, payloads }) : jq.journalAppend(append));
     if (written.rows.length !== journal.length) throw new Error(`runCreate wrote ${written.rows.length} of ${journal.length} entries of the new run`);

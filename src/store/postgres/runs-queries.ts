@@ -16,7 +16,7 @@ import { approvalPendingOutboxInsert, runFinishedOutboxInsert } from './webhooks
 
 export const RUN_COLUMNS = `id, namespace, workflow_name, workflow_version, workflow_digest, status, input, output, error,
   labels, idempotency_key, parent_run_id, parent_seq, budget_usd, dry_run, lease_holder, lease_expires_at,
-  lease_epoch, next_seq, recovery_count, deadline_at, created_at, updated_at`;
+  lease_epoch, next_seq, journal_bytes, recovery_count, deadline_at, created_at, updated_at`;
 
 const TERMINAL = `('SUCCEEDED', 'FAILED', 'CANCELLED')`;
 const MS = `* interval '1 millisecond'`;
@@ -27,7 +27,7 @@ export interface RunRow {
   status: string; input: Json; output: Json | null; error: RunError | null; labels: Record<string, string>;
   idempotency_key: string | null; parent_run_id: string | null; parent_seq: number | null;
   budget_usd: string | number | null; dry_run: boolean; lease_holder: string | null;
-  lease_expires_at: Date | string | null; lease_epoch: string | number; next_seq: number; recovery_count: number;
+  lease_expires_at: Date | string | null; lease_epoch: string | number; next_seq: number; journal_bytes?: string | number; recovery_count: number;
   deadline_at: Date | string | null; created_at: Date | string; updated_at: Date | string;
 }
 
@@ -39,7 +39,7 @@ export function toRun(row: RunRow): Run {
     parentRunId: row.parent_run_id, parentSeq: row.parent_seq,
     budgetUsd: row.budget_usd === null ? null : Number(row.budget_usd), dryRun: row.dry_run,
     leaseHolder: row.lease_holder, leaseExpiresAt: row.lease_expires_at === null ? null : new Date(row.lease_expires_at),
-    leaseEpoch: Number(row.lease_epoch), nextSeq: row.next_seq, recoveryCount: row.recovery_count,
+    leaseEpoch: Number(row.lease_epoch), nextSeq: row.next_seq, journalBytes: Number(row.journal_bytes ?? 0), recoveryCount: row.recovery_count,
     deadlineAt: row.deadline_at === null || row.deadline_at === undefined ? null : new Date(row.deadline_at),
     createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at),
   };

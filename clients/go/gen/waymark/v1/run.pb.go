@@ -518,9 +518,17 @@ type Run struct {
 	// For a fork (ForkRun): the run it was forked from (label waymark.fork_of); empty otherwise.
 	ForkedFromRunId string `protobuf:"bytes,30,opt,name=forked_from_run_id,json=forkedFromRunId,proto3" json:"forked_from_run_id,omitempty"`
 	// For a fork: the seq of its source's journal it was forked at (label waymark.fork_seq).
-	ForkSeq       *int64 `protobuf:"varint,31,opt,name=fork_seq,json=forkSeq,proto3,oneof" json:"fork_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ForkSeq *int64 `protobuf:"varint,31,opt,name=fork_seq,json=forkSeq,proto3,oneof" json:"fork_seq,omitempty"`
+	// Bytes of the payloads (JSON text) the run's journal holds, as WAYMARK_MAX_JOURNAL_BYTES counts
+	// them (docs/journal.md "Bounded journals").
+	JournalBytes int64 `protobuf:"varint,32,opt,name=journal_bytes,json=journalBytes,proto3" json:"journal_bytes,omitempty"`
+	// The journal holds 80 % or more of either limit (WAYMARK_MAX_JOURNAL_ENTRIES against next_seq,
+	// WAYMARK_MAX_JOURNAL_BYTES against journal_bytes): past the limit an append fails the run with
+	// JOURNAL_FULL, so a long-lived run should continue as new (ctx.continueAsNew). Set by GetRun
+	// and ListRuns.
+	JournalNearLimit bool `protobuf:"varint,33,opt,name=journal_near_limit,json=journalNearLimit,proto3" json:"journal_near_limit,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -698,6 +706,20 @@ func (x *Run) GetForkSeq() int64 {
 		return *x.ForkSeq
 	}
 	return 0
+}
+
+func (x *Run) GetJournalBytes() int64 {
+	if x != nil {
+		return x.JournalBytes
+	}
+	return 0
+}
+
+func (x *Run) GetJournalNearLimit() bool {
+	if x != nil {
+		return x.JournalNearLimit
+	}
+	return false
 }
 
 // A failure as the journal records it: enough for replay to re-throw the same error.
@@ -2010,7 +2032,7 @@ var File_waymark_v1_run_proto protoreflect.FileDescriptor
 const file_waymark_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14waymark/v1/run.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\a\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12#\n" +
@@ -2036,7 +2058,9 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\bnext_seq\x18\x12 \x01(\x03R\anextSeq\x12?\n" +
 	"\rdeadline_time\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fdeadlineTime\x12+\n" +
 	"\x12forked_from_run_id\x18\x1e \x01(\tR\x0fforkedFromRunId\x12\x1e\n" +
-	"\bfork_seq\x18\x1f \x01(\x03H\x01R\aforkSeq\x88\x01\x01\x1a9\n" +
+	"\bfork_seq\x18\x1f \x01(\x03H\x01R\aforkSeq\x88\x01\x01\x12#\n" +
+	"\rjournal_bytes\x18  \x01(\x03R\fjournalBytes\x12,\n" +
+	"\x12journal_near_limit\x18! \x01(\bR\x10journalNearLimit\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +

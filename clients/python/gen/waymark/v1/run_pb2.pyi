@@ -318,6 +318,8 @@ class Run(_message.Message):
     DEADLINE_TIME_FIELD_NUMBER: _builtins.int
     FORKED_FROM_RUN_ID_FIELD_NUMBER: _builtins.int
     FORK_SEQ_FIELD_NUMBER: _builtins.int
+    JOURNAL_BYTES_FIELD_NUMBER: _builtins.int
+    JOURNAL_NEAR_LIMIT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Server-assigned id, unique across namespaces."""
     namespace: _builtins.str
@@ -353,6 +355,16 @@ class Run(_message.Message):
     """For a fork (ForkRun): the run it was forked from (label waymark.fork_of); empty otherwise."""
     fork_seq: _builtins.int
     """For a fork: the seq of its source's journal it was forked at (label waymark.fork_seq)."""
+    journal_bytes: _builtins.int
+    """Bytes of the payloads (JSON text) the run's journal holds, as WAYMARK_MAX_JOURNAL_BYTES counts
+    them (docs/journal.md "Bounded journals").
+    """
+    journal_near_limit: _builtins.bool
+    """The journal holds 80 % or more of either limit (WAYMARK_MAX_JOURNAL_ENTRIES against next_seq,
+    WAYMARK_MAX_JOURNAL_BYTES against journal_bytes): past the limit an append fails the run with
+    JOURNAL_FULL, so a long-lived run should continue as new (ctx.continueAsNew). Set by GetRun
+    and ListRuns.
+    """
     @_builtins.property
     def input(self) -> _struct_pb2.Value:
         """The input the run was started with."""
@@ -408,10 +420,12 @@ class Run(_message.Message):
         deadline_time: _timestamp_pb2.Timestamp | None = ...,
         forked_from_run_id: _builtins.str = ...,
         fork_seq: _builtins.int | None = ...,
+        journal_bytes: _builtins.int = ...,
+        journal_near_limit: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "error", b"error", "fork_seq", b"fork_seq", "input", b"input", "output", b"output", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "fork_seq", b"fork_seq", "forked_from_run_id", b"forked_from_run_id", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "fork_seq", b"fork_seq", "forked_from_run_id", b"forked_from_run_id", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "journal_bytes", b"journal_bytes", "journal_near_limit", b"journal_near_limit", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
     _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
