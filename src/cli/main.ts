@@ -26,6 +26,8 @@ Operator commands (a client of a running server, local or remote; docs/cli.md):
   waymark tools list                            tools runs can call, remote ones with their live workers
   waymark mcp add|list|remove                   MCP servers whose tools runs call as ctx.tool("server.tool") (docs/mcp.md)
   waymark flows register|get|list              declarative flows from JSON or YAML (docs/flows.md)
+  waymark schedules create|get|list|update|pause|unpause|trigger|backfill|delete
+                                                runs on a calendar, one per tick (docs/schedules.md)
   waymark keys create|list|revoke               API keys (an admin key; docs/security.md)
   Each takes --addr, --namespace, --token, TLS flags and --output table|json; --help on any of
   them prints its options and an example, e.g. waymark runs start --help.
@@ -52,7 +54,7 @@ const EXIT_CONFIG = 78;
 const EXIT_USAGE = 2;
 
 /** The operator commands' groups (src/cli/client/), dispatched before any server setting is read. */
-const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'tools', 'mcp', 'flows', 'keys']);
+const CLIENT_GROUPS = new Set(['runs', 'approvals', 'signals', 'workflows', 'tools', 'mcp', 'flows', 'schedules', 'keys']);
 
 const SERVER_COMMAND_NAMES = new Set(['dev', 'server', 'sweeper', 'migrate', 'bootstrap-key', 'help', 'version']);
 

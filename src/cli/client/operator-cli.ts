@@ -15,14 +15,15 @@ import { FLOWS_COMMANDS } from './flows-commands.js';
 import { KEYS_COMMANDS } from './keys-commands.js';
 import { TOOLS_COMMANDS } from './tools-commands.js';
 import { MCP_COMMANDS } from './mcp-commands.js';
+import { SCHEDULES_COMMANDS } from './schedules-commands.js';
 
 /*
- * `waymark runs|approvals|signals|workflows|keys …`: the operator commands. They reach the server only
+ * `waymark runs|approvals|signals|workflows|tools|mcp|flows|schedules|keys …`: the operator commands. They reach the server only
  * through the TypeScript client package (@waymark-dev/client), as any remote user would; lint
  * keeps this folder off src/gen, src/server and the engine (eslint.config.js).
  */
 
-export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...EXPORT_COMMANDS, ...FORK_COMMANDS, ...PURGE_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...KEYS_COMMANDS];
+export const COMMANDS: CommandSpec[] = [...RUNS_COMMANDS, ...EXPORT_COMMANDS, ...FORK_COMMANDS, ...PURGE_COMMANDS, ...APPROVALS_COMMANDS, ...SIGNALS_COMMANDS, ...WORKFLOWS_COMMANDS, ...TOOLS_COMMANDS, ...MCP_COMMANDS, ...FLOWS_COMMANDS, ...SCHEDULES_COMMANDS, ...KEYS_COMMANDS];
 export const GROUPS = [...new Set(COMMANDS.map((c) => c.group))];
 
 export interface Streams {

@@ -37,6 +37,9 @@ export function runFields(out: Output, run: Run, waitingOn: WaitingOn[], extra: 
   if (run.status === RunStatus.SUCCEEDED) pairs.push(['output', formatValue(run.output)]);
   if (run.error) pairs.push(['error', `${run.error.name}: ${run.error.message}${run.error.reason ? ` (${run.error.reason})` : ''}`]);
   if (Object.keys(run.labels).length > 0) pairs.push(['labels', formatLabels(run.labels)]);
+  // A run a schedule started (docs/schedules.md "What a run records").
+  const schedule = run.labels['waymark.schedule_id'];
+  if (schedule) pairs.push(['schedule', `${schedule}, scheduled at ${run.labels['waymark.scheduled_at'] ?? '?'} (waymark schedules get ${schedule})`]);
   if (run.budgetUsd !== undefined || run.spentUsd > 0) pairs.push(['spend', `${formatUsd(run.spentUsd)}${run.budgetUsd !== undefined ? ` of a ${formatUsd(run.budgetUsd)} budget` : ''}`]);
   if (run.parentRunId) pairs.push(['parent', run.parentRunId]);
   if (run.dryRun) pairs.push(['dry run', 'yes: mutating tools are not executed']);
@@ -135,9 +138,10 @@ const listRuns: CommandSpec = {
     status: { type: 'string', multiple: true, value: 'STATUS', help: `only runs in this status (repeatable): ${RUN_STATUSES.join(', ')}` },
     workflow: { type: 'string', value: 'NAME', help: 'only runs of this workflow' },
     label: { type: 'string', multiple: true, value: 'K=V', help: 'only runs carrying this label (repeatable: all must match)' },
+    schedule: { type: 'string', value: 'ID', help: 'only runs this schedule started (the label waymark.schedule_id)' },
     limit: { type: 'string', value: 'N', help: 'at most N runs (default 50; 0 for all)' },
   },
-  examples: ['waymark runs list --status SUSPENDED --workflow refund', 'waymark runs list --label team=billing -o json | jq -r .id'],
+  examples: ['waymark runs list --status SUSPENDED --workflow refund', 'waymark runs list --label team=billing -o json | jq -r .id', 'waymark runs list --schedule nightly-refunds'],
   async run(inv) {
     const statuses = list(inv, 'status').map((s) => {
       const name = s.toUpperCase();
@@ -148,6 +152,8 @@ const listRuns: CommandSpec = {
     if (!/^\d+$/.test(limitText)) throw new UsageError(`--limit must be a whole number (0 for all); got "${limitText}"`);
     const limit = Number(limitText) || Infinity;
     const labels = readPairs('label', list(inv, 'label'));
+    const schedule = str(inv, 'schedule');
+    if (schedule !== undefined) labels['waymark.schedule_id'] = schedule;
     const runs: Run[] = [];
     let more = false;
     for await (const run of inv.client().listRuns({ ...call(inv), statuses, workflow: str(inv, 'workflow'), labels, pageSize: Math.min(limit, 100) })) {
