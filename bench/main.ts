@@ -12,6 +12,7 @@ import { openBenchDatabase, walCounters } from './postgres.js';
 import { DEFAULT_LEASE, describeLease, measureRecovery, RUNS_PER_KILL, SHORT_LEASE } from './recovery.js';
 import { callShape, callShapeWide, measureCalls, type CallRow } from './calls.js';
 import { measureReplay, longRun } from './replay.js';
+import { measurePayloads, payloadRows } from './payloads.js';
 import { consoleRow, measureConsole } from './console.js';
 import { launchRestate, measureRestate } from './restate.js';
 import { fmt, repeat } from './stats.js';
@@ -149,6 +150,9 @@ try {
   const callRows: CallRow[] = await measureCalls(bench, 10, 10_000, CALL_ITERATIONS, CANCEL_RUNS);
   await bench.close();
   for (const r of [replay, replayLimit]) row(`replay: resume ${r.entries} entries`, `${fmt(r.resumeMs, 0)} ms`, `peak RSS ${fmt(r.peakRssMb, 0)} MB`, `+${fmt(r.extraRssMb, 0)} MB`);
+
+  progress('replay: large payloads: ten 5 MiB results against 16 B ones and against the same run stored inline; GetJournal first pages');
+  rows.push(...payloadRows(await measurePayloads(await db.create('bench_payloads'), REPS)));
 
   progress('web console: the run page of a 10,000-entry run in headless Chromium, cold loads');
   rows.push(consoleRow(await measureConsole(await db.create('bench_console'), 10_000, quick ? 3 : 7)));

@@ -1,9 +1,10 @@
 // Resumes one long run in a process of its own and prints {ms, peakRssMb, rssBeforeMb, entries}.
 import { openEngine } from './waymark-inprocess.js';
 import { longRun } from './replay.js';
+import { PAYLOAD_LIMITS, resultsRun } from './payloads.js';
 
 const [url, runId] = process.argv.slice(2) as [string, string];
-const bench = await openEngine(url, [longRun]);
+const bench = await openEngine(url, [longRun, resultsRun], { limits: PAYLOAD_LIMITS });
 const before = await bench.store.runGet({ runId, namespace: 'bench' });
 const rssBeforeMb = process.memoryUsage().rss / 2 ** 20;
 let peak = rssBeforeMb;

@@ -33,13 +33,21 @@ export async function measureReplay(bench: EngineBench, url: string, entries: nu
   // The resume replays one step at a time whatever built it: a body that awaits each step is the
   // common shape, and it replays slower than a batch (docs/performance.md "Issue 22, goal 6").
   if (batch !== 1) await bench.store.pool.query(`UPDATE runs SET input = jsonb_set(input, '{batch}', '1') WHERE id = $1`, [run.id]);
+  const out = await resumeInChild(url, run.id);
+  const result = JSON.parse(out.trim().split('\n').pop()!) as { ms: number; peakRssMb: number; rssBeforeMb: number; entries: number };
+  return { entries: result.entries, resumeMs: result.ms, peakRssMb: result.peakRssMb, extraRssMb: result.peakRssMb - result.rssBeforeMb };
+}
+
+/**
+ * Resumes a parked bench run (signal `go`) in a fresh process, bench/replay-child.ts, so its memory
+ * is measured alone; its last line of output, JSON {ms, peakRssMb, rssBeforeMb, entries}.
+ */
+export async function resumeInChild(url: string, runId: string): Promise<string> {
   const child = path.join(path.dirname(fileURLToPath(import.meta.url)), 'replay-child.ts');
-  const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', child, url, run.id], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise<string>((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', child, url, runId], { stdio: ['ignore', 'pipe', 'inherit'] });
     let text = '';
     p.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
     p.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`replay child exited ${code}`))));
   });
-  const result = JSON.parse(out.trim().split('\n').pop()!) as { ms: number; peakRssMb: number; rssBeforeMb: number; entries: number };
-  return { entries: result.entries, resumeMs: result.ms, peakRssMb: result.peakRssMb, extraRssMb: result.peakRssMb - result.rssBeforeMb };
 }

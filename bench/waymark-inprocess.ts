@@ -7,6 +7,7 @@ import { migrate } from '../src/store/postgres/migrate.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { noCpu, type CpuWindow } from './cpu.js';
 import { percentile, pool } from './stats.js';
+import type { Limits } from '../src/journal/limits.js';
 
 export const STEPS = 10;
 
@@ -46,8 +47,8 @@ export interface EngineBench {
   close(): Promise<void>;
 }
 
-/** `appendsInFlight: 0` turns group commit off (PostgresStoreOptions). */
-export async function openEngine(url: string, extra: Parameters<Registry['register']> = [], options: { appendsInFlight?: number } = {}): Promise<EngineBench> {
+/** `appendsInFlight: 0` turns group commit off (PostgresStoreOptions); `limits` as a server's settings would set them. */
+export async function openEngine(url: string, extra: Parameters<Registry['register']> = [], options: { appendsInFlight?: number; limits?: Partial<Limits> } = {}): Promise<EngineBench> {
   const store = await PostgresStore.connect({ url, poolSize: 20, applicationName: 'waymark-bench', ...options });
   await migrate({ pool: store.pool });
   const registry = new Registry().register(tenSteps, tenIntentSteps, tenParallelSteps, ...extra);

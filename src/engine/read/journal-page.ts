@@ -6,8 +6,8 @@ import { decodePageToken, encodePageToken } from './page-token.js';
 
 /**
  * Bytes of out-of-line payloads one GetJournal page carries with `include_large_payloads`: the page
- * ends before the entry that would pass it (a page always holds at least one entry), so a run of
- * 5 MiB results comes a result or so a page instead of as one response no client would accept.
+ * ends with the entry that reaches it, so a page holds at most this plus one payload, and a run of
+ * 5 MiB results comes one result a page instead of as one response no client would accept.
  */
 export const LARGE_PAYLOAD_PAGE_BYTES = 4 * 1024 * 1024;
 
@@ -37,12 +37,12 @@ export async function journalPage(store: JournalStore, params: {
   return { entries: page, nextPageToken: more && last ? encodePageToken('journal', filter, String(last.seq)) : '' };
 }
 
-/** How many of `page`'s entries fit LARGE_PAYLOAD_PAGE_BYTES of referenced payloads (at least one). */
+/** How many of `page`'s entries to send: up to and including the one whose referenced payload reaches LARGE_PAYLOAD_PAGE_BYTES. */
 function withinPayloadBudget(page: readonly JournalEntry[]): number {
   let bytes = 0;
   for (let i = 0; i < page.length; i++) {
     bytes += page[i]!.payloadRef?.sizeBytes ?? 0;
-    if (i > 0 && bytes > LARGE_PAYLOAD_PAGE_BYTES) return i;
+    if (bytes >= LARGE_PAYLOAD_PAGE_BYTES) return i + 1;
   }
   return page.length;
 }
