@@ -1,5 +1,7 @@
 import { context, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Span } from '@opentelemetry/api';
 import type { EffectAttempt, EffectEnd, EffectSpan, EffectTracer, RemoteTaskAttempt, RunEngine } from '../engine/index.js';
+import type { WebhookDelivery } from '../store/store.js';
+import type { WebhookTracer } from '../webhooks/dispatcher.js';
 import { derivedSpanId, spanIds } from './span-ids.js';
 
 /**
@@ -7,13 +9,14 @@ import { derivedSpanId, spanIds } from './span-ids.js';
  * CONTRIBUTING's "A span or a metric per effect" says (started on `lease-acquired`, ended on
  * `execution-ended` with its outcome), one per live effect attempt under it (the engine's
  * EffectTracer hook: tools and MCP tools as `execute_tool`, model calls as `chat` with the GenAI
- * semantic conventions, steps), and one per remote task attempt when its result comes back.
+ * semantic conventions, steps), one per remote task attempt when its result comes back, and one
+ * per webhook delivery attempt (a client span whose traceparent the POST carries).
  * Every span of a run, on any replica, is in one trace whose id is the run's id (a UUID is 128
  * bits, a trace id's size), so a run resumed elsewhere continues the same trace with nothing
  * stored or passed between replicas. Effect and task span ids are derived from the run, the
  * effect's idempotency key and its attempt (span-ids.ts).
  */
-export class RunTracing implements EffectTracer {
+export class RunTracing implements EffectTracer, WebhookTracer {
   private readonly tracer = trace.getTracer('waymark.engine');
   /** The open execution attempt of each run executing here: its effects' parent. */
   private readonly open = new Map<string, Span>();
@@ -79,6 +82,24 @@ export class RunTracing implements EffectTracer {
       if (task.outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: task.error ?? 'Error' });
     }
     span.end();
+  }
+
+  deliveryStarted(delivery: WebhookDelivery): { traceparent: string; ended(result: { ok: boolean; status: number | null }): void } {
+    const span = this.tracer.startSpan(`webhook ${delivery.eventType}`, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': 'POST', 'waymark.run_id': delivery.runId, 'waymark.webhook.id': delivery.messageId,
+        'waymark.webhook.endpoint_id': delivery.endpointId, 'waymark.webhook.attempt': delivery.attempts,
+      },
+    }, runTraceContext(delivery.runId));
+    return {
+      traceparent: traceparentOf(span),
+      ended({ ok, status }) {
+        if (status !== null) span.setAttribute('http.response.status_code', status);
+        if (!ok) span.setStatus({ code: SpanStatusCode.ERROR, message: status === null ? 'no answer' : `HTTP ${status}` });
+        span.end();
+      },
+    };
   }
 }
 

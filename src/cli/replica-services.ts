@@ -18,7 +18,7 @@ import type { Config } from './config.js';
 import { Metrics } from './metrics.js';
 import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 import { createSweeper } from './sweeper-command.js';
-import { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import { WebhookDispatcher, type WebhookTracer } from '../webhooks/dispatcher.js';
 
 export interface ReplicaServices {
   registry: Registry;
@@ -78,7 +78,7 @@ export async function startReplicaServices(params: {
   /** Registers more workflows and tools after the user's module, before any run is claimed (dev: the examples). */
   extend?: (registry: Registry) => Promise<void>;
   /** Spans per effect and remote task (cli/execution-tracing.ts); null or absent: tracing is off. */
-  tracer?: EffectTracer | null;
+  tracer?: (EffectTracer & WebhookTracer) | null;
 }): Promise<ReplicaServices> {
   const { config, store, logger, registry } = params;
   await params.extend?.(registry);
@@ -104,7 +104,7 @@ export async function startReplicaServices(params: {
     if (applied) executor.wake();
   });
   const sweeper = params.dev ? createSweeper(config, store, logger, metrics) : null;
-  const webhooks = new WebhookDispatcher(store, logger.child({ component: 'webhooks' }), config.webhooks);
+  const webhooks = new WebhookDispatcher(store, logger.child({ component: 'webhooks' }), config.webhooks, params.tracer ?? null);
   let announced: Promise<void> | null = null;
   let executorStarted = false;
   const announce = (): Promise<void> => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
-import type { JournalStore, WebhookClaim, WebhookDeliveryOutcome } from '../store/store.js';
+import type { JournalStore, WebhookClaim, WebhookDelivery, WebhookDeliveryOutcome } from '../store/store.js';
 import { webhookHeaders } from './signing.js';
 import { guardedLookup, literalRefusal } from './target-guard.js';
 
@@ -51,6 +51,15 @@ export interface AttemptReport {
   outcome: WebhookDeliveryOutcome;
 }
 
+/**
+ * A span per delivery attempt when the server traces (docs/tracing.md "Propagation"), in the
+ * trace of the run the webhook reports; its `traceparent` is sent with the POST. The composition
+ * root implements it over OpenTelemetry (src/cli/execution-tracing.ts); this module loads none.
+ */
+export interface WebhookTracer {
+  deliveryStarted(delivery: WebhookDelivery): { traceparent: string; ended(result: { ok: boolean; status: number | null }): void };
+}
+
 /** The wait before attempt `attempt + 1`: base * 2^(attempt-1), capped, half of it jittered. */
 export function backoffMs(config: Pick<DispatcherConfig, 'backoffMs' | 'maxBackoffMs'>, attempt: number, random: () => number = Math.random): number {
   const base = Math.min(config.maxBackoffMs, config.backoffMs * 2 ** Math.max(0, attempt - 1));
@@ -66,7 +75,10 @@ export class WebhookDispatcher {
   private stopped = true;
   private readonly lookup: ReturnType<typeof guardedLookup>;
 
-  constructor(private readonly store: JournalStore, private readonly logger: Logger, config: Partial<DispatcherConfig> = {}) {
+  constructor(
+    private readonly store: JournalStore, private readonly logger: Logger, config: Partial<DispatcherConfig> = {},
+    private readonly tracer: WebhookTracer | null = null,
+  ) {
     this.config = { ...DISPATCHER_DEFAULTS, ...config };
     if (this.config.claimTtlMs <= this.config.timeoutMs) {
       throw new RangeError(`the webhook claim TTL (${this.config.claimTtlMs} ms) must exceed the attempt timeout (${this.config.timeoutMs} ms)`);
@@ -110,7 +122,9 @@ export class WebhookDispatcher {
 
   private async attempt(claim: WebhookClaim): Promise<void> {
     const { delivery } = claim;
-    const result = await this.post(claim);
+    const span = this.tracer?.deliveryStarted(delivery) ?? null;
+    const result = await this.post(claim, span?.traceparent ?? null);
+    span?.ended(result);
     const outcome: WebhookDeliveryOutcome = result.ok
       ? { state: 'delivered', status: result.status! }
       : delivery.attempts >= this.config.maxAttempts
@@ -126,7 +140,7 @@ export class WebhookDispatcher {
   }
 
   /** One POST. Never throws: every failure is a result. Redirects are not followed. */
-  private post(claim: WebhookClaim): Promise<{ ok: boolean; status: number | null; error: string }> {
+  private post(claim: WebhookClaim, traceparent: string | null): Promise<{ ok: boolean; status: number | null; error: string }> {
     const { delivery } = claim;
     return new Promise((resolve) => {
       let url: URL;
@@ -145,6 +159,7 @@ export class WebhookDispatcher {
       const headers = {
         'content-type': 'application/json', 'user-agent': 'waymark-webhooks',
         ...webhookHeaders({ id: delivery.messageId, timestampSeconds: Math.floor(Date.now() / 1000), body, secrets: claim.secrets }),
+        ...(traceparent ? { traceparent } : {}),
       };
       const send = url.protocol === 'https:' ? https.request : http.request;
       let settled = false;

@@ -10,6 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { FakeOpenAIServer } from '../support/fake-openai-server.js';
 import { until } from '../support/until.js';
 import { WaymarkProcess } from '../support/waymark-process.js';
+import { newWebhookSecret } from '../../src/webhooks/signing.js';
 import { OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.js';
 
 /*
@@ -21,7 +22,8 @@ import { OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.js';
  * the second call while replica A is SIGKILLed, and replica B resumes the run: it replays the model
  * call, the remote call and the first http call from the journal and redispatches the held one.
  * The trace holds both replicas' execution attempts, exactly one span per effect (none for the
- * replayed ones), the traceparent the http server and the worker received, and the token counts.
+ * replayed ones), the traceparent the http server and the worker received, the token counts, and
+ * the delivery of the run's `run.finished` webhook with the traceparent its receiver got.
  */
 
 const FIXTURE = path.resolve('test/telemetry/fixtures/traced-workflows.ts');
@@ -78,6 +80,7 @@ function replica(name: string): WaymarkProcess {
     env: chaosEnv(db.url, {
       WAYMARK_WORKFLOWS: FIXTURE, ...fakeModelEnv(provider), OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: name, OTEL_BSP_SCHEDULE_DELAY: '50',
+      WAYMARK_WEBHOOK_ALLOW_PRIVATE: 'true', WAYMARK_WEBHOOK_INTERVAL_MS: '100',
     }),
   });
 }
@@ -109,6 +112,7 @@ describe('one run across two replicas, one SIGKILLed mid-run', () => {
     const working = worker.run();
     await isRegistered;
 
+    await driver.store.webhookEndpointCreate({ id: `ep_${'b'.repeat(32)}`, namespace: 'default', url: `${url}/webhook`, events: ['run.finished'], secret: newWebhookSecret(), description: '' });
     const runId = await driver.start('traced', { url, model: MODEL });
     const traceId = runId.replaceAll('-', '');
     const ofRun = (): ReceivedSpan[] => receiver.spans.filter((s) => s.traceId === traceId);
@@ -125,6 +129,7 @@ describe('one run across two replicas, one SIGKILLed mid-run', () => {
     const b = replica('replica-b');
     await b.listening();
     await driver.waitEnded([runId], 120_000);
+    const webhook = await until('the run.finished webhook was delivered', () => hits.find((h) => h.path === '/webhook'));
     expect((await b.stop('SIGTERM')).code).toBe(0); // a clean stop flushes its spans
     const run = await driver.store.runGet({ runId, namespace: 'default' });
     expect(run.status).toBe('SUCCEEDED');
@@ -173,6 +178,12 @@ describe('one run across two replicas, one SIGKILLed mid-run', () => {
     expect(heldHits[1]!.headers.traceparent).toBe(heldHits[0]!.headers.traceparent);
     const heldSpan = httpSpans.find((s) => s.service === 'replica-b')!;
     expect(heldSpan.attributes['waymark.effect.redispatch']).toBe(true);
+    // The webhook's POST carried its delivery span, in the run's trace.
+    const delivery = spans.find((s) => s.name === 'webhook run.finished');
+    expect(delivery, names).toBeDefined();
+    expect(spanIdOf(webhook.headers.traceparent)).toBe(delivery!.spanId);
+    expect(delivery!.attributes).toMatchObject({ 'http.response.status_code': 200, 'waymark.webhook.id': webhook.headers['webhook-id'] });
+
     // Effect spans hang under the execution attempt that made them: the model call under A's first
     // (it parked on the remote call), the redispatched call under B's. A's second attempt, which made
     // the first http call, died with A unended, so it was never exported.

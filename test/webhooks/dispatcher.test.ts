@@ -43,6 +43,35 @@ async function attemptNext(d: WebhookDispatcher): Promise<void> {
 }
 
 describe('WebhookDispatcher', () => {
+  it('with a tracer, each attempt\'s POST carries its span\'s traceparent and the span ends with the answer', async () => {
+    receiver = await startReceiver((r) => (r.attempt === 1 ? 503 : 200));
+    const store = new MemoryStore();
+    const { run, secret } = await finishedRun(store, receiver.url);
+    receiver.secrets.push(secret);
+    const spans: { runId: string; attempt: number; traceparent: string; result?: { ok: boolean; status: number | null } }[] = [];
+    const d = new WebhookDispatcher(store, logger, { allowPrivate: true, backoffMs: 1, maxBackoffMs: 1, timeoutMs: 2_000, claimTtlMs: 5_000 }, {
+      deliveryStarted(delivery) {
+        const span: (typeof spans)[number] = { runId: delivery.runId, attempt: delivery.attempts, traceparent: `00-${'c'.repeat(32)}-${String(spans.length + 1).padStart(16, '0')}-01` };
+        spans.push(span);
+        return { traceparent: span.traceparent, ended: ({ ok, status }) => void (span.result = { ok, status }) };
+      },
+    });
+    await attemptNext(d);
+    await attemptNext(d);
+    expect(spans.map((s) => [s.runId, s.attempt, s.result])).toEqual([[run.id, 1, { ok: false, status: 503 }], [run.id, 2, { ok: true, status: 200 }]]);
+    expect(receiver.received.map((r) => r.headers.traceparent)).toEqual(spans.map((s) => s.traceparent));
+    expect(receiver.received.every((r) => r.verified)).toBe(true);
+  });
+
+  it('without a tracer sends no traceparent', async () => {
+    receiver = await startReceiver(() => 200);
+    const store = new MemoryStore();
+    await finishedRun(store, receiver.url);
+    const { d } = dispatcher(store);
+    await attemptNext(d);
+    expect(receiver.received[0]!.headers.traceparent).toBeUndefined();
+  });
+
   it('dead-letters after maxAttempts, keeps the delivery listed, and a redelivery sends it again with the same webhook-id', async () => {
     let failing = true;
     receiver = await startReceiver(() => (failing ? 503 : 200));
