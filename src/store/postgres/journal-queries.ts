@@ -226,21 +226,25 @@ export function journalFenceState(runId: string): pg.QueryConfig {
 
 /**
  * Entries after a cursor. The EXISTS makes a namespace mismatch look exactly like an unknown run.
- * An out-of-line payload is fetched in the same statement unless `refs` (then only its hash and
- * size come back); the subquery runs only for such entries, so a journal without one pays nothing.
+ * An out-of-line payload (migration 0022) is fetched in the same statement, by a subquery that runs
+ * only for such entries, so a journal without one pays nothing; with `refs` it is left out and its
+ * hash and size come back instead. Two statements, so the inline read (replay's) carries no column
+ * it does not use.
  */
 export function journalList(p: { runId: string; afterSeq: number; limit: number | null; namespace: string | null; refs?: boolean }): pg.QueryConfig {
+  const where = `WHERE run_id = $1 AND seq > $2
+        AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($4::text IS NULL OR namespace = $4))
+      ORDER BY seq LIMIT $3`;
+  const values = [p.runId, p.afterSeq, p.limit, p.namespace];
+  if (p.refs) return { name: 'journal_list_refs', text: `SELECT ${JOURNAL_COLUMNS}, payload_sha256, payload_bytes FROM journal ${where}`, values };
   return {
     name: 'journal_list',
     text: `SELECT run_id, seq, scope, kind, name, content_key, occurrence, status,
-        CASE WHEN j.payload_sha256 IS NULL OR $5 THEN j.payload
+        CASE WHEN j.payload_sha256 IS NULL THEN j.payload
           ELSE (SELECT b.body FROM payloads b WHERE b.run_id = j.run_id AND b.sha256 = j.payload_sha256) END AS payload,
-        error, ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, created_at, payload_sha256, payload_bytes
-      FROM journal j
-      WHERE run_id = $1 AND seq > $2
-        AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($4::text IS NULL OR namespace = $4))
-      ORDER BY seq LIMIT $3`,
-    values: [p.runId, p.afterSeq, p.limit, p.namespace, p.refs ?? false],
+        error, ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, created_at
+      FROM journal j ${where}`,
+    values,
   };
 }
 
