@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink, startRestartControl, unservedRpc } from '../support/restartable-server.js';
 import { opensslAvailable, TestCertificates, type Issued } from '../support/test-certificates.js';
 import { createApiKey } from '../support/api-keys.js';
+import { WaymarkProcess } from '../support/waymark-process.js';
 
 /*
  * The Go and Python clients' own test suites, run against a real `waymark server` this file
@@ -17,7 +18,9 @@ import { createApiKey } from '../support/api-keys.js';
  * database serves TLS and requires a client certificate (WAYMARK_TEST_TLS_ADDRESS, with the CA
  * and a client certificate in WAYMARK_TEST_TLS_*_FILE; throwaway files from openssl). A fourth
  * runs with authentication on (WAYMARK_TEST_AUTH_ADDRESS), with an API key of the default
- * namespace in WAYMARK_TEST_TOKEN and its id in WAYMARK_TEST_KEY_ID. The TypeScript
+ * namespace in WAYMARK_TEST_TOKEN and its id in WAYMARK_TEST_KEY_ID. A `waymark sweeper` on the
+ * database takes schedules' ticks, triggers and backfills (the live schedule tests) and hands on
+ * the runs of a killed server, as a deployment's does. The TypeScript
  * client's tests are ordinary vitest files (clients/ts/test). A missing toolchain skips its
  * language with a warning naming the setup step (scripts/setup-clients.sh); it never fails
  * silently as a pass.
@@ -41,6 +44,8 @@ let clientCert: Issued | undefined;
 /** The server with authentication on, and the key the clients send to it. */
 let authServer: RestartableServer;
 let authKey: { secret: string; keyId: string };
+/** The sweeper: schedules' ticker (clients/go/waymark/schedules_live_test.go, clients/python/tests/test_schedules_live.py) and recovery. */
+let sweeper: WaymarkProcess;
 /** An RPC the server does not serve yet; the live tests cannot run without the whole API. */
 let unserved: string | undefined;
 
@@ -61,7 +66,8 @@ beforeAll(async () => {
     console.warn('clients.test.ts: openssl is missing, so the clients\' TLS tests skip');
   }
   authServer = new RestartableServer({ DATABASE_URL: db.url, WAYMARK_EXAMPLE_SINK_URL: sink.url, WAYMARK_AUTH: 'on' });
-  await Promise.all([server.start(), replica.start(), tlsServer?.start(), authServer.start()]);
+  sweeper = WaymarkProcess.start(['sweeper'], { env: { DATABASE_URL: db.url } });
+  await Promise.all([server.start(), replica.start(), tlsServer?.start(), authServer.start(), sweeper.waitForLog((l) => l.msg === 'waymark sweeper started')]);
   authKey = await createApiKey(db.url, { namespace: 'default', scopes: ['runs:read', 'runs:write', 'approvals:decide', 'signals:send'], name: 'client tests' });
   unserved = await unservedRpc(server.address);
   control = await startRestartControl(server, replica);
@@ -73,6 +79,7 @@ afterAll(async () => {
   await replica?.stop();
   await tlsServer?.stop();
   await authServer?.stop();
+  await sweeper?.stop();
   certs?.remove();
   await sink?.close();
   await db?.drop();

@@ -4,7 +4,8 @@
 // (clients/go/examples/refund-flow) written as code, whose journal test/clients/flow-clients.test.ts
 // compares with the flow's; remote_probe calls a remote tool the Go and Python worker SDKs' live
 // tests serve (clients/go/worker/live_test.go, clients/python/tests/test_worker.py); nap_then_approve
-// parks on a short timer (internal) before its approval, for the start-and-wait helpers' wait_for.
+// parks on a short timer (internal) before its approval, for the start-and-wait helpers' wait_for;
+// scheduled_echo answers its input at once, for the Go and Python clients' live schedule tests.
 import { z } from 'zod';
 import { defineWorkflow } from 'waymark';
 import { chargeBack } from '../../examples/refund.js';
@@ -59,4 +60,10 @@ export const napThenApprove = defineWorkflow(
     const decision = await ctx.approve({ title: 'Go on after the nap?' });
     return { approved: decision.approved };
   },
+);
+
+/** Answers its note at once: what the Go and Python clients' live schedule tests start from a schedule (issue 36). */
+export const scheduledEcho = defineWorkflow(
+  { name: 'scheduled_echo', input: z.object({ note: z.string() }) },
+  async (_ctx, { note }) => ({ echoed: note }),
 );
