@@ -84,10 +84,11 @@ export class SdkMcpConnector implements McpConnector {
     });
   }
 
-  async callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal }): Promise<Json> {
-    const { server, tool, args, idempotencyKey, signal } = params;
+  async callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal; traceparent?: string | null }): Promise<Json> {
+    const { server, tool, args, idempotencyKey, signal, traceparent } = params;
+    const meta = { [IDEMPOTENCY_META_KEY]: idempotencyKey, ...(traceparent ? { traceparent } : {}) };
     const result = await this.using(server, signal, (client) => sending.run(idempotencyKey, () => client.callTool(
-      { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKey } },
+      { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: meta },
       undefined,
       { signal, timeout: NO_SDK_TIMEOUT },
     )));

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import type { McpToolRule, McpTransport } from '../../src/store/store.js';
 import { RunEngine } from '../../src/engine/run-engine.js';
 import type { Registry } from '../../src/engine/registry.js';
+import type { EffectTracer } from '../../src/engine/runtime/effect-tracer.js';
 import { SdkMcpConnector, type SdkMcpConnectorOptions } from '../../src/mcp/sdk-mcp-connector.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { FakeClock, NS, TTL } from '../engine/harness.js';
@@ -19,6 +20,8 @@ export interface Delivery {
   key: string | null;
   header: string | null;
   args: Record<string, unknown>;
+  /** The `_meta` traceparent of the call (null when the engine does not trace). */
+  traceparent?: string | null;
 }
 
 /** A scratch folder with the deliveries file of one test file's servers. */
@@ -74,6 +77,7 @@ export async function closeMcpEngines(): Promise<void> {
 export async function mcpEngine(
   registry: Registry, url: string, servers: Record<string, { transport?: McpTransport; tools?: Record<string, McpToolRule> }>,
   connector: Omit<SdkMcpConnectorOptions, 'store'> = {},
+  tracer: EffectTracer | null = null,
 ) {
   const clock = new FakeClock();
   const store = new MemoryStore({ clock: clock.now });
@@ -82,6 +86,6 @@ export async function mcpEngine(
   }
   const mcp = new SdkMcpConnector({ store, ...connector });
   opened.push(mcp);
-  const engine = new RunEngine({ store, registry, holder: 'replica-1', leaseTtlMs: TTL, clock: clock.now, mcp });
+  const engine = new RunEngine({ store, registry, holder: 'replica-1', leaseTtlMs: TTL, clock: clock.now, mcp, ...(tracer ? { tracer } : {}) });
   return { store, engine, mcp, clock };
 }

@@ -139,7 +139,9 @@ function validatedAs2020(schema: Json): Json {
  * changed; its tools are pinned). A pin from the journal is first checked against the server's
  * current list (McpToolDriftError: the call is not sent).
  */
-export async function mcpCallOnce(exec: Execution, target: { server: string; tool: string }, args: Json, idempotencyKey: string, signal: AbortSignal): Promise<Json> {
+export async function mcpCallOnce(
+  exec: Execution, target: { server: string; tool: string }, args: Json, idempotencyKey: string, signal: AbortSignal, traceparent: string | null = null,
+): Promise<Json> {
   const connector = mcpConnector(exec);
   const server = await connector.server(exec.run.namespace, target.server);
   if (!server) throw new McpServerNotFoundError(target.server);
@@ -160,7 +162,7 @@ export async function mcpCallOnce(exec: Execution, target: { server: string; too
       throw new McpToolDriftError(target.server, target.tool, 'schema_changed', state.seq);
     }
   }
-  return connector.callTool({ server, tool: target.tool, args, idempotencyKey, signal });
+  return connector.callTool({ server, tool: target.tool, args, idempotencyKey, signal, traceparent });
 }
 
 /** The exposed tools of a listing with the registration's rules; sorted by name so the digest is stable. */

@@ -37,10 +37,11 @@ export interface McpConnector {
   listTools(server: McpServerRecord, signal: AbortSignal): Promise<McpToolListing[]>;
   /**
    * Calls a tool once, sending `idempotencyKey` in the request's `_meta` (and, over HTTP, as the
-   * Idempotency-Key header). A result the server marks `isError` is thrown as a non-retryable error;
+   * Idempotency-Key header), and `traceparent` (the attempt's span when the replica traces) in `_meta`
+   * as the MCP semantic conventions of OpenTelemetry propagate trace context. A result the server marks `isError` is thrown as a non-retryable error;
    * a transport failure is thrown as itself (retried with the call's policy).
    */
-  callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal }): Promise<Json>;
+  callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal; traceparent?: string | null }): Promise<Json>;
   /** This replica's view of its connection to a server (docs/mcp.md "Connections and health"); null before any attempt. */
   health(namespace: string, name: string): McpServerHealth | null;
   /** Closes every connection (the replica is stopping). */

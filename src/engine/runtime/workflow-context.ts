@@ -330,7 +330,7 @@ export class WorkflowContextImpl implements WorkflowContext {
     return perform(exec, call, {
       twoPhase: t.mutating,
       intent: argsJson,
-      execute: (signal) => mcpCallOnce(exec, target, argsJson, call.idempotencyKey, signal),
+      execute: (signal, _head, traceparent) => mcpCallOnce(exec, target, argsJson, call.idempotencyKey, signal, traceparent),
       retry: limits.retry,
       timeoutMs: limits.timeoutMs,
     });
