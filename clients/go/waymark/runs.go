@@ -140,6 +140,10 @@ type JournalOptions struct {
 	// AfterSeq returns entries with a greater seq; nil returns the journal from seq 0.
 	AfterSeq *int64
 	PageSize int32
+	// IncludeLargePayloads returns payloads stored out of line (results over the server's inline
+	// threshold, 64 KiB by default) in the entries; without it such an entry has PayloadRef
+	// instead of Payload, and a page stays small (docs/journal.md "Large payloads").
+	IncludeLargePayloads bool
 }
 
 // Journal iterates over a run's journal entries in seq order, up to the last entry written
@@ -152,6 +156,8 @@ func (c *Client) Journal(ctx context.Context, runID string, opts JournalOptions)
 			AfterSeq:  opts.AfterSeq,
 			PageSize:  opts.PageSize,
 			PageToken: token,
+			// Pages with the payloads end near 4 MiB of them; the client accepts 16 MiB responses.
+			IncludeLargePayloads: opts.IncludeLargePayloads,
 		})
 		return res.GetEntries(), res.GetNextPageToken(), err
 	})

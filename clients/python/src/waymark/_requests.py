@@ -79,8 +79,12 @@ def list_runs(
     )
 
 
-def get_journal(namespace: str, run_id: str, after_seq: int | None, page_size: int) -> run_service_pb2.GetJournalRequest:
-    request = run_service_pb2.GetJournalRequest(namespace=namespace, run_id=run_id, page_size=page_size)
+def get_journal(
+    namespace: str, run_id: str, after_seq: int | None, page_size: int, include_large_payloads: bool = False
+) -> run_service_pb2.GetJournalRequest:
+    request = run_service_pb2.GetJournalRequest(
+        namespace=namespace, run_id=run_id, page_size=page_size, include_large_payloads=include_large_payloads
+    )
     if after_seq is not None:
         request.after_seq = after_seq
     return request

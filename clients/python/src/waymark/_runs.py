@@ -117,10 +117,18 @@ def list_runs(
 
 
 def journal(
-    core: Core, run_id: str, *, after_seq: int | None = None, page_size: int = 0, timeout: float | None = None
+    core: Core,
+    run_id: str,
+    *,
+    after_seq: int | None = None,
+    page_size: int = 0,
+    include_large_payloads: bool = False,
+    timeout: float | None = None,
 ) -> Items[run_pb2.JournalEntry]:
-    """Iterates over a run's journal in seq order (after ``after_seq`` when given)."""
-    request = _requests.get_journal(core.namespace, run_id, after_seq, page_size)
+    """Iterates over a run's journal in seq order (after ``after_seq`` when given). A payload
+    stored out of line (a result over the server's inline threshold, 64 KiB by default) comes as
+    ``payload_ref`` unless ``include_large_payloads`` (docs/journal.md "Large payloads")."""
+    request = _requests.get_journal(core.namespace, run_id, after_seq, page_size, include_large_payloads)
     return (yield from pages(core, "GetJournal", core.runs.GetJournal, request, lambda page: page.entries, timeout))
 
 
