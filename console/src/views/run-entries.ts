@@ -27,6 +27,8 @@ function outcomeText(e: Effect): string {
   const s = e.spans.at(-1)!;
   const entry = s.outcome ?? s.head;
   if (entry.error) return `${entry.error.name}: ${entry.error.message}`;
+  // Stored out of line (docs/journal.md "Large payloads"): GetJournal sends its size, not its bytes.
+  if (!entry.payload && entry.payloadRef) return `(${entry.payloadRef.sizeBytes} bytes, stored out of line)`;
   return short(json(entry.payload), 160);
 }
 
