@@ -134,10 +134,17 @@ export class MemoryJournal {
     return { entry: clone(entry!), applied, duplicate: false, winner: clone(winner), ...(params.leaseFor && applied ? { taken } : {}) };
   }}
 
+/** Entries already measured: a kept entry never changes, so each is hashed once, not on every page. */
+const measured = new WeakMap<JournalEntry, PayloadRef | null>();
+
 /** The reference of an entry whose payload PostgreSQL would keep out of line, or null. */
 function outOfLineRef(entry: JournalEntry, limits: Limits): PayloadRef | null {
   if (entry.payload === null || !storedOutOfLine(entry, limits.payloadInlineBytes + 1, limits)) return null;
+  const known = measured.get(entry);
+  if (known !== undefined) return known;
   const text = JSON.stringify(entry.payload);
   const sizeBytes = Buffer.byteLength(text, 'utf8');
-  return storedOutOfLine(entry, sizeBytes, limits) ? { sha256: payloadSha256(text), sizeBytes } : null;
+  const ref = storedOutOfLine(entry, sizeBytes, limits) ? { sha256: payloadSha256(text), sizeBytes } : null;
+  measured.set(entry, ref);
+  return ref;
 }
