@@ -3,7 +3,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWaymarkClient, entryStatusName, fromValue, RunStatus, type JournalEntry, type WaymarkClient } from '../../clients/ts/src/index.js';
+import {
+  createWaymarkClient, entryStatusName, fromValue, RunStatus, type JournalEntry, type Run, type Schedule, type ScheduleDefinition, type WaymarkClient,
+} from '../../clients/ts/src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink } from '../support/restartable-server.js';
 import { until } from '../support/until.js';
@@ -25,6 +27,12 @@ import { WaymarkProcess } from '../support/waymark-process.js';
  * checked on its own (each node entered, the branch taken with its condition's result).
  * "Every effect once": one refund per order at the provider, by its Idempotency-Key (the crashed
  * attempt and the redispatch carry the same key), and one charge_back result in the journal.
+ *
+ * Schedules (issue 36) the same way: the schedules example of each client's README
+ * (clients/go/examples/schedule, clients/python/examples/schedule.py; the TypeScript client
+ * directly) creates the nightly schedule, moves it to Tokyo time with an update of one value and
+ * triggers it; the three stored schedules are equal but for their ids, and each trigger's run
+ * starts with the schedule's labels (the sweeper takes it) and succeeds.
  */
 
 const root = path.resolve('.');
@@ -42,6 +50,7 @@ let sink: Awaited<ReturnType<typeof startChargeSink>>;
 let client: WaymarkClient;
 let buildDir: string;
 let goBinary: string | undefined;
+let goSchedule: string | undefined;
 /** The shape of refund_as_code's journal, plain and through the crash (the TypeScript test sets them). */
 const codeShape: { plain?: string[]; crashed?: string[] } = {};
 
@@ -57,6 +66,9 @@ beforeAll(async () => {
     goBinary = path.join(buildDir, 'refund-flow');
     const built = spawnSync('go', ['build', '-o', goBinary, './examples/refund-flow'], { cwd: path.join(root, 'clients', 'go'), encoding: 'utf8' });
     if (built.status !== 0) throw new Error(`go build of the refund-flow example failed:\n${built.stderr}`);
+    goSchedule = path.join(buildDir, 'schedule');
+    const schedule = spawnSync('go', ['build', '-o', goSchedule, './examples/schedule'], { cwd: path.join(root, 'clients', 'go'), encoding: 'utf8' });
+    if (schedule.status !== 0) throw new Error(`go build of the schedule example failed:\n${schedule.stderr}`);
   }
 }, 300_000);
 
@@ -249,5 +261,72 @@ describe('a flow registered and run from the Go and Python clients', { timeout: 
     for (const v of (await client.runs.listWorkflows({})).workflows) if (v.name === 'refund-flow') versions.push(v);
     expect(versions).toHaveLength(1);
     expect(versions[0]!.version).toBe('1');
+  });
+});
+
+/** The examples' nightly schedule, as the TypeScript client writes it (the Go and Python examples write the same). */
+const NIGHTLY: ScheduleDefinition = {
+  workflow: 'scheduled_echo', input: { note: 'nightly' }, cron: ['0 2 * * *'], timeZone: 'Europe/Berlin', exclude: ['0 2 25 12 *'], jitterMs: 30_000,
+  labels: { team: 'payments' }, runTimeoutMs: 3_600_000, overlap: 'BUFFER_ONE', catchupWindowMs: 300_000, pauseOnFailure: true, remainingActions: 100,
+};
+
+/** What a client wrote of a schedule: everything but its id, namespace, state and counters. */
+function written(s: Schedule): Pick<Schedule, 'spec' | 'action' | 'policies' | 'remainingActions'> {
+  return { spec: s.spec, action: s.action, policies: s.policies, remainingActions: s.remainingActions };
+}
+
+/** The schedule `id` equals the TypeScript one but for its id; its triggered run has its labels and succeeds; then it is deleted. */
+async function expectNightly(id: string): Promise<void> {
+  const stored = await client.getSchedule(id);
+  expect(stored.spec).toMatchObject({ cron: ['0 2 * * *'], timeZone: 'Asia/Tokyo' });
+  expect(written(stored)).toEqual(written(await client.getSchedule('ts-nightly')));
+  const runs: Run[] = await until(`the run of ${id}`, async () => {
+    const found: Run[] = [];
+    for await (const r of client.listRuns({ labels: { 'waymark.schedule_id': id } })) found.push(r);
+    return found.length > 0 ? found : undefined;
+  });
+  expect(runs).toHaveLength(1);
+  expect(runs[0]!.labels).toMatchObject({ team: 'payments', 'waymark.schedule_id': id });
+  expect(await client.result(runs[0]!.id)).toEqual({ echoed: 'nightly' });
+  expect((await client.getSchedule(id)).info!.recentActions.map((a) => a.runId)).toEqual([runs[0]!.id]);
+  await client.deleteSchedule(id);
+}
+
+describe('the nightly schedule written from TypeScript, Go and Python', { timeout: 300_000 }, () => {
+  it('TypeScript: create, move to Tokyo time keeping the rest, trigger', async () => {
+    await client.createSchedule('ts-nightly', NIGHTLY);
+    await client.updateSchedule('ts-nightly', { timeZone: 'Asia/Tokyo' });
+    await client.triggerSchedule('ts-nightly');
+    const runs: Run[] = await until('the run of ts-nightly', async () => {
+      for await (const r of client.listRuns({ labels: { 'waymark.schedule_id': 'ts-nightly' } })) return [r];
+      return undefined;
+    });
+    expect(await client.result(runs[0]!.id)).toEqual({ echoed: 'nightly' });
+  });
+
+  const printed = (id: string) => new RegExp(`^run \\S+ of scheduled_echo started by schedule ${id}, scheduled at \\d{4}-\\d\\d-\\d\\dT\\S+Z, team payments$`, 'm');
+
+  it('Go: examples/schedule writes the same schedule', async (ctx) => {
+    skipWithout(goAvailable, 'Go', ctx.skip);
+    const ran = await runProgram(goSchedule!, [server.address, 'go-nightly', 'scheduled_echo', JSON.stringify(NIGHTLY.input)]);
+    expect(ran.code, `Go schedule example failed:\n${ran.output}\nserver:\n${server.tail()}`).toBe(0);
+    expect(ran.output).toMatch(/^schedule go-nightly now ticks \[0 2 \* \* \*\] in Asia\/Tokyo$/m);
+    expect(ran.output).toMatch(printed('go-nightly'));
+    await expectNightly('go-nightly');
+  });
+
+  it('Python: examples/schedule.py writes the same schedule', async (ctx) => {
+    skipWithout(pythonAvailable, 'The Python virtualenv (.venv with the client)', ctx.skip);
+    const script = path.join(root, 'clients', 'python', 'examples', 'schedule.py');
+    const ran = await runProgram(python, [script, server.address, 'py-nightly', 'scheduled_echo', JSON.stringify(NIGHTLY.input)]);
+    expect(ran.code, `Python schedule example failed:\n${ran.output}\nserver:\n${server.tail()}`).toBe(0);
+    expect(ran.output).toMatch(/^schedule py-nightly now ticks \['0 2 \* \* \*'\] in Asia\/Tokyo$/m);
+    expect(ran.output).toMatch(printed('py-nightly'));
+    await expectNightly('py-nightly');
+  });
+
+  it('TypeScript: the reference schedule is deleted last', async () => {
+    await client.deleteSchedule('ts-nightly');
+    await expect(client.getSchedule('ts-nightly')).rejects.toThrow(/schedule/i);
   });
 });

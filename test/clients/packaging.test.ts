@@ -89,7 +89,7 @@ function expectRefunded(output: string): void {
 }
 
 describe('the clients as packages, from a fresh project outside the repository', () => {
-  it('Python: the wheel in a fresh virtualenv, mypy --strict on the refund, worker and refund-flow examples, then the example against a live server', { timeout: 300_000 }, async (ctx) => {
+  it('Python: the wheel in a fresh virtualenv, mypy --strict on the refund, worker, refund-flow and schedule examples, then the example against a live server', { timeout: 300_000 }, async (ctx) => {
     skipWithout(pythonReady, 'The Python virtualenv or its wheelhouse (.venv/wheelhouse) is missing', ctx.skip);
     const dir = await scratchDir('waymark-py-app-');
     const dist = path.join(dir, 'dist');
@@ -112,7 +112,9 @@ describe('the clients as packages, from a fresh project outside the repository',
     await copyFile(path.join(root, 'clients', 'python', 'examples', 'worker.py'), path.join(app, 'worker.py'));
     // And the flow example: flows.register's types, and PyYAML's stubs, come with the wheel's dependencies.
     await copyFile(path.join(root, 'clients', 'python', 'examples', 'refund_flow.py'), path.join(app, 'refund_flow.py'));
-    const checked = await step('mypy --strict', bin('mypy'), ['--strict', '--no-incremental', 'refund.py', 'worker.py', 'refund_flow.py'], app);
+    // And the schedule example: client.schedules' keyword arguments.
+    await copyFile(path.join(root, 'clients', 'python', 'examples', 'schedule.py'), path.join(app, 'schedule.py'));
+    const checked = await step('mypy --strict', bin('mypy'), ['--strict', '--no-incremental', 'refund.py', 'worker.py', 'refund_flow.py', 'schedule.py'], app);
     expect(checked).toMatch(/Success: no issues found/);
 
     const output = await step('the refund example', bin('python'), ['refund.py', server.address, 'py-pkg-A-1001'], app);
