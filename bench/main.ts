@@ -21,6 +21,7 @@ import { measureResetStreams } from './reset-streams.js';
 import { IDLE_HOLD_MS, measureIdle } from './idle.js';
 import { measureParked } from './parked.js';
 import { measureMcp, mcpRows } from './mcp.js';
+import { measureSchedules } from './schedules.js';
 import { measureStorage } from './storage.js';
 import { measureTimers } from './timers.js';
 import { measureTokens } from './tokens.js';
@@ -189,6 +190,12 @@ try {
   const timersAfter = await measureTimers(await db.create('bench_timers_memory'), TIMER_RUNS, true);
   row('timers: 1 s sleep lateness, sweeper alone (5 s interval)', `${TIMER_RUNS} runs at once`, fmt(timersBefore.p50Ms, 0), fmt(timersBefore.p99Ms, 0));
   row('timers: 1 s sleep lateness, in-memory timers', `${TIMER_RUNS} runs at once`, fmt(timersAfter.p50Ms, 1), fmt(timersAfter.p99Ms, 1));
+
+  const SCHEDULES = 10_000;
+  progress(`schedules: ${SCHEDULES} schedules through the sweeper's ticker, all due at one instant, then spread over a period`);
+  const sched = await measureSchedules(await db.create('bench_schedules_burst'), await db.create('bench_schedules_steady'), SCHEDULES, progress);
+  row(`schedules: ticks the store sustains, ${SCHEDULES.toLocaleString('en')} schedules due at one instant (p50/p99: lateness)`, `${fmt(sched.burstTicksPerSec, 0)} ticks/s`, fmt(sched.burstP50Ms, 0), fmt(sched.burstP99Ms, 0));
+  row(`schedules: tick lateness, ${SCHEDULES.toLocaleString('en')} schedules spread over ${sched.steadyPeriodS} s`, `${fmt(sched.steadyTicksPerSec, 0)} ticks/s offered`, fmt(sched.steadyP50Ms, 1), fmt(sched.steadyP99Ms, 1));
 
   const TOKEN_RUNS = quick ? 10 : 50;
   progress(`tokens: ${TOKEN_RUNS} model calls streamed from a provider on loopback through a server to the TypeScript client's tokens()`);
