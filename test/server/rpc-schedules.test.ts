@@ -103,6 +103,12 @@ describe('ScheduleService', () => {
     expect([second.schedules.map((x) => x.id), second.nextPageToken]).toEqual([['zulu'], '']);
     const forged = await failure(schedules.listSchedules({ pageToken: 'bm90LWEtdG9rZW4' }, asA));
     expect([forged.code, fields(forged)]).toEqual([Code.InvalidArgument, ['page_token']]);
+    // An edited cursor (the filter hash kept) and another namespace's token are refused before the store.
+    const body = JSON.parse(Buffer.from(first.nextPageToken, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const edited = await failure(schedules.listSchedules({ pageToken: Buffer.from(JSON.stringify({ ...body, c: "x'; --" })).toString('base64url') }, asA));
+    expect([edited.code, fields(edited)]).toEqual([Code.InvalidArgument, ['page_token']]);
+    const elsewhere = await failure(schedules.listSchedules({ pageToken: first.nextPageToken }, bearer(keys.b)));
+    expect([elsewhere.code, fields(elsewhere)]).toEqual([Code.InvalidArgument, ['page_token']]);
 
     // Update: only what the mask names; a new spec ticks from now on.
     const updated = (await schedules.updateSchedule({
