@@ -52,7 +52,7 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 		return []error{status.Error(codes.Unavailable, "restarting"), status.Error(codes.Unavailable, "restarting")}
 	}
 	billing := &waymarkv1.McpServer{
-		Name:      "billing",
+		Name: "billing",
 		Transport: &waymarkv1.McpServer_Http{Http: &waymarkv1.McpHttpTransport{
 			Url: "http://127.0.0.1:8931/mcp",
 			// A header by reference: each replica reads MCP_BILLING_TOKEN from its own environment.
@@ -60,7 +60,7 @@ func TestMcpCallsCarryTheNamespaceAndRetryOnlyWhatIsSafe(t *testing.T) {
 				"authorization": {Source: &waymarkv1.McpSecretRef_Env{Env: "MCP_BILLING_TOKEN"}, Prefix: "Bearer "},
 			},
 		}},
-		Tools:     map[string]*waymarkv1.McpToolRule{"refund": {Policy: waymarkv1.ToolPolicy_TOOL_POLICY_ASK}},
+		Tools: map[string]*waymarkv1.McpToolRule{"refund": {Policy: waymarkv1.ToolPolicy_TOOL_POLICY_ASK}},
 	}
 	put := &mcpServer{errorScript: errorScript{script: restarting()}}
 	client := dialTest(t, serveMcp(t, put), WithNamespace("payments"))

@@ -47,7 +47,9 @@ func main() {
 	out := json.NewEncoder(os.Stdout)
 	opts := waymark.TokensOptions{EventsOptions: waymark.EventsOptions{
 		FollowSuspended: true,
-		OnReconnect:     func(r waymark.Reconnect) { log.Printf("reconnecting after seq %d, offset %d: %v", r.AfterSeq, r.AfterOffset, r.Err) },
+		OnReconnect: func(r waymark.Reconnect) {
+			log.Printf("reconnecting after seq %d, offset %d: %v", r.AfterSeq, r.AfterOffset, r.Err)
+		},
 	}}
 	for tok, err := range client.Tokens(ctx, runID, opts) {
 		if err != nil {
