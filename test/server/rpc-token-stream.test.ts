@@ -5,6 +5,7 @@ import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { Registry } from '../../src/engine/registry.js';
 import { defineWorkflow } from '../../src/engine/author/workflow.js';
 import { apiHarness, json, plain, type ApiHarness } from './api-harness.js';
+import { flowMessage } from '../flows/flow-fixtures.js';
 
 /*
  * Token streams over StreamRunEvents (docs/agents.md "Token streams"): a streamed model call's
@@ -57,6 +58,31 @@ describe('StreamRunEvents with include_deltas', () => {
     const record = result!.body.case === 'entry' ? (plain(result!.body.value.payload) as { text: string }) : null;
     expect(text).toBe(`echo: ${q}`);
     expect(record?.text).toBe(text);
+    expect(deltasOf(await events(h, run!.id))).toEqual([]);
+  });
+
+  it("a flow's agent node streams its model call's deltas as ctx.agent does", async () => {
+    const h = harness();
+    await h.flows.registerFlow({ flow: flowMessage({
+      name: 'ask-flow',
+      stateSchema: { type: 'object', properties: { q: { type: 'string' }, answer: { type: 'string' } } },
+      start: 'think',
+      nodes: [
+        { id: 'think', agent: { model: 'scripted:echo', prompt: '{{ state.q }}', into: 'answer' } },
+        { id: 'out', end: { output: '{{ state.answer }}' } },
+      ],
+      edges: [{ from: 'think', to: 'out' }],
+    }) });
+    const q = 'what makes a sunset red';
+    const { run } = await h.runs.startRun({ workflow: 'ask-flow', input: json({ q }), wait: true });
+    expect(run!.status).toBe(RunStatus.SUCCEEDED);
+    const all = await events(h, run!.id, { includeDeltas: true });
+    const deltas = deltasOf(all);
+    const model = all.filter((e) => e.body.case === 'entry' && e.body.value.kind === 'model');
+    expect(model).toHaveLength(2);
+    expect(deltas[0]?.kind).toBe(ModelDeltaKind.ATTEMPT_START);
+    expect(deltas.every((d) => d.callSeq === model[0]!.seq)).toBe(true);
+    expect(deltas.filter((d) => d.kind === ModelDeltaKind.TEXT).map((d) => d.text).join('')).toBe(`echo: ${q}`);
     expect(deltasOf(await events(h, run!.id))).toEqual([]);
   });
 
