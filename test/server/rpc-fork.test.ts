@@ -15,6 +15,7 @@ import { EffectSink, postEffect } from '../chaos/support/effect-sink.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { until } from '../support/until.js';
 import { apiHarness, failure, shapeOf, type ApiHarness } from './api-harness.js';
+import { flowMessage } from '../flows/flow-fixtures.js';
 
 /*
  * ForkRun and CompareRuns in process on a real PostgreSQL (docs/forks.md): a run that charged
@@ -146,6 +147,36 @@ describe('ForkRun and CompareRuns', () => {
     expect(model.a!.costUsd).toBeCloseTo((10 * 1 + 5 * 2) / 1e6, 12);
     expect(model.b!.costUsd).toBeCloseTo((40 * 10 + 20 * 30) / 1e6, 12);
     expect(compared.totalsB!.costUsd).toBeGreaterThan(compared.totalsA!.costUsd);
+  });
+
+  it('a flow run forks the same: at its approval node with a denial, the kept tool node is not run again', async () => {
+    await h.flows.registerFlow({ flow: flowMessage({
+      name: 'fork-flow',
+      stateSchema: { type: 'object', properties: { sink: { type: 'string' }, order: { type: 'string' }, charged: { type: 'object' }, decision: { type: 'object' } } },
+      start: 'charge',
+      nodes: [
+        { id: 'charge', tool: { tool: 'fork_charge', arguments: { sink: '{{ state.sink }}', order: '{{ state.order }}' }, into: 'charged' } },
+        { id: 'approve', approval: { title: 'Keep the charge for {{ state.order }}?', into: 'decision' } },
+        { id: 'decided', branch: {} },
+        { id: 'kept', end: { output: { status: 'kept' } } },
+        { id: 'declined', end: { output: { status: 'declined', by: '{{ state.decision.by }}' } } },
+      ],
+      edges: [
+        { from: 'charge', to: 'approve' }, { from: 'approve', to: 'decided' },
+        { from: 'decided', to: 'kept', condition: 'state.decision.approved' }, { from: 'decided', to: 'declined' },
+      ],
+    }) });
+    const flowCharges = () => sink.deliveries.filter((d) => d.effect === 'f-1:charge');
+    const started = await h.runs.startRun({ workflow: 'fork-flow', input: toValue({ sink: sink.url, order: 'f-1' }), wait: true });
+    expect(started.run!.status).toBe(RunStatus.SUSPENDED);
+    expect(flowCharges()).toHaveLength(1);
+    const approval = started.waitingOn[0]!;
+    const forked = await h.runs.forkRun({ runId: started.run!.id, atSeq: approval.seq, decision: { approve: false, by: 'flo' }, wait: true });
+    expect(forked.run!.status).toBe(RunStatus.SUCCEEDED);
+    expect(forked.run!.forkedFromRunId).toBe(started.run!.id);
+    expect(fromValue(forked.run!.output)).toEqual({ status: 'declined', by: 'flo' });
+    expect(flowCharges()).toHaveLength(1);
+    expect((await h.runs.getRun({ runId: started.run!.id })).forks).toEqual([forked.run!.id]);
   });
 
   it('a decision at the fork point: the fork continues denied, without the model call; the charge is still made once', async () => {
