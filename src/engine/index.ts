@@ -16,7 +16,7 @@ export { MIN_SECRET_LENGTH, STREAM_TOKEN_DEFAULTS, StreamTokens, isStreamToken }
 export type { AgentHost, AgentMessage, AgentOptions, AgentResult, AgentRuntime, AgentToolCall, ModelCallOutcome, ModelDeltaSink } from './author/agent-contract.js';
 export { durationMs } from './author/duration.js';
 export type { EffectAttempt, EffectEnd, EffectSpan, EffectTracer, RemoteTaskAttempt } from './runtime/effect-tracer.js';
-export type { McpConnector, McpServerHealth, McpServerRecord, McpToolListing, McpToolRule, McpTransport, McpSecretRef } from './runtime/mcp-connector.js';
+export type { McpConnector, McpServerHealth, McpServerRecord, McpToolListing, McpToolRule, McpTransport, McpSecretRef, McpTaskAnswer, McpTaskHandle, McpTaskOutcome } from './runtime/mcp-connector.js';
 export { retryAfterHeaderMs } from './author/retry.js';
 export type { FailureClass } from './author/retry.js';
 export { isTool } from './author/tool.js';

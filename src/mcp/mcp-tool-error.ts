@@ -14,6 +14,19 @@ export class McpToolError extends WaymarkError {
   }
 }
 
+/**
+ * The server no longer has a task a run awaits: its time to live ran out, or the server binds
+ * tasks to the MCP session that created them and this replica's session is another one (a crash
+ * moved the run). Not retried; the call's effect cannot know whether the tool ran.
+ */
+export class McpTaskLostError extends WaymarkError {
+  readonly reason = 'MCP_TASK_LOST';
+  readonly nonRetryable = true;
+  constructor(readonly server: string, readonly taskId: string, detail: string) {
+    super(`MCP server "${server}" no longer has task ${taskId} (${detail}): it expired, or the server keeps tasks per session and the run moved to another replica; check the server for the task's outcome (docs/mcp.md "Tasks")`);
+  }
+}
+
 function summary(content: Json): string {
   if (Array.isArray(content)) {
     const text = content.map((c) => (c !== null && typeof c === 'object' && !Array.isArray(c) && typeof c.text === 'string' ? c.text : '')).join(' ').trim();

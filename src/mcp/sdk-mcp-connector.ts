@@ -4,13 +4,16 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import pino, { type Logger } from 'pino';
-import type { McpConnector, McpServerHealth, McpToolListing } from '../engine/index.js';
+import type { McpConnector, McpServerHealth, McpTaskAnswer, McpTaskOutcome, McpToolListing } from '../engine/index.js';
 import type { Json } from '../journal/run.js';
 import type { JournalStore, McpServerRecord } from '../store/store.js';
-import { McpToolError } from './mcp-tool-error.js';
+import { McpTaskLostError, McpToolError } from './mcp-tool-error.js';
+import { McpTaskQuestions } from './mcp-task-questions.js';
 import { McpHealth, type McpHealthOptions } from './mcp-health.js';
 import { resolvedHeaders, type McpSecretSource } from './mcp-secret-refs.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, ErrorCode, McpError, type CallToolResult, type ElicitResult, type Task,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /*
  * The replica's MCP client (docs/mcp.md), on the MCP SDK's Client: one connection per registered
@@ -28,6 +31,8 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
  * the request's signal at the tool's timeout, so the SDK's is set as far as a timer goes.
  */
 const NO_SDK_TIMEOUT = 2_147_483_647;
+/** How long a server is asked to keep a task (and its result) after creating it: a run may park on its question for a day. */
+export const MCP_TASK_TTL_MS = 86_400_000;
 
 /** The key of the tools/call being sent, for the HTTP transport's fetch (which sees only the request). */
 const sending = new AsyncLocalStorage<string>();
@@ -49,6 +54,7 @@ export class SdkMcpConnector implements McpConnector {
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly logger: Logger;
   private readonly healthBook: McpHealth;
+  private readonly questions = new McpTaskQuestions();
   private closed = false;
 
   constructor(private readonly options: SdkMcpConnectorOptions) {
@@ -76,6 +82,7 @@ export class SdkMcpConnector implements McpConnector {
             description: t.description ?? '',
             inputSchema: plain(t.inputSchema),
             annotations: t.annotations ? plain(t.annotations) : null,
+            ...(t.execution?.taskSupport === 'optional' || t.execution?.taskSupport === 'required' ? { taskSupport: t.execution.taskSupport } : {}),
           });
         }
         cursor = page.nextCursor;
@@ -84,17 +91,52 @@ export class SdkMcpConnector implements McpConnector {
     });
   }
 
-  async callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal; traceparent?: string | null }): Promise<Json> {
+  async callTool(params: { server: McpServerRecord; tool: string; args: Json; idempotencyKey: string; signal: AbortSignal; traceparent?: string | null; task?: boolean }): Promise<Json> {
     const { server, tool, args, idempotencyKey, signal, traceparent } = params;
     const meta = { [IDEMPOTENCY_META_KEY]: idempotencyKey, ...(traceparent ? { traceparent } : {}) };
-    const result = await this.using(server, signal, (client) => sending.run(idempotencyKey, () => client.callTool(
-      { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: meta },
-      undefined,
-      { signal, timeout: NO_SDK_TIMEOUT },
-    )));
-    const content = plain(result.content ?? []);
-    if (result.isError === true) throw new McpToolError(`${server.name}.${tool}`, content);
-    return result.structuredContent !== undefined ? { content, structuredContent: plain(result.structuredContent) } : { content };
+    const request = { name: tool, arguments: (args ?? {}) as Record<string, unknown>, _meta: meta };
+    const result = await this.using(server, signal, (client) => sending.run(idempotencyKey, async (): Promise<{ task: Task } | { result: CallToolResult }> => {
+      // A task-augmented call (docs/mcp.md "Tasks") when the pin says the tool supports tasks and the server takes them for tools/call.
+      if (params.task && client.getServerCapabilities()?.tasks?.requests?.tools?.call) {
+        const created = await client.request({ method: 'tools/call', params: request }, CreateTaskResultSchema, { signal, timeout: NO_SDK_TIMEOUT, task: { ttl: MCP_TASK_TTL_MS } });
+        return { task: created.task };
+      }
+      return { result: (await client.callTool(request, undefined, { signal, timeout: NO_SDK_TIMEOUT })) as CallToolResult };
+    }));
+    if ('task' in result) return { mcpTask: { taskId: result.task.taskId, status: result.task.status } };
+    return toolResult(`${server.name}.${tool}`, result.result);
+  }
+
+  async awaitTask(params: { server: McpServerRecord; taskId: string; round: number; answer: McpTaskAnswer | null; signal: AbortSignal }): Promise<McpTaskOutcome> {
+    const { server, taskId, signal } = params;
+    return this.using(server, signal, async (client) => {
+      const listening = this.questions.listen(serverKey(server), taskId, params.round, params.answer);
+      // Its own signal: a question ends this await (the run parks on it) without failing it.
+      const request = new AbortController();
+      const forward = (): void => request.abort(signal.reason);
+      signal.addEventListener('abort', forward, { once: true });
+      try {
+        const result = client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { signal: request.signal, timeout: NO_SDK_TIMEOUT });
+        const first = await Promise.race([result.then((r) => ({ r })), listening.question.then((q) => ({ q }))]);
+        if ('q' in first) {
+          result.catch(() => undefined);
+          request.abort(new Error('the task asked a question; the run waits for its answer'));
+          return { inputRequired: first.q };
+        }
+        listening.finished();
+        return { result: toolResult(`${server.name} task ${taskId}`, first.r) };
+      } catch (error) {
+        // The SDK's own task store answers InvalidParams for a task it does not have (expired, or bound to another session).
+        if (error instanceof McpError && error.code === ErrorCode.InvalidParams && /task not found/i.test(error.message)) {
+          listening.finished();
+          throw new McpTaskLostError(server.name, taskId, error.message);
+        }
+        throw error;
+      } finally {
+        listening.close();
+        signal.removeEventListener('abort', forward);
+      }
+    });
   }
 
   async close(): Promise<void> {
@@ -148,7 +190,9 @@ export class SdkMcpConnector implements McpConnector {
   }
 
   private async connect(server: McpServerRecord, headers: Record<string, string>, onClose: () => void): Promise<Client> {
-    const client = new Client({ name: this.options.clientName ?? 'waymark', version: '0.1.0' });
+    // Elicitation (form mode) is advertised for the questions of MCP tasks only; any other is declined (mcp-task-questions.ts).
+    const client = new Client({ name: this.options.clientName ?? 'waymark', version: '0.1.0' }, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async (request) => (await this.questions.ask(serverKey(server), request.params)) as ElicitResult);
     client.onclose = onClose;
     client.onerror = (error) => this.logger.warn({ server: server.name, namespace: server.namespace, err: error }, 'MCP connection error');
     await client.connect(transportOf(server, headers));
@@ -174,6 +218,17 @@ function transportOf(server: McpServerRecord, headers: Record<string, string>): 
       return fetch(url, { ...init, headers });
     },
   });
+}
+
+/** A tools/call (or task) result as journaled: `{ content, structuredContent? }`; `isError` is thrown as McpToolError. */
+function toolResult(tool: string, result: { content?: unknown; structuredContent?: unknown; isError?: unknown }): Json {
+  const content = plain(result.content ?? []);
+  if (result.isError === true) throw new McpToolError(tool, content);
+  return result.structuredContent !== undefined ? { content, structuredContent: plain(result.structuredContent) } : { content };
+}
+
+function serverKey(server: McpServerRecord): string {
+  return `${server.namespace}\u0000${server.name}`;
 }
 
 /** A JSON-RPC error the server sent (bad params, an unknown tool): it answered; a lost connection or a timeout is no answer. */

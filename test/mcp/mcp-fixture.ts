@@ -14,6 +14,7 @@ import { FakeClock, NS, TTL } from '../engine/harness.js';
 /* The counting MCP server (fixtures/counting-mcp-server.mjs) as the tests start it: over Streamable HTTP, or as a stdio command. */
 
 const FIXTURE = path.resolve('test/mcp/fixtures/counting-mcp-server.mjs');
+const TASK_FIXTURE = path.resolve('test/mcp/fixtures/task-mcp-server.mjs');
 
 export interface Delivery {
   tool: string;
@@ -22,6 +23,8 @@ export interface Delivery {
   args: Record<string, unknown>;
   /** The `_meta` traceparent of the call (null when the engine does not trace). */
   traceparent?: string | null;
+  /** The task server's deliveries: the task the line is about. */
+  taskId?: string | null;
 }
 
 /** A scratch folder with the deliveries file of one test file's servers. */
@@ -33,8 +36,20 @@ export function deliveriesLog(): { file: string; read(): Delivery[]; of(tool: st
 }
 
 /** Starts the server over Streamable HTTP; resolves once it listens. */
-export async function startHttpMcpServer(deliveries: string, env: Record<string, string> = {}): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [FIXTURE, '--http'], { env: { ...process.env, MCP_DELIVERIES: deliveries, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+export function startHttpMcpServer(deliveries: string, env: Record<string, string> = {}): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
+  return startMcpProcess([FIXTURE, '--http'], { MCP_DELIVERIES: deliveries, ...env });
+}
+
+/**
+ * Starts the task server (fixtures/task-mcp-server.mjs; `stateful`: with MCP sessions, which its
+ * questions need); `slow_refund` of order X finishes once the file `<releaseDir>/X` exists.
+ */
+export function startTaskMcpServer(deliveries: string, releaseDir: string, options: { stateful?: boolean } = {}): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
+  return startMcpProcess([TASK_FIXTURE, ...(options.stateful ? ['--stateful'] : [])], { MCP_DELIVERIES: deliveries, MCP_RELEASE_DIR: releaseDir });
+}
+
+async function startMcpProcess(args: string[], env: Record<string, string>): Promise<{ url: string; process: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {

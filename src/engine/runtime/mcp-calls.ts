@@ -137,10 +137,12 @@ function validatedAs2020(schema: Json): Json {
 /**
  * One attempt of an MCP tool call, on the server's current registration (its transport may have
  * changed; its tools are pinned). A pin from the journal is first checked against the server's
- * current list (McpToolDriftError: the call is not sent).
+ * current list (McpToolDriftError: the call is not sent). `task`: the pinned tool supports MCP
+ * tasks, and the server may answer with a task handle (mcp-tasks.ts).
  */
 export async function mcpCallOnce(
-  exec: Execution, target: { server: string; tool: string }, args: Json, idempotencyKey: string, signal: AbortSignal, traceparent: string | null = null,
+  exec: Execution, target: { server: string; tool: string }, args: Json, idempotencyKey: string, signal: AbortSignal,
+  options: { traceparent?: string | null; task?: boolean } = {},
 ): Promise<Json> {
   const connector = mcpConnector(exec);
   const server = await connector.server(exec.run.namespace, target.server);
@@ -162,7 +164,7 @@ export async function mcpCallOnce(
       throw new McpToolDriftError(target.server, target.tool, 'schema_changed', state.seq);
     }
   }
-  return connector.callTool({ server, tool: target.tool, args, idempotencyKey, signal, traceparent });
+  return connector.callTool({ server, tool: target.tool, args, idempotencyKey, signal, traceparent: options.traceparent ?? null, task: options.task ?? false });
 }
 
 /** The exposed tools of a listing with the registration's rules; sorted by name so the digest is stable. */

@@ -20,18 +20,14 @@ import { childScope } from '../replay/replay.js';
 import { resolutionPayload, type SuspensionPayload } from './suspension.js';
 import { isTool, type Tool } from '../author/tool.js';
 import { mcpCallOnce, mcpPin, mcpPinnedTool, mcpToolName } from './mcp-calls.js';
+import { mcpTaskResult } from './mcp-tasks.js';
 import {
   DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
   type StepInfo, type StepOptions, type ToolCallOptions, type Workflow, type WorkflowContext,
 } from '../author/workflow.js';
 
 /** How ctx.child creates (or finds again) the child run; the RunDriver supplies it (child-start.ts). */
-export type ChildStarter = (params: {
-  workflow: Workflow;
-  input: Json;
-  suspension: JournalEntry;
-  idempotencyKey: string;
-}) => Promise<JournalEntry | null>;
+export type ChildStarter = (params: { workflow: Workflow; input: Json; suspension: JournalEntry; idempotencyKey: string }) => Promise<JournalEntry | null>;
 
 const DEFAULT_APPROVAL = pinSchema(DEFAULT_APPROVAL_SCHEMA);
 
@@ -315,7 +311,8 @@ export class WorkflowContextImpl implements WorkflowContext {
 
   /**
    * An MCP tool (docs/mcp.md): the pinned list (mcp-calls.ts) gives schema, policy and `mutating`;
-   * then the rules of any tool, and the idempotency key goes in `_meta`. Identities reserved before any await.
+   * then the rules of any tool, and the idempotency key goes in `_meta`. Identities reserved before
+   * any await. A task tool journals an intent even when read-only, its handle being the effect's result (mcp-tasks.ts).
    */
   private async mcpTool(name: string, target: { server: string; tool: string }, args: unknown, scope: string, options: ToolCallOptions): Promise<unknown> {
     const exec = this.execution;
@@ -327,13 +324,14 @@ export class WorkflowContextImpl implements WorkflowContext {
     if (withheld) return withheld;
     if (t.policy === 'ask') await this.askForTool(name, t.description, argsJson, argsJson, scope);
     const limits = stepLimits(name, { timeout: options.timeout ?? t.timeoutMs ?? undefined, retry: options.retry }, TOOL_RETRY_DEFAULT, 'the options of tool call');
-    return perform(exec, call, {
-      twoPhase: t.mutating,
+    const value = await perform(exec, call, {
+      twoPhase: t.mutating || t.taskSupport !== undefined,
       intent: argsJson,
-      execute: (signal, _head, traceparent) => mcpCallOnce(exec, target, argsJson, call.idempotencyKey, signal, traceparent),
+      execute: (signal, _head, traceparent) => mcpCallOnce(exec, target, argsJson, call.idempotencyKey, signal, { traceparent, task: t.taskSupport !== undefined }),
       retry: limits.retry,
       timeoutMs: limits.timeoutMs,
     });
+    return mcpTaskResult(exec, target, value, scope, { retry: limits.retry, ask: (c, request) => this.awaitApproval(c, request) });
   }
 
   private info(idempotencyKey: string, signal: AbortSignal, traceparent: string | null): StepInfo {
