@@ -177,7 +177,7 @@ async function runToolCall(host: AgentHost, byName: Map<string, Tool>, tc: Recor
   if (tc.invalid !== undefined || !tool) {
     return { output: { type: 'error-text', value: tc.invalid ?? `there is no tool named "${tc.toolName}"` }, outcome: 'invalid' };
   }
-  const outcome = await host.callTool(tool, tc.input);
+  const outcome = await host.callTool(tool, tc.input, tc.toolCallId);
   switch (outcome.status) {
     case 'ok':
       return { output: { type: 'json', value: outcome.value }, outcome: 'ok' };

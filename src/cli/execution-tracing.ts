@@ -116,7 +116,8 @@ function effectShape(effect: EffectAttempt): { name: string; attributes: Attribu
     return {
       name: `execute_tool ${effect.name}`,
       attributes: {
-        'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': effect.name, 'gen_ai.tool.call.id': effect.idempotencyKey,
+        // The model's id for an agent's tool call; the idempotency key (stable, unique per call) otherwise.
+        'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': effect.name, 'gen_ai.tool.call.id': effect.toolCallId ?? effect.idempotencyKey,
         'waymark.tool.source': effect.name.includes('.') ? 'mcp' : 'local',
       },
     };

@@ -157,7 +157,8 @@ export interface AgentHost {
    * Calls a tool through the durable tool path (ctx.tool: validation, policy, idempotency key).
    * A denial (policy `deny`, a person, a timeout) and a tool's failure come back as outcomes.
    */
-  callTool(tool: Tool, args: unknown): Promise<ToolOutcome>;
+  /** `toolCallId`: the model's id for the call, for its span (never journaled). */
+  callTool(tool: Tool, args: unknown, toolCallId?: string): Promise<ToolOutcome>;
   /** ctx.emit in this scope. */
   emit(event: { type: string; [key: string]: unknown }): Promise<void>;
   /** A store read the next decision depends on; a failure stops the execution (never fails the run). */

@@ -10,6 +10,7 @@ import { DeltaPublisher, NO_DELTAS } from './delta-publisher.js';
 import { EffectFailedError, InvalidInputError, NotJsonError, ToolApprovalDeniedError, ToolNotFoundError } from '../errors.js';
 import { remoteToolStandIn } from './remote-calls.js';
 import { mcpToolName, mcpToolStandIn } from './mcp-calls.js';
+import { withToolCallId } from './tool-call-id.js';
 import type { Execution } from './execution.js';
 import type { Registry } from '../registry.js';
 import type { Tool } from '../author/tool.js';
@@ -73,7 +74,7 @@ export function createAgentHost(params: { execution: Execution; registry: Regist
         },
       };
     },
-    callTool: (tool, args) => callTool(exec, scope, ctx, tool, args),
+    callTool: (tool, args, toolCallId) => withToolCallId(toolCallId, () => callTool(exec, scope, ctx, tool, args)),
     emit: (event) => ctx.emit(event),
     read: (fn) => exec.read(fn),
     async budgetLock(rootRunId) {

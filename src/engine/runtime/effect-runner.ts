@@ -11,6 +11,7 @@ import { ANY_JSON_SCHEMA } from '../replay/payload-schema.js';
 import type { Call } from './call.js';
 import type { Execution } from './execution.js';
 import type { EffectEnd, EffectSpan } from './effect-tracer.js';
+import { currentToolCallId } from './tool-call-id.js';
 import type { SuspensionPayload } from './suspension.js';
 
 /*
@@ -207,6 +208,7 @@ function startSpan(exec: Execution, call: Call, attempt: number, redispatch: boo
   const span = exec.tracer!.effectStarted({
     runId: run.id, namespace: run.namespace, workflow: run.workflowName, kind: call.kind, name: call.name,
     idempotencyKey: call.idempotencyKey, attempt, redispatch, epoch: exec.lease?.epoch ?? null,
+    ...(call.kind === 'tool' ? toolCallIdOf() : {}),
   });
   if (!span) return null;
   let open = true;
@@ -217,6 +219,11 @@ function startSpan(exec: Execution, call: Call, attempt: number, redispatch: boo
   };
   void exec.whenEnded().then((end) => end.kind === 'stopped' && ended({ outcome: 'abandoned' }));
   return { traceparent: span.traceparent, within: (fn) => span.within(fn), ended };
+}
+
+function toolCallIdOf(): { toolCallId?: string } {
+  const toolCallId = currentToolCallId();
+  return toolCallId ? { toolCallId } : {};
 }
 
 /**

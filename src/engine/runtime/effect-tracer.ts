@@ -27,6 +27,8 @@ export interface EffectAttempt {
   redispatch: boolean;
   /** The lease epoch of the execution making the attempt. */
   epoch: number | null;
+  /** A tool call an agent's model asked for: the model's id for it (`gen_ai.tool.call.id`). */
+  toolCallId?: string;
 }
 
 /** How an attempt ended: its outcome and, for a model call, the token counts journaled with it. */
