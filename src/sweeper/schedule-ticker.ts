@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { SweeperLeaseLostError } from '../journal/errors.js';
+import { PayloadTooLargeError, StoreUnavailableError, SweeperLeaseLostError, UnstorableValueError } from '../journal/errors.js';
 import type { Run } from '../journal/run.js';
-import { Registry, RunEngine, schedulePass, type RunDefinition } from '../engine/index.js';
+import { Registry, RunEngine, schedulePass, type PassOutcome, type RunDefinition } from '../engine/index.js';
 import type { ScheduleRecord } from '../journal/schedule.js';
 import type { JournalStore } from '../store/store.js';
 import { leaderFencedStore } from './leader-fenced-store.js';
@@ -115,7 +115,8 @@ export class ScheduleTicker {
       const queue = [...due.schedules];
       const worker = async () => {
         for (let s: ScheduleRecord | undefined; (s = queue.shift()) !== undefined;) {
-          const outcome = await schedulePass(deps, s, due.now);
+          const outcome = await this.pass(deps, s, due.now);
+          if (!outcome) continue;
           const done = new Date();
           for (const run of outcome.started) {
             const at = run.labels['waymark.scheduled_at'];
@@ -139,6 +140,30 @@ export class ScheduleTicker {
         return this.o.pollMs;
       }
       throw error;
+    }
+  }
+
+  /**
+   * One schedule's pass, its failure kept to itself: a run that can never be stored (its input over
+   * the payload limit, or text PostgreSQL cannot hold) pauses the schedule with a note, as an input
+   * the workflow refuses does; another failure of that schedule alone is logged and looked at again
+   * after pollMs. A lost lease or an unavailable store fails the whole look, as before.
+   */
+  private async pass(deps: Parameters<typeof schedulePass>[0], s: ScheduleRecord, now: Date): Promise<PassOutcome | null> {
+    try {
+      return await schedulePass(deps, s, now);
+    } catch (error) {
+      if (error instanceof SweeperLeaseLostError || error instanceof StoreUnavailableError) throw error;
+      const unstorable = error instanceof PayloadTooLargeError || error instanceof UnstorableValueError;
+      this.options.logger.warn({ err: error, schedule: s.id, namespace: s.namespace }, unstorable ? 'schedule paused: its run cannot be stored' : 'schedule pass failed; looking at it again later');
+      const changes = unstorable
+        ? { paused: true, note: `paused: its run cannot be stored: ${(error as Error).message}` }
+        : { dueAt: new Date(now.getTime() + this.o.pollMs) };
+      await deps.store.scheduleUpdate({ namespace: s.namespace, id: s.id, revision: s.revision, leader: deps.leader, changes }).catch((e: unknown) => {
+        if (e instanceof SweeperLeaseLostError) throw e;
+        return null; // the next look tries again
+      });
+      return null;
     }
   }
 }

@@ -192,12 +192,14 @@ describe('ScheduleService', () => {
     expect(await s.rowCounts()).toEqual(before);
   });
 
-  it('refuses input the workflow does not take, and a workflow nobody serves, writing nothing', { timeout: TIMEOUT }, async () => {
+  it('refuses input the workflow does not take or over the payload limit, and a workflow nobody serves, writing nothing', { timeout: TIMEOUT }, async () => {
     const before = await s.rowCounts();
     const input = await failure(schedules.createSchedule(everyMinute('x', { action: { workflow: 'ticker', input: json({ ticks: 'many' }) } }), bearer(keys.a)));
     expect([input.code, reason(input)]).toEqual([Code.InvalidArgument, 'INVALID_INPUT']);
     const unknown = await failure(schedules.createSchedule(everyMinute('x', { action: { workflow: 'no-such-workflow', input: json({}) } }), bearer(keys.a)));
     expect([unknown.code, reason(unknown)]).toEqual([Code.NotFound, 'WORKFLOW_NOT_FOUND']);
+    const big = await failure(schedules.createSchedule(everyMinute('x', { action: { workflow: 'echo-flow', input: json({ value: 'x'.repeat(1_100_000) }) } }), bearer(keys.a)));
+    expect([big.code, reason(big)]).toEqual([Code.ResourceExhausted, 'PAYLOAD_TOO_LARGE']);
     const update = await failure(schedules.updateSchedule({ scheduleId: 'alpha', updateMask: { paths: ['paused'] }, schedule: {} }, bearer(keys.a)));
     expect([update.code, fields(update)]).toEqual([Code.InvalidArgument, ['update_mask']]);
     const backfill = await failure(schedules.backfillSchedule({ scheduleId: 'alpha', startTime: timestampFromDate(new Date(2_000)), endTime: timestampFromDate(new Date(1_000)) }, bearer(keys.a)));

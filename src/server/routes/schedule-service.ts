@@ -2,12 +2,14 @@ import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, ServiceImpl } from '@connectrpc/connect';
 import { ScheduleService } from '../../gen/waymark/v1/schedule_service_pb.js';
 import type { ScheduleEdit } from '../../engine/index.js';
+import type { Json } from '../../journal/run.js';
 import type { RouteDeps } from './route-deps.js';
 import {
   actionFromProto, overlapFromProto, policiesFromProto, remainingFromProto, scheduleId, scheduleToProto, specFromProto,
 } from '../convert/convert-schedule.js';
 import { withErrorMapping } from '../errors/error-mapping.js';
 import { PAGE_SIZES, RequestCheck } from '../convert/request-validation.js';
+import { assertPayloadSize } from '../../journal/limits.js';
 import { unimplemented } from './unimplemented.js';
 
 /*
@@ -21,6 +23,11 @@ const UPDATABLE = ['spec', 'action', 'policies', 'remaining_actions'] as const;
 export function scheduleServiceImpl(deps: RouteDeps): ServiceImpl<typeof ScheduleService> {
   const { api } = deps;
   const check = () => new RequestCheck(deps.defaultNamespace);
+  // Each tick's run carries the input: one the store would refuse at every tick is refused here, once.
+  const input = (value: Json) => {
+    check().payload('schedule.action.input', value);
+    assertPayloadSize('schedule.action.input', value, deps.limits.payloadBytes);
+  };
   const key = (c: RequestCheck, req: { namespace: string; scheduleId: string }) => ({
     namespace: c.namespace(req.namespace), id: scheduleId(c, 'schedule_id', req.scheduleId),
   });
@@ -41,7 +48,7 @@ export function scheduleServiceImpl(deps: RouteDeps): ServiceImpl<typeof Schedul
       const remainingActions = remainingFromProto(c, 'schedule.remaining_actions', s!.remainingActions);
       const note = c.text('schedule.note', s!.note);
       c.done();
-      c.payload('schedule.action.input', action.input);
+      input(action.input);
       return { schedule: scheduleToProto(await api.schedules.create({ namespace, id, spec, action, policies, paused: s!.paused, note, remainingActions })) };
     },
 
@@ -76,7 +83,7 @@ export function scheduleServiceImpl(deps: RouteDeps): ServiceImpl<typeof Schedul
       if (s && paths.includes('policies')) edit.policies = policiesFromProto(c, 'schedule.policies', s.policies);
       if (s && paths.includes('remaining_actions')) edit.remainingActions = remainingFromProto(c, 'schedule.remaining_actions', s.remainingActions);
       c.done();
-      if (edit.action) c.payload('schedule.action.input', edit.action.input);
+      if (edit.action) input(edit.action.input);
       return { schedule: scheduleToProto(await api.schedules.update(edit)) };
     },
 
