@@ -11,3 +11,20 @@ export const FORK_LABELS = {
   /** The model every live model call of ctx.agent uses instead of the one the code names (ForkRun `model`). */
   model: 'waymark.model',
 } as const;
+
+/**
+ * The labels that link a run and its successor (ctx.continueAsNew, docs/workflows.md "Continue as
+ * new"), both ways; written by the store's runContinueAsNew in the transaction that ends one and
+ * creates the other. GetRun shows them as `continued_as_run_id` and `continued_from_run_id`.
+ */
+export const CONTINUE_LABELS = {
+  /** On a run that continued as new: its successor's id. */
+  as: 'waymark.continued_as',
+  /** On a successor: the id of the run it continues. */
+  from: 'waymark.continued_from',
+} as const;
+
+/** The idempotency key of a run's successor: a repeated hand-over finds the first successor. */
+export function continueKey(runId: string): string {
+  return `waymark:continue-as-new:${runId}`;
+}

@@ -175,6 +175,16 @@ export type RunCountByStatusResult = Record<RunStatus, number>;
  * Runs and their leases: creating, reading, taking, renewing, releasing, claiming and moving a run
  * between statuses. Part of JournalStore (store.ts), whose contract holds for each method.
  */
+export interface RunContinueAsNewParams {
+  lease: Lease;
+  /** The successor's row: same namespace and workflow; no parent, no lease, no journal. */
+  successor: Omit<RunCreateParams, 'leaseFor' | 'journal' | 'parentRunId' | 'parentSeq'>;
+}
+
+export interface RunContinueAsNewResult extends RunStatusSetResult {
+  successor: Run;
+}
+
 export interface RunOps {
   /**
    * Creates a PENDING run (RUNNING with a lease when `leaseFor` is given), or returns the existing
@@ -235,6 +245,14 @@ export interface RunOps {
    * its journal says when and why it changed. LeaseLostError when fenced.
    */
   runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult>;
+  /**
+   * Fenced, one atomic step (docs/workflows.md "Continue as new"): creates `successor` (PENDING,
+   * its idempotency key continueKey(run), labelled CONTINUE_LABELS.from = the run), ends the run
+   * under `lease` SUCCEEDED with output `{ continuedAsNew: <successor id> }` and the label
+   * CONTINUE_LABELS.as, with its status entry. Both commit or neither: LeaseLostError when fenced
+   * (nothing written); a successor that already exists under the key is the one linked.
+   */
+  runContinueAsNew(params: RunContinueAsNewParams): Promise<RunContinueAsNewResult>;
   /**
    * Unfenced status change for operators and the sweeper (cancel, fail after recovery attempts):
    * serialised with the run's other writes, it bumps the epoch so the current holder (if any) is

@@ -1,4 +1,5 @@
 import { afterAll } from 'vitest';
+import { continueAsNewSuite } from './suite/continue-as-new.js';
 import { effectsSuite } from './suite/effects.js';
 import { effectSpansSuite } from './suite/effect-spans.js';
 import { recoverySuite } from './suite/recovery.js';
@@ -19,4 +20,5 @@ export function engineSuite(label: string, env: SuiteEnv): void {
   retriesSuite(suite);
   timeoutsSuite(suite);
   effectSpansSuite(suite);
+  continueAsNewSuite(suite);
 }

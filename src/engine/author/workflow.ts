@@ -114,6 +114,13 @@ export interface WorkflowContext {
    * for goes through ctx.tool. Needs an agent runtime on the Registry (docs/agents.md).
    */
   agent(prompt: string | readonly AgentMessage[], options: AgentOptions): Promise<AgentResult>;
+  /**
+   * Ends this run and starts its successor, a new run of the same workflow with `input` and a
+   * fresh journal, in one atomic step; never returns (docs/workflows.md "Continue as new"). For
+   * runs that would outgrow their journal: call it at a point where `input` carries all the state
+   * the work needs. Not in a child run.
+   */
+  continueAsNew(input: unknown): Promise<never>;
 }
 
 export interface WorkflowDefinition<I extends z.ZodType, O> {

@@ -23,6 +23,8 @@ export interface ExecuteResult {
   error: unknown;
   /** `pending` because this replica gave the run back for one that serves its definition: not taken again here. */
   handedBack?: true;
+  /** The run continued as new (ctx.continueAsNew): its successor's id, PENDING for any executor. */
+  continuedAs?: string;
 }
 
 /** What `events` emits; the server turns them into metrics, tests await them. */

@@ -23,6 +23,7 @@ import { chooseDefinition, type DefinitionChoice } from './definition-choice.js'
 import { executionStopped, type ExecuteOutcome, type ExecuteResult, type ExecutionEvents, type LeasedStart } from './execute-result.js';
 import { WorkflowContextImpl } from './workflow-context.js';
 import { childStarter } from './child-start.js';
+import { ContinueAsNewRequest, continueAsNewEnd } from './continue-as-new.js';
 import { RemoteCalls, type RemoteCallsOptions } from './remote-calls.js';
 import type { McpConnector } from './mcp-connector.js';
 import type { EffectTracer } from './effect-tracer.js';
@@ -38,8 +39,7 @@ export interface RunDriverOptions {
   logger?: Logger;
   /** The clock ctx.now() and deadlines read; default the store's (database) clock. */
   clock?: () => Date | Promise<Date>;
-  /** Default a third of leaseTtlMs. */
-  renewEveryMs?: number;
+  renewEveryMs?: number; // default a third of leaseTtlMs
   /** Remote tools (docs/workers.md): declaration cache and poll interval. */
   remote?: RemoteCallsOptions;
   /** MCP servers (docs/mcp.md): src/mcp's connector; absent: runs cannot call MCP tools. */
@@ -112,10 +112,7 @@ export class RunDriver {
    * for. Computed once; the registry does not change after start.
    */
   serves(): ServedWorkflow[] {
-    this.served ??= this.registry.workflows().map((w) => ({
-      name: w.name, version: w.version, digest: w.digest, drift: w.drift, description: w.description, inputSchema: w.inputSchema,
-      timeoutMs: w.timeoutMs,
-    }));
+    this.served ??= this.registry.workflows().map((w) => ({ name: w.name, version: w.version, digest: w.digest, drift: w.drift, description: w.description, inputSchema: w.inputSchema, timeoutMs: w.timeoutMs }));
     return this.served;
   }
 
@@ -318,8 +315,10 @@ export class RunDriver {
         if (result.outcome === 'suspended') this.events.emit('parked', { runId: run.id, namespace: run.namespace, waits: end.parked });
         return result;
       }
-      case 'threw':
-        return this.end(lease, run, { status: 'FAILED', error: errorRecord(end.error) }, log);
+      case 'threw': {
+        const fail = (error: unknown) => this.end(lease, run, { status: 'FAILED', error: errorRecord(error) }, log);
+        return end.error instanceof ContinueAsNewRequest ? continueAsNewEnd({ store: this.store, lease, run, workflow, request: end.error, log, fail }) : fail(end.error);
+      }
       case 'returned': {
         let output: Json;
         try {

@@ -21,6 +21,7 @@ import { resolutionPayload, type SuspensionPayload } from './suspension.js';
 import { isTool, type Tool } from '../author/tool.js';
 import { mcpCallOnce, mcpPin, mcpPinnedTool, mcpToolName } from './mcp-calls.js';
 import { mcpTaskResult } from './mcp-tasks.js';
+import { ContinueAsNewRequest } from './continue-as-new.js';
 import {
   DEFAULT_APPROVAL_SCHEMA, isWorkflow, type ApprovalDecision, type ApprovalRequest, type SignalOptions,
   type StepInfo, type StepOptions, type ToolCallOptions, type Workflow, type WorkflowContext,
@@ -111,14 +112,16 @@ export class WorkflowContextImpl implements WorkflowContext {
   }
 
   async now(): Promise<Date> {
-    const call = this.execution.call('now', 'now', null, this.here);
-    const value = await perform(this.execution, call, { twoPhase: false, execute: async () => (await this.execution.now()).toISOString() });
-    return new Date(value as string);
+    return new Date(await perform(this.execution, this.execution.call('now', 'now', null, this.here), { twoPhase: false, execute: async () => (await this.execution.now()).toISOString() }) as string);
   }
 
   async uuid(): Promise<string> {
-    const call = this.execution.call('uuid', 'uuid', null, this.here);
-    return (await perform(this.execution, call, { twoPhase: false, execute: async () => randomUUID() })) as string;
+    return (await perform(this.execution, this.execution.call('uuid', 'uuid', null, this.here), { twoPhase: false, execute: async () => randomUUID() })) as string;
+  }
+
+  /** Ends the run and hands over to its successor (runtime/continue-as-new.ts): never resolves. */
+  async continueAsNew(input: unknown): Promise<never> {
+    throw new ContinueAsNewRequest(toJson(input, 'the input of ctx.continueAsNew'));
   }
 
   async emit(event: { type: string; [key: string]: unknown }): Promise<void> {

@@ -1,5 +1,5 @@
 import { journalUsage, type Limits } from '../../journal/limits.js';
-import { FORK_LABELS } from '../../journal/fork-labels.js';
+import { CONTINUE_LABELS, FORK_LABELS } from '../../journal/fork-labels.js';
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Waiting } from '../../engine/index.js';
@@ -69,6 +69,8 @@ export function runToProto(run: DomainRun, spentUsd = 0, limits?: Pick<Limits, '
     forkSeq: run.labels[FORK_LABELS.seq] !== undefined ? BigInt(run.labels[FORK_LABELS.seq]!) : undefined,
     journalBytes: BigInt(run.journalBytes),
     journalNearLimit: limits ? journalUsage(run, limits).near : false,
+    continuedAsRunId: run.labels[CONTINUE_LABELS.as] ?? '',
+    continuedFromRunId: run.labels[CONTINUE_LABELS.from] ?? '',
   });
 }
 

@@ -2,8 +2,9 @@ import { IdempotencyConflictError, RunNotFoundError } from '../../journal/errors
 import { isTerminalStatus, type Lease, type Run, type RunStatus } from '../../journal/run.js';
 import { assertPageSize, decodeRunCursor, encodeRunCursor } from '../run-cursor.js';
 import { newRunId } from '../run-id.js';
-import { FORK_LABELS } from '../../journal/fork-labels.js';
+import { CONTINUE_LABELS, FORK_LABELS, continueKey } from '../../journal/fork-labels.js';
 import type {
+  RunContinueAsNewParams, RunContinueAsNewResult,
   ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunForksParams, RunCreateResult, RunGetParams, RunLeaseAcquireParams,
   RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListParams, RunListResult, RunRouting,
   RunDigestSetParams, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams, RunStatusSetResult,
@@ -27,6 +28,25 @@ export class MemoryRuns {
   }
 
   async runCreate(params: RunCreateParams): Promise<RunCreateResult> {
+    return this.create(params);
+  }
+
+  async runContinueAsNew(params: RunContinueAsNewParams): Promise<RunContinueAsNewResult> {
+    const rec = this.t.fenced(params.lease);
+    const successor = {
+      ...params.successor, namespace: rec.run.namespace, idempotencyKey: continueKey(rec.run.id),
+      labels: { ...params.successor.labels, [CONTINUE_LABELS.from]: rec.run.id },
+    };
+    // All checks before any write, and no await between the writes: one atomic step.
+    assertRunCreateFits(successor, this.t.limits);
+    const { run: next } = this.create(successor);
+    rec.run.labels = { ...rec.run.labels, [CONTINUE_LABELS.as]: next.id };
+    this.t.dropLease(rec);
+    return { ...this.t.changeStatus(rec, 'SUCCEEDED', { output: { continuedAsNew: next.id } }), successor: next };
+  }
+
+  /** runCreate's work, synchronous: runContinueAsNew creates and ends in one step. */
+  private create(params: RunCreateParams): RunCreateResult {
     const sizes = assertRunCreateFits(params, this.t.limits);
     const key = params.idempotencyKey ? `${params.namespace}\u0000${params.idempotencyKey}` : null;
     const existingId = key === null ? undefined : this.t.idempotency.get(key);

@@ -3,7 +3,7 @@ import { DEFAULT_LIMITS, type Limits } from '../../journal/limits.js';
 import type { Lease, Run } from '../../journal/run.js';
 import { KeyedMutex } from '../keyed-mutex.js';
 import type {
-  DeadlineNext,
+  DeadlineNext, RunContinueAsNewParams, RunContinueAsNewResult,
   ApiKeyCreateParams, ApiKeyGetByClientCertParams, ApiKeyGetParams, ApiKeyListParams, ApiKeyRecord, ApiKeyRevokeParams, BufferedSignal, FlowGetParams,
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, LeaseSessionParams, OrphanedRun,
@@ -125,7 +125,8 @@ export class MemoryStore extends MemoryScheduleOps implements JournalStore {
 
   runStatusSet(params: RunStatusSetParams): Promise<RunStatusSetResult> {
     return this.runs.runStatusSet(params);
-  }  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
+  }
+  runContinueAsNew(params: RunContinueAsNewParams): Promise<RunContinueAsNewResult> { return this.runs.runContinueAsNew(params); }  runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
     return this.runs.runDigestSet(params);
   }
 

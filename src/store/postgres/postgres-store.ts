@@ -7,7 +7,7 @@ import type {
   FlowListParams, FlowRecord, FlowRegisterParams, FlowRegisterResult, JournalAppendParams, JournalCostTotalsParams, JournalCostTotalsResult, JournalListParams,
   JournalResolveParams, JournalResolveResult, JournalSpendParams, JournalSpendResult, JournalWait, JournalWaitsParams, OrphanedRun, RemoteTask,
   RemoteTaskClaimParams, RemoteTaskNextAtParams, RemoteTaskCompleteParams, RemoteTaskCompleteResult, RemoteTaskCreateParams, RemoteTaskFence, RemoteTaskListParams, RemoteTaskRetryParams, RemoteToolInfo,
-  RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunForksParams, RunCreateResult, RunDigestSetParams, RunGetParams,
+  RemoteToolListParams, ReplicaHeartbeatParams, ReplicaInfo, RunClaimParams, RunCountByStatusResult, RunCreateParams, RunForksParams, RunCreateResult, RunDigestSetParams, RunGetParams, RunContinueAsNewParams, RunContinueAsNewResult,
   RunLeaseAcquireParams, RunLeaseAcquireRunningResult, RunLeaseReleaseParams, RunLeaseRenewParams, RunListEndedChildrenParams, RunListOrphansParams, RunListParams, RunListResult,
   RunListTimedOutParams, RunListUnroutableParams, RunRecoverDeadSessionsParams, RunRecoverExpiredParams, RunRecoverExpiredResult, RunStatusForceParams, RunStatusForceResult, RunStatusSetParams,
   RunStatusSetResult, SignalDeliverParams, SignalDeliverResult, SignalInboxConsumeParams, SignalInboxConsumeResult, SignalInboxListParams, SuspensionListDueParams, SuspensionListParams,
@@ -33,6 +33,7 @@ import * as deltas from './model-deltas-ops.js';
 import * as remote from './remote-tasks-ops.js';
 import * as replicas from './replicas-ops.js';
 import * as retention from './retention-ops.js';
+import { runContinueAsNew } from './continue-ops.js';
 import * as runs from './runs-ops.js';
 import { PostgresScheduleOps } from './schedules-ops.js';
 import * as signals from './signals-ops.js';
@@ -131,6 +132,7 @@ export class PostgresStore extends PostgresScheduleOps implements JournalStore {
   runDigestSet(params: RunDigestSetParams): Promise<RunStatusSetResult> {
     return runs.runDigestSet(this.db, params);
   }
+  runContinueAsNew(params: RunContinueAsNewParams): Promise<RunContinueAsNewResult> { return runContinueAsNew(this.db, params); }
 
   runStatusForce(params: RunStatusForceParams): Promise<RunStatusForceResult | null> {
     return runs.runStatusForce(this.db, params);

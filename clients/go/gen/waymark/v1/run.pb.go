@@ -527,8 +527,13 @@ type Run struct {
 	// JOURNAL_FULL, so a long-lived run should continue as new (ctx.continueAsNew). Set by GetRun
 	// and ListRuns.
 	JournalNearLimit bool `protobuf:"varint,33,opt,name=journal_near_limit,json=journalNearLimit,proto3" json:"journal_near_limit,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// For a run that continued as new (ctx.continueAsNew): its successor, created in the same
+	// transaction that ended this run (label waymark.continued_as); empty otherwise.
+	ContinuedAsRunId string `protobuf:"bytes,34,opt,name=continued_as_run_id,json=continuedAsRunId,proto3" json:"continued_as_run_id,omitempty"`
+	// For a successor: the run it continues (label waymark.continued_from); empty otherwise.
+	ContinuedFromRunId string `protobuf:"bytes,35,opt,name=continued_from_run_id,json=continuedFromRunId,proto3" json:"continued_from_run_id,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -720,6 +725,20 @@ func (x *Run) GetJournalNearLimit() bool {
 		return x.JournalNearLimit
 	}
 	return false
+}
+
+func (x *Run) GetContinuedAsRunId() string {
+	if x != nil {
+		return x.ContinuedAsRunId
+	}
+	return ""
+}
+
+func (x *Run) GetContinuedFromRunId() string {
+	if x != nil {
+		return x.ContinuedFromRunId
+	}
+	return ""
 }
 
 // A failure as the journal records it: enough for replay to re-throw the same error.
@@ -2032,7 +2051,7 @@ var File_waymark_v1_run_proto protoreflect.FileDescriptor
 const file_waymark_v1_run_proto_rawDesc = "" +
 	"\n" +
 	"\x14waymark/v1/run.proto\x12\n" +
-	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\b\n" +
+	"waymark.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf0\b\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12#\n" +
@@ -2060,7 +2079,9 @@ const file_waymark_v1_run_proto_rawDesc = "" +
 	"\x12forked_from_run_id\x18\x1e \x01(\tR\x0fforkedFromRunId\x12\x1e\n" +
 	"\bfork_seq\x18\x1f \x01(\x03H\x01R\aforkSeq\x88\x01\x01\x12#\n" +
 	"\rjournal_bytes\x18  \x01(\x03R\fjournalBytes\x12,\n" +
-	"\x12journal_near_limit\x18! \x01(\bR\x10journalNearLimit\x1a9\n" +
+	"\x12journal_near_limit\x18! \x01(\bR\x10journalNearLimit\x12-\n" +
+	"\x13continued_as_run_id\x18\" \x01(\tR\x10continuedAsRunId\x121\n" +
+	"\x15continued_from_run_id\x18# \x01(\tR\x12continuedFromRunId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\r\n" +

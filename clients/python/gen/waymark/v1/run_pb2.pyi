@@ -320,6 +320,8 @@ class Run(_message.Message):
     FORK_SEQ_FIELD_NUMBER: _builtins.int
     JOURNAL_BYTES_FIELD_NUMBER: _builtins.int
     JOURNAL_NEAR_LIMIT_FIELD_NUMBER: _builtins.int
+    CONTINUED_AS_RUN_ID_FIELD_NUMBER: _builtins.int
+    CONTINUED_FROM_RUN_ID_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Server-assigned id, unique across namespaces."""
     namespace: _builtins.str
@@ -365,6 +367,12 @@ class Run(_message.Message):
     JOURNAL_FULL, so a long-lived run should continue as new (ctx.continueAsNew). Set by GetRun
     and ListRuns.
     """
+    continued_as_run_id: _builtins.str
+    """For a run that continued as new (ctx.continueAsNew): its successor, created in the same
+    transaction that ended this run (label waymark.continued_as); empty otherwise.
+    """
+    continued_from_run_id: _builtins.str
+    """For a successor: the run it continues (label waymark.continued_from); empty otherwise."""
     @_builtins.property
     def input(self) -> _struct_pb2.Value:
         """The input the run was started with."""
@@ -422,10 +430,12 @@ class Run(_message.Message):
         fork_seq: _builtins.int | None = ...,
         journal_bytes: _builtins.int = ...,
         journal_near_limit: _builtins.bool = ...,
+        continued_as_run_id: _builtins.str = ...,
+        continued_from_run_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "error", b"error", "fork_seq", b"fork_seq", "input", b"input", "output", b"output", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "fork_seq", b"fork_seq", "forked_from_run_id", b"forked_from_run_id", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "journal_bytes", b"journal_bytes", "journal_near_limit", b"journal_near_limit", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd", "_fork_seq", b"_fork_seq", "budget_usd", b"budget_usd", "continued_as_run_id", b"continued_as_run_id", "continued_from_run_id", b"continued_from_run_id", "create_time", b"create_time", "deadline_time", b"deadline_time", "dry_run", b"dry_run", "error", b"error", "fork_seq", b"fork_seq", "forked_from_run_id", b"forked_from_run_id", "id", b"id", "idempotency_key", b"idempotency_key", "input", b"input", "journal_bytes", b"journal_bytes", "journal_near_limit", b"journal_near_limit", "labels", b"labels", "namespace", b"namespace", "next_seq", b"next_seq", "output", b"output", "parent_run_id", b"parent_run_id", "spent_usd", b"spent_usd", "status", b"status", "update_time", b"update_time", "workflow_digest", b"workflow_digest", "workflow_name", b"workflow_name", "workflow_version", b"workflow_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__budget_usd: _TypeAlias = _typing.Literal["budget_usd"]  # noqa: Y015
     _WhichOneofArgType__budget_usd: _TypeAlias = _typing.Literal["_budget_usd", b"_budget_usd"]  # noqa: Y015
