@@ -42,6 +42,11 @@ export class RunTracing implements EffectTracer, WebhookTracer {
     });
   }
 
+  attemptWithin<T>(runId: string, fn: () => Promise<T>): Promise<T> {
+    const attempt = this.open.get(runId);
+    return attempt ? context.with(trace.setSpan(context.active(), attempt), fn) : fn();
+  }
+
   effectStarted(effect: EffectAttempt): EffectSpan | null {
     const shape = effectShape(effect);
     if (!shape) return null;

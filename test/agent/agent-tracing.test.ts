@@ -20,6 +20,9 @@ class RecordingTracer implements EffectTracer {
   effectStarted(effect: EffectAttempt): EffectSpan {
     return { traceparent: `00-${'ef'.repeat(16)}-${'1'.repeat(16)}-01`, within: (fn) => fn(), ended: (end) => void this.ends.push({ effect, end }) };
   }
+  attemptWithin<T>(_runId: string, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
   taskTraceparent(): string {
     throw new Error('no remote tasks here');
   }

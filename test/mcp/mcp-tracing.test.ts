@@ -31,6 +31,9 @@ class RecordingTracer implements EffectTracer {
     const n = this.started.push(effect);
     return { traceparent: `00-${'de'.repeat(16)}-${n.toString(16).padStart(16, '0')}-01`, within: (fn) => fn(), ended: () => {} };
   }
+  attemptWithin<T>(_runId: string, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
   taskTraceparent(): string {
     throw new Error('no remote tasks here');
   }

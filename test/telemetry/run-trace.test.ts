@@ -184,6 +184,15 @@ describe('one run across two replicas, one SIGKILLed mid-run', () => {
     expect(spanIdOf(webhook.headers.traceparent)).toBe(delivery!.spanId);
     expect(delivery!.attributes).toMatchObject({ 'http.response.status_code': 200, 'waymark.webhook.id': webhook.headers['webhook-id'] });
 
+    // B's attempt was the active span while it executed: its statements are spans under it (their
+    // text, never their parameters) and its log lines carry run_id, trace_id and span_id.
+    const attemptB = attempts.find((x) => x.service === 'replica-b')!;
+    const statements = spans.filter((x) => x.parentSpanId === attemptB.spanId && (x.attributes['db.system'] === 'postgresql' || x.attributes['db.system.name'] === 'postgresql'));
+    expect(statements.length, names).toBeGreaterThan(0);
+    for (const x of statements) expect(JSON.stringify(x.attributes)).not.toContain(runId);
+    const ended = b.logs.find((l) => l.msg === 'execution ended' && l.run_id === runId);
+    expect(ended).toMatchObject({ run_id: runId, trace_id: traceId, span_id: attemptB.spanId });
+
     // Effect spans hang under the execution attempt that made them: the model call under A's first
     // (it parked on the remote call), the redispatched call under B's. A's second attempt, which made
     // the first http call, died with A unended, so it was never exported.

@@ -58,6 +58,11 @@ export interface RemoteTaskAttempt {
 }
 
 export interface EffectTracer {
+  /**
+   * Runs one execution attempt of `runId` (begun by its `lease-acquired` event) with the attempt's
+   * span active: its log lines carry the span's ids and its statements are spans under it.
+   */
+  attemptWithin<T>(runId: string, fn: () => Promise<T>): Promise<T>;
   /** An attempt starts live; null when this kind makes no span (`now`, `uuid`, `emit`). */
   effectStarted(effect: EffectAttempt): EffectSpan | null;
   /** The traceparent a worker receives with a task attempt: the span `taskEnded` will make. */

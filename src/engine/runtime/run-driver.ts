@@ -197,7 +197,7 @@ export class RunDriver {
     for (let round = 1; ; round++) {
       const { lease } = start;
       this.events.emit('lease-acquired', { runId: lease.runId, lease });
-      const result = await this.executeOnce(start);
+      const result = await (this.tracer ? this.tracer.attemptWithin(lease.runId, () => this.executeOnce(start)) : this.executeOnce(start));
       this.events.emit('execution-ended', result);
       if (result.outcome !== 'pending' || result.handedBack || round >= MAX_ROUNDS) return result;
       const again = await this.store.runLeaseAcquireRunning({

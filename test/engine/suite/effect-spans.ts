@@ -15,9 +15,24 @@ import { deferred, type Suite } from './support.js';
 class RecordingTracer implements EffectTracer {
   readonly started: EffectAttempt[] = [];
   readonly ends: { effect: EffectAttempt; end: EffectEnd }[] = [];
+  /** The runs of the execution attempts run within the tracer, and the effects each saw start. */
+  readonly attempts: { runId: string; effects: number }[] = [];
+  private inside: { runId: string; effects: number } | null = null;
+
+  async attemptWithin<T>(runId: string, fn: () => Promise<T>): Promise<T> {
+    const attempt = { runId, effects: 0 };
+    this.attempts.push(attempt);
+    this.inside = attempt;
+    try {
+      return await fn();
+    } finally {
+      this.inside = null;
+    }
+  }
 
   effectStarted(effect: EffectAttempt): EffectSpan {
     const n = this.started.push(effect);
+    if (this.inside?.runId === effect.runId) this.inside.effects++;
     return {
       traceparent: `00-${'ab'.repeat(16)}-${n.toString(16).padStart(16, '0')}-01`,
       within: (fn) => fn(),
@@ -78,6 +93,8 @@ export function effectSpansSuite(suite: Suite): void {
       expect(first.names()).toEqual(['step a', 'tool probe', 'tool http', 'now now']);
       expect(first.started.every((e) => e.runId === run.id && e.attempt === 1 && !e.redispatch && e.workflow === 'traced')).toBe(true);
       expect(first.ends.map((e) => e.end.outcome)).toEqual(['ok', 'ok', 'ok', 'ok']);
+      // The execution attempt ran within the tracer (its span active), and its effects inside it.
+      expect(first.attempts).toEqual([{ runId: run.id, effects: 4 }]);
       // The tool got its span's traceparent; the http tool sent its own as a header.
       expect(seen).toEqual([`00-${'ab'.repeat(16)}-0000000000000002-01`]);
       expect(received.map((h) => h.traceparent)).toEqual([`00-${'ab'.repeat(16)}-0000000000000003-01`]);
@@ -90,6 +107,7 @@ export function effectSpansSuite(suite: Suite): void {
       expect(done!.outcome).toBe('succeeded');
       // The replayed step, tools and clock read make no span; the step after the wait does.
       expect(second.names()).toEqual(['step b']);
+      expect(second.attempts).toEqual([{ runId: run.id, effects: 1 }]);
       expect(seen).toHaveLength(1);
       expect(received).toHaveLength(1);
     });
