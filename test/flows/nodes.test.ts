@@ -71,6 +71,34 @@ describe('flow nodes', () => {
     expect(emitted(entries, 'flow.branch').map((b) => b.taken)).toEqual(['ask', 'ask']);
   });
 
+  it('end with continue_as_new: the run continues as new with the templated input; with output too it is refused', async () => {
+    const t = apiHarness();
+    const flow: FlowJson = {
+      name: 'two-rounds',
+      stateSchema: { type: 'object', properties: { round: { type: 'string' }, from: { type: 'string' } } },
+      start: 'check',
+      nodes: [
+        { id: 'check', branch: {} },
+        { id: 'again', end: { continueAsNew: { round: 'second', from: '{{ state.round }}' } } },
+        { id: 'done', end: { output: { round: '{{ state.round }}', from: '{{ state.from }}' } } },
+      ],
+      edges: [{ from: 'check', to: 'done', condition: 'state.round == "second"' }, { from: 'check', to: 'again' }],
+    };
+    await t.flows.registerFlow({ flow: flowMessage(flow) });
+    const { run } = await t.runs.startRun({ workflow: 'two-rounds', input: json({ round: 'first' }), wait: true });
+    expect(run?.status).toBe(RunStatus.SUCCEEDED);
+    const first = (await t.runs.getRun({ runId: run!.id })).run!;
+    expect(plain(first.output)).toEqual({ continuedAsNew: first.continuedAsRunId });
+    await t.engine.driver.execute({ runId: first.continuedAsRunId, namespace: 'default' });
+    const second = (await t.runs.getRun({ runId: first.continuedAsRunId })).run!;
+    expect([second.status, second.continuedFromRunId, plain(second.output)]).toEqual([RunStatus.SUCCEEDED, first.id, { round: 'second', from: 'first' }]);
+    const both = await failure(t.flows.registerFlow({ flow: flowMessage({ ...flow, name: 'both', nodes: [
+      { id: 'check', branch: {} }, { id: 'again', end: { output: {}, continueAsNew: {} } }, { id: 'done', end: {} },
+    ] }) }));
+    expect(shapeOf(both).code).toBe(Code.InvalidArgument);
+    expect(JSON.stringify(shapeOf(both))).toMatch(/continue_as_new/);
+  });
+
   it('child: a child node starts another flow, waits for it and writes its output', async () => {
     const t = apiHarness();
     await t.flows.registerFlow({ flow: flowMessage({

@@ -63,6 +63,8 @@ export interface ChildNodeDef {
 
 export interface EndNodeDef {
   output?: Json;
+  /** The successor's input (templated): the run continues as new instead of ending (docs/flows.md "Node kinds"). */
+  continueAsNew?: Json;
 }
 
 /** The kinds of a node, in the order of the proto's oneof. */

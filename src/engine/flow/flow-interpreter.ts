@@ -83,6 +83,7 @@ export class FlowInterpreter {
       let next: string;
       switch (kind) {
         case 'end':
+          if (node.end!.continueAsNew !== undefined) return w.ctx.continueAsNew(renderJson(node.end!.continueAsNew, w.state));
           return node.end!.output === undefined ? { ...w.state } : renderJson(node.end!.output, w.state);
         case 'branch':
           next = await this.decide(w, node);

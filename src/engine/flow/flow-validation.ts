@@ -240,6 +240,8 @@ function checkNode(node: FlowNodeDef, kind: NodeKind, at: string, c: NodeCheck):
     }
     case 'end':
       templates(node.end!.output, 'output');
+      templates(node.end!.continueAsNew, 'continue_as_new');
+      if (node.end!.output !== undefined && node.end!.continueAsNew !== undefined) fail(`${here}.continue_as_new`, 'cannot be set with output: a run that continues as new ends with its successor\'s id');
       break;
     case 'branch':
       break;

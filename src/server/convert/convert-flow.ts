@@ -29,7 +29,7 @@ export function flowValues(flow: Flow): { field: string; value: Value | undefine
     else if (kind.case === 'tool') out.push({ field: `${at}.tool.arguments`, value: kind.value.arguments });
     else if (kind.case === 'signal') out.push({ field: `${at}.signal.payload_schema`, value: kind.value.payloadSchema });
     else if (kind.case === 'child') out.push({ field: `${at}.child.input`, value: kind.value.input });
-    else if (kind.case === 'end') out.push({ field: `${at}.end.output`, value: kind.value.output });
+    else if (kind.case === 'end') out.push({ field: `${at}.end.output`, value: kind.value.output }, { field: `${at}.end.continue_as_new`, value: kind.value.continueAsNew });
   });
   return out;
 }

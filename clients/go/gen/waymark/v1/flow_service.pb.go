@@ -1038,7 +1038,11 @@ func (x *ChildNode) GetInto() string {
 type EndNode struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The run's output; templated as ToolNode.arguments. Unset: the whole state.
-	Output        *structpb.Value `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	Output *structpb.Value `protobuf:"bytes,1,opt,name=output,proto3" json:"output,omitempty"`
+	// Set: instead of ending with an output, the run continues as new (ctx.continueAsNew,
+	// docs/workflows.md "Continue as new") with this value, templated as ToolNode.arguments, as its
+	// successor's input (the successor's initial state). Not with output.
+	ContinueAsNew *structpb.Value `protobuf:"bytes,2,opt,name=continue_as_new,json=continueAsNew,proto3" json:"continue_as_new,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1076,6 +1080,13 @@ func (*EndNode) Descriptor() ([]byte, []int) {
 func (x *EndNode) GetOutput() *structpb.Value {
 	if x != nil {
 		return x.Output
+	}
+	return nil
+}
+
+func (x *EndNode) GetContinueAsNew() *structpb.Value {
+	if x != nil {
+		return x.ContinueAsNew
 	}
 	return nil
 }
@@ -1546,9 +1557,10 @@ const file_waymark_v1_flow_service_proto_rawDesc = "" +
 	"\tChildNode\x12\x1a\n" +
 	"\bworkflow\x18\x01 \x01(\tR\bworkflow\x12,\n" +
 	"\x05input\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05input\x12\x12\n" +
-	"\x04into\x18\x03 \x01(\tR\x04into\"9\n" +
+	"\x04into\x18\x03 \x01(\tR\x04into\"y\n" +
 	"\aEndNode\x12.\n" +
-	"\x06output\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06output\"\xc0\x01\n" +
+	"\x06output\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06output\x12>\n" +
+	"\x0fcontinue_as_new\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\rcontinueAsNew\"\xc0\x01\n" +
 	"\vFlowVersion\x12$\n" +
 	"\x04flow\x18\x01 \x01(\v2\x10.waymark.v1.FlowR\x04flow\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x18\n" +
@@ -1648,23 +1660,24 @@ var file_waymark_v1_flow_service_proto_depIdxs = []int32{
 	21, // 21: waymark.v1.SignalNode.deadline:type_name -> google.protobuf.Duration
 	20, // 22: waymark.v1.ChildNode.input:type_name -> google.protobuf.Value
 	20, // 23: waymark.v1.EndNode.output:type_name -> google.protobuf.Value
-	1,  // 24: waymark.v1.FlowVersion.flow:type_name -> waymark.v1.Flow
-	22, // 25: waymark.v1.FlowVersion.create_time:type_name -> google.protobuf.Timestamp
-	1,  // 26: waymark.v1.RegisterFlowRequest.flow:type_name -> waymark.v1.Flow
-	13, // 27: waymark.v1.RegisterFlowResponse.flow:type_name -> waymark.v1.FlowVersion
-	13, // 28: waymark.v1.GetFlowResponse.flow:type_name -> waymark.v1.FlowVersion
-	13, // 29: waymark.v1.ListFlowsResponse.flows:type_name -> waymark.v1.FlowVersion
-	14, // 30: waymark.v1.FlowService.RegisterFlow:input_type -> waymark.v1.RegisterFlowRequest
-	16, // 31: waymark.v1.FlowService.GetFlow:input_type -> waymark.v1.GetFlowRequest
-	18, // 32: waymark.v1.FlowService.ListFlows:input_type -> waymark.v1.ListFlowsRequest
-	15, // 33: waymark.v1.FlowService.RegisterFlow:output_type -> waymark.v1.RegisterFlowResponse
-	17, // 34: waymark.v1.FlowService.GetFlow:output_type -> waymark.v1.GetFlowResponse
-	19, // 35: waymark.v1.FlowService.ListFlows:output_type -> waymark.v1.ListFlowsResponse
-	33, // [33:36] is the sub-list for method output_type
-	30, // [30:33] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	20, // 24: waymark.v1.EndNode.continue_as_new:type_name -> google.protobuf.Value
+	1,  // 25: waymark.v1.FlowVersion.flow:type_name -> waymark.v1.Flow
+	22, // 26: waymark.v1.FlowVersion.create_time:type_name -> google.protobuf.Timestamp
+	1,  // 27: waymark.v1.RegisterFlowRequest.flow:type_name -> waymark.v1.Flow
+	13, // 28: waymark.v1.RegisterFlowResponse.flow:type_name -> waymark.v1.FlowVersion
+	13, // 29: waymark.v1.GetFlowResponse.flow:type_name -> waymark.v1.FlowVersion
+	13, // 30: waymark.v1.ListFlowsResponse.flows:type_name -> waymark.v1.FlowVersion
+	14, // 31: waymark.v1.FlowService.RegisterFlow:input_type -> waymark.v1.RegisterFlowRequest
+	16, // 32: waymark.v1.FlowService.GetFlow:input_type -> waymark.v1.GetFlowRequest
+	18, // 33: waymark.v1.FlowService.ListFlows:input_type -> waymark.v1.ListFlowsRequest
+	15, // 34: waymark.v1.FlowService.RegisterFlow:output_type -> waymark.v1.RegisterFlowResponse
+	17, // 35: waymark.v1.FlowService.GetFlow:output_type -> waymark.v1.GetFlowResponse
+	19, // 36: waymark.v1.FlowService.ListFlows:output_type -> waymark.v1.ListFlowsResponse
+	34, // [34:37] is the sub-list for method output_type
+	31, // [31:34] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_waymark_v1_flow_service_proto_init() }

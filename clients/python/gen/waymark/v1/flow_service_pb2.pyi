@@ -530,18 +530,27 @@ class EndNode(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     OUTPUT_FIELD_NUMBER: _builtins.int
+    CONTINUE_AS_NEW_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def output(self) -> _struct_pb2.Value:
         """The run's output; templated as ToolNode.arguments. Unset: the whole state."""
+
+    @_builtins.property
+    def continue_as_new(self) -> _struct_pb2.Value:
+        """Set: instead of ending with an output, the run continues as new (ctx.continueAsNew,
+        docs/workflows.md "Continue as new") with this value, templated as ToolNode.arguments, as its
+        successor's input (the successor's initial state). Not with output.
+        """
 
     def __init__(
         self,
         *,
         output: _struct_pb2.Value | None = ...,
+        continue_as_new: _struct_pb2.Value | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["output", b"output"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["continue_as_new", b"continue_as_new", "output", b"output"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["output", b"output"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_as_new", b"continue_as_new", "output", b"output"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
