@@ -5,7 +5,7 @@ import { DefinitionError } from '../engine/index.js';
 import { ReplicaEngine } from '../engine/index.js';
 import type { Registry } from '../engine/index.js';
 import { StreamTokens } from '../engine/index.js';
-import { registerRoutes } from '../server/routes/register-routes.js';
+import { API_SERVICES, registerRoutes } from '../server/routes/register-routes.js';
 import { publicOnlyAuth, type AuthOptions } from '../server/auth/auth.js';
 import { startGrpcServer } from '../server/transport/grpc-server.js';
 import { HealthStatus, OVERALL, registerHealthService } from '../server/routes/health-service.js';
@@ -82,7 +82,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
   try {
     const { applied } = await admin.migrate();
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', 'waymark.v1.RunService': 'SERVING', 'waymark.v1.SignalService': 'SERVING', 'waymark.v1.FlowService': 'SERVING', 'waymark.v1.WebhookService': 'SERVING', 'waymark.v1.ScheduleService': 'SERVING' });
+    const health = new HealthStatus({ [OVERALL]: 'NOT_SERVING', ...Object.fromEntries(API_SERVICES.map((name) => [name, 'SERVING' as const])) });
     // Readiness (and the overall status) follow the store and its schema; liveness never does.
     // The admin side answers on a connection of its own, so a busy store pool cannot make it flap.
     const readiness = startReadiness({ health, admin, logger });

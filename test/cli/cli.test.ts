@@ -125,6 +125,12 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     try {
       const res = await unaryCall(client, Health.method.check, { service: '' });
       expect(res.status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      // Each service the server registers answers a check by its name (reflection lists them).
+      const served = ['waymark.v1.RunService', 'waymark.v1.SignalService', 'waymark.v1.FlowService', 'waymark.v1.AdminService',
+        'waymark.v1.WorkerService', 'waymark.v1.McpService', 'waymark.v1.ScheduleService', 'waymark.v1.WebhookService'];
+      for (const service of served) {
+        expect((await unaryCall(client, Health.method.check, { service })).status, service).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      }
     } finally {
       client.close();
     }
