@@ -4,8 +4,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineWorkflow } from '../../src/index.js';
+import { createAgentRuntime } from '../../src/agent/agent-runtime.js';
 import { Registry } from '../../src/engine/registry.js';
-import { NS, shape } from '../engine/harness.js';
+import { RunEngine } from '../../src/engine/run-engine.js';
+import { SdkMcpConnector } from '../../src/mcp/sdk-mcp-connector.js';
+import { NS, shape, TTL } from '../engine/harness.js';
 import { until } from '../support/until.js';
 import { closeMcpEngines, deliveriesLog, mcpEngine, startTaskMcpServer } from './mcp-fixture.js';
 
@@ -78,6 +81,41 @@ describe('MCP tasks', () => {
       'ok step mcp:tasks:tools/list', 'running tool tasks.confirm_refund', 'ok tool tasks.confirm_refund', 'ok step mcp:tasks:tasks/result',
       'suspended approval mcp-input:tasks.confirm_refund', 'resolved approval mcp-input:tasks.confirm_refund', 'ok step mcp:tasks:tasks/result',
     ]);
+  });
+
+  it('a model calling a task tool through ctx.agent reads the task\'s result, not its handle', async () => {
+    const wf = defineWorkflow({ name: 'task-agent', input: z.object({ q: z.string() }) }, async (ctx, { q }) => {
+      const r = await ctx.agent(q, { model: 'scripted:auto', tools: ['tasks.quick_refund'] });
+      return { text: r.text, calls: r.toolCalls.map((c) => [c.toolName, c.outcome]) };
+    });
+    const { engine, store } = await mcpEngine(new Registry({ agent: createAgentRuntime({ env: {} }) }).register(wf), stateless.url, { tasks: {} });
+    const { run } = await engine.runStart({ namespace: NS, workflowName: 'task-agent', input: { q: 'o-agent-task' }, execute: true });
+    expect(run.status).toBe('SUCCEEDED');
+    expect(run.output).toMatchObject({ calls: [['tasks.quick_refund', 'ok']] });
+    expect((run.output as { text: string }).text).toContain('"refunded":"o-agent-task"');
+    expect((run.output as { text: string }).text).not.toContain('mcpTask');
+    const entries = await store.journalList({ runId: run.id });
+    expect(entries.filter((e) => e.name === 'mcp:tasks:tasks/result' && e.status === 'ok')).toHaveLength(1);
+    expect(log.of('quick_refund').filter((d) => d.args.order === 'o-agent-task')).toHaveLength(1);
+  });
+
+  it('the limit: another replica (another MCP session) cannot answer a session-bound task\'s question; the call fails with McpTaskLostError', async () => {
+    const { engine, store, clock } = await mcpEngine(new Registry().register(confirm), stateful.url, { tasks: {} });
+    const started = await engine.runStart({ namespace: NS, workflowName: 'confirm-refund', input: { order: 'o-moved' }, execute: true });
+    expect(started.run.status).toBe('SUSPENDED');
+    const other = new SdkMcpConnector({ store });
+    const replica2 = new RunEngine({ store, registry: new Registry().register(confirm), holder: 'replica-2', leaseTtlMs: TTL, clock: clock.now, mcp: other });
+    try {
+      await replica2.approvalDecide({ namespace: NS, approvalId: started.waitingOn[0]!.approvalId!, approve: true, by: 'ops', requestId: 'r-moved', payload: { confirm: true } });
+      const [done] = await replica2.runExecutePending();
+      expect(done!.run!.status).toBe('FAILED');
+      expect(done!.run!.error).toMatchObject({ name: 'McpTaskLostError' });
+      expect(done!.run!.error!.message).toContain('keeps tasks per session and the run moved to another replica');
+      const task = log.of('confirm_refund').find((d) => d.args.order === 'o-moved')!;
+      expect(log.of('confirm_refund.answer').filter((d) => d.taskId === task.taskId)).toHaveLength(0);
+    } finally {
+      await other.close();
+    }
   });
 
   it('a denied question declines: the server gets `decline` and the tool says so', async () => {
