@@ -36,7 +36,8 @@ var DefaultRetryPolicy = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * t
 // an idempotency key, a signal with a signal id and a decision with a request id are (the server
 // answers a repeat like the first call; StartRun, SendSignal and Approve/Deny always set one); so
 // is ForkRun with an idempotency key (Fork always sets one) or as a dry run, and CompareRuns;
-// CancelRun is (cancelling a cancelled run returns it unchanged); so is RegisterFlow (the same
+// CancelRun is (cancelling a cancelled run returns it unchanged), and PurgeRuns (a repeat deletes
+// what still matches the same filter); so is RegisterFlow (the same
 // content as the latest version again stores nothing and returns that version) and PutMcpServer (a
 // repeat puts the same registration; RemoveMcpServer is not: a repeat answers NOT_FOUND). Of
 // ScheduleService, the reads are, and UpdateSchedule, PauseSchedule and UnpauseSchedule (a repeat
@@ -57,7 +58,7 @@ func repeatable(method string, req any) bool {
 	case "/waymark.v1.RunService/GetRun", "/waymark.v1.RunService/ListRuns", "/waymark.v1.RunService/GetJournal",
 		"/waymark.v1.RunService/ListWorkflows", "/waymark.v1.RunService/GetRunProvenance", "/waymark.v1.RunService/CompareRuns",
 		"/waymark.v1.SignalService/ListApprovals", "/waymark.v1.SignalService/GetApproval",
-		"/waymark.v1.RunService/CancelRun",
+		"/waymark.v1.RunService/CancelRun", "/waymark.v1.RunService/PurgeRuns",
 		"/waymark.v1.WorkerService/ListTools", "/waymark.v1.WorkerService/RegisterWorker",
 		"/waymark.v1.WorkerService/Heartbeat", "/waymark.v1.WorkerService/CompleteTask",
 		"/waymark.v1.FlowService/GetFlow", "/waymark.v1.FlowService/ListFlows", "/waymark.v1.FlowService/RegisterFlow",

@@ -160,3 +160,36 @@ async def test_async_fork_preview_and_compare() -> None:
         assert (await c.preview_fork("run-1", 5)).kept == 5
         assert (await c.compare_runs("run-a", "fork-1")).b.id == "fork-1"
     server.stop(None)
+
+
+@dataclass
+class ScriptedPurge(run_service_pb2_grpc.RunServiceServicer):
+    """Answers PurgeRuns after its script of UNAVAILABLEs, echoing the filter's dry run."""
+
+    failures: int
+    requests: list[Any] = field(default_factory=list)
+
+    def PurgeRuns(self, request: run_service_pb2.PurgeRunsRequest, context: grpc.ServicerContext) -> run_service_pb2.PurgeRunsResponse:
+        self.requests.append(request)
+        if len(self.requests) <= self.failures:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "restarting")
+        return run_service_pb2.PurgeRunsResponse(dry_run=request.dry_run, root_runs=2, runs=3, entries=12)
+
+
+def test_purge_runs_sends_the_filter_and_is_retried() -> None:
+    import datetime
+
+    scripted = ScriptedPurge(failures=2)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    run_service_pb2_grpc.add_RunServiceServicer_to_server(scripted, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    with waymark.Client(f"127.0.0.1:{port}", retry=FAST, namespace="ops") as c:
+        res = c.purge_runs(older_than=datetime.timedelta(days=3), statuses=[waymark.RunStatus.FAILED], workflow="refund", dry_run=True, limit=50)
+    server.stop(None)
+    assert res.dry_run and (res.root_runs, res.runs, res.entries) == (2, 3, 12)
+    assert len(scripted.requests) == 3
+    last = scripted.requests[-1]
+    assert (last.namespace, last.workflow, last.dry_run, last.limit) == ("ops", "refund", True, 50)
+    assert last.older_than.ToTimedelta() == datetime.timedelta(days=3)
+    assert list(last.statuses) == [run_pb2.RUN_STATUS_FAILED]

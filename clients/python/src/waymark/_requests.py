@@ -60,6 +60,20 @@ def start_run(
     return request
 
 
+def purge_runs(
+    namespace: str, *, older_than: timedelta, statuses: Iterable[int], workflow: str, dry_run: bool, limit: int
+) -> run_service_pb2.PurgeRunsRequest:
+    request = run_service_pb2.PurgeRunsRequest(
+        namespace=namespace,
+        statuses=[run_pb2.RunStatus.ValueType(int(s)) for s in statuses],
+        workflow=workflow,
+        dry_run=dry_run,
+        limit=limit,
+    )
+    request.older_than.FromTimedelta(older_than)
+    return request
+
+
 def list_runs(
     namespace: str,
     *,

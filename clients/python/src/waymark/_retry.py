@@ -51,7 +51,8 @@ class RetryPolicy:
 # it is sent once, after waiting for a connection.
 # RegisterFlow is too: the same content as the latest version again stores nothing and answers
 # that version. So is PutMcpServer (a repeat puts the same registration); RemoveMcpServer is not
-# (a repeat of an applied removal answers NOT_FOUND). CompareRuns is a read; ForkRun is safe with an
+# (a repeat of an applied removal answers NOT_FOUND). PurgeRuns: a repeat deletes what still matches
+# the same filter. CompareRuns is a read; ForkRun is safe with an
 # idempotency key (the client always sets one: a repeat returns the first fork) or as a dry run.
 # Of ScheduleService, the reads, UpdateSchedule, PauseSchedule and UnpauseSchedule (a repeat writes
 # the same values), BackfillSchedule (each scheduled time's run has the key schedule:<id>:<time>,
@@ -60,7 +61,7 @@ class RetryPolicy:
 # applied create answers SCHEDULE_EXISTS), nor TriggerSchedule (a repeat queues a second run).
 _READS = frozenset(
     {"GetRun", "ListRuns", "GetJournal", "ListWorkflows", "GetRunProvenance", "ListApprovals", "GetApproval", "CancelRun"}
-    | {"CompareRuns"}
+    | {"CompareRuns", "PurgeRuns"}
     | {"RegisterFlow", "GetFlow", "ListFlows"}
     | {"PutMcpServer", "ListMcpServers"}
     | {"GetSchedule", "ListSchedules", "UpdateSchedule", "PauseSchedule", "UnpauseSchedule", "BackfillSchedule", "DeleteSchedule"}

@@ -93,6 +93,28 @@ def get_run(core: Core, run_id: str, *, timeout: float | None = None) -> Op[run_
     return response
 
 
+def purge_runs(
+    core: Core,
+    *,
+    older_than: timedelta,
+    statuses: Iterable[int] = (),
+    workflow: str = "",
+    dry_run: bool = False,
+    limit: int = 0,
+    timeout: float | None = None,
+) -> Op[run_service_pb2.PurgeRunsResponse]:
+    """Deletes finished runs of the namespace that ended at least ``older_than`` ago, with their
+    children and journals, in batches (docs/operations.md "Purging runs"); ``statuses`` (finished
+    :class:`waymark.RunStatus` values) and ``workflow`` narrow it, ``dry_run`` only counts, ``limit``
+    caps the root runs of this call (0: the server's 1000). The response's ``more`` says the call
+    stopped at its limit. Needs an admin key; retried (a repeat deletes what still matches)."""
+    request = _requests.purge_runs(
+        core.namespace, older_than=older_than, statuses=statuses, workflow=workflow, dry_run=dry_run, limit=limit
+    )
+    response: run_service_pb2.PurgeRunsResponse = yield from call(core, "PurgeRuns", core.runs.PurgeRuns, request, timeout)
+    return response
+
+
 def list_runs(
     core: Core,
     *,

@@ -68,6 +68,7 @@ class AsyncClient(ClientCore):
     start_run = awaitable(_runs.start_run)
     get_run = awaitable(_runs.get_run)
     list_runs = async_iter(_runs.list_runs)
+    purge_runs = awaitable(_runs.purge_runs)
     journal = async_iter(_runs.journal)
     events = async_iter(_follow.events)
     result = awaitable(_runs.result)

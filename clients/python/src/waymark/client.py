@@ -74,6 +74,7 @@ class Client(ClientCore):
     start_run = blocking(_runs.start_run)
     get_run = blocking(_runs.get_run)
     list_runs = blocking_iter(_runs.list_runs)
+    purge_runs = blocking(_runs.purge_runs)
     journal = blocking_iter(_runs.journal)
     events = blocking_iter(_follow.events)
     result = blocking(_runs.result)
