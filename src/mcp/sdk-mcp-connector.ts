@@ -176,7 +176,7 @@ export class SdkMcpConnector implements McpConnector {
       this.healthBook.succeeded(namespace, name);
       return result;
     } catch (error) {
-      if (error instanceof McpToolError || answered(error)) {
+      if (error instanceof McpToolError || error instanceof McpTaskLostError || answered(error)) {
         this.healthBook.succeeded(namespace, name);
         throw error;
       }

@@ -111,6 +111,7 @@ describe('MCP tasks', () => {
       expect(done!.run!.status).toBe('FAILED');
       expect(done!.run!.error).toMatchObject({ name: 'McpTaskLostError' });
       expect(done!.run!.error!.message).toContain('keeps tasks per session and the run moved to another replica');
+      expect(other.health(NS, 'tasks')).toMatchObject({ state: 'ok', consecutiveFailures: 0 }); // the server answered: not a transport failure
       const task = log.of('confirm_refund').find((d) => d.args.order === 'o-moved')!;
       expect(log.of('confirm_refund.answer').filter((d) => d.taskId === task.taskId)).toHaveLength(0);
     } finally {
