@@ -63,25 +63,33 @@ async function chainOf(first: string): Promise<Link[]> {
   return rows;
 }
 
+/** Starts a chain, kills a server at `cell`, lets a fresh replica finish every run of the tag. */
+async function runCell(cell: string, tag: string, unsafeEnv: Record<string, string> = {}) {
+  const first = await driver.start('chaos-continue', { sink: sink.url, tag });
+  const crashing = await startServer(chaosEnv(db.url, { WAYMARK_CRASHPOINT: cell, ...unsafeEnv }));
+  const exit = await crashing.exited;
+  expect(exit.signal, cell).toBe('SIGKILL');
+  expect(crashing.logs.some((l) => l.msg === 'crashpoint hit'), cell).toBe(true);
+  const replica = await startServer(chaosEnv(db.url, unsafeEnv));
+  try {
+    await driver.waitUntil(async () => {
+      const chain = await chainOf(first);
+      const { rows } = await driver.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM runs WHERE input->>'tag' = $1 AND status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED')`, [tag]);
+      return chain.length === 3 && rows[0]!.n === 0;
+    }, 120_000);
+  } finally {
+    await replica.stop();
+  }
+  const figures = sink.figures([`${tag}:g1`, `${tag}:g2`, `${tag}:g3`, `${tag}:done`], `${tag}:`);
+  return { first, chain: await chainOf(first), figures };
+}
+
 describe('continue as new: SIGKILL at every boundary of the hand-over', () => {
   it(`${CELLS.length} cells: exactly one successor per run, linked both ways, no effect or entry lost or duplicated`, async () => {
     for (const [i, cell] of CELLS.entries()) {
       const tag = `c${i}`;
-      const first = await driver.start('chaos-continue', { sink: sink.url, tag });
-      const crashing = await startServer(chaosEnv(db.url, { WAYMARK_CRASHPOINT: cell }));
-      const exit = await crashing.exited;
-      expect(exit.signal, cell).toBe('SIGKILL');
-      expect(crashing.logs.some((l) => l.msg === 'crashpoint hit'), cell).toBe(true);
-      const replica = await startServer(chaosEnv(db.url));
-      try {
-        await driver.waitUntil(async () => {
-          const chain = await chainOf(first);
-          return chain.length === 3 && chain.every((l) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(l.status));
-        }, 120_000);
-      } finally {
-        await replica.stop();
-      }
-      const chain = await chainOf(first);
+      const { chain, figures } = await runCell(cell, tag);
       expect(chain.map((l) => [l.gen, l.status, l.successors]), cell).toEqual([[1, 'SUCCEEDED', 1], [2, 'SUCCEEDED', 1], [3, 'SUCCEEDED', 0]]);
       for (let k = 1; k < chain.length; k++) {
         expect([chain[k]!.from, chain[k - 1]!.as], cell).toEqual([chain[k - 1]!.id, chain[k]!.id]);
@@ -90,15 +98,23 @@ describe('continue as new: SIGKILL at every boundary of the hand-over', () => {
       const outputs = await driver.pool.query<{ output: unknown }>(`SELECT output FROM runs WHERE id = ANY($1::uuid[]) ORDER BY coalesce((input->>'gen')::int, 1)`, [ids]);
       expect(outputs.rows.map((r) => r.output), cell).toEqual([{ continuedAsNew: ids[1] }, { continuedAsNew: ids[2] }, { gen: 3 }]);
       expect(await driver.journalViolations(ids), cell).toEqual({ gaps: 0, doubleTerminals: 0, orphanTerminals: 0 });
-      // Each generation's journal holds its own effect once, and nothing of another generation's.
+      // Each generation's journal holds its own effects once (the last one two: g3 and done).
       const { rows: effects } = await driver.pool.query<{ gen: number; n: number }>(
         `SELECT coalesce((r.input->>'gen')::int, 1) AS gen, count(*)::int AS n FROM journal j JOIN runs r ON r.id = j.run_id
           WHERE j.run_id = ANY($1::uuid[]) AND j.kind = 'tool' AND j.status = 'ok' GROUP BY 1 ORDER BY 1`, [ids]);
       expect(effects.map((e) => `gen ${e.gen}: ${e.n}`), cell).toEqual(['gen 1: 1', 'gen 2: 1', 'gen 3: 2']);
-      const figures = sink.figures([`${tag}:g1`, `${tag}:g2`, `${tag}:g3`, `${tag}:done`], `${tag}:`);
       expect({ duplicates: figures.duplicates, lost: figures.lost, unkeyed: figures.unkeyed }, cell).toEqual({ duplicates: 0, lost: 0, unkeyed: 0 });
       expect(figures.redundant, cell).toBeLessThanOrEqual(cell.includes('after-execute') ? 1 : 0);
       console.log(`chaos: continue-as-new cell=${cell} runs=${chain.length} deliveries=${figures.deliveries} redundant=${figures.redundant}`);
     }
   }, 90_000 + CELLS.length * 60_000);
+
+  it('negative control: a hand-over in two writes is caught as a second successor and a duplicated effect', async () => {
+    // WAYMARK_UNSAFE_CONTINUE_TWO_STEPS creates the successor before the run's end is written
+    // (src/engine/runtime/crashpoint.ts); a test that cannot see this would prove nothing.
+    const { chain, figures } = await runCell('continue-as-new:after-intent:1', 'neg', { WAYMARK_UNSAFE_CONTINUE_TWO_STEPS: '1' });
+    console.log(`chaos: continue-as-new negative-control successors=${chain[0]!.successors} duplicates=${figures.duplicates}`);
+    expect(chain[0]!.successors).toBeGreaterThan(1);
+    expect(figures.duplicates).toBeGreaterThanOrEqual(1);
+  }, 150_000);
 });

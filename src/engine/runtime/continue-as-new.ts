@@ -6,9 +6,10 @@ import type { Logger } from 'pino';
 import type { Workflow } from '../author/workflow.js';
 import { PayloadTooLargeError, UnstorableValueError, WaymarkError } from '../../journal/errors.js';
 import type { Json, Lease, Run } from '../../journal/run.js';
+import { CONTINUE_LABELS } from '../../journal/fork-labels.js';
 import { executionStopped, type ExecuteResult } from './execute-result.js';
 import type { JournalStore, RunContinueAsNewResult } from '../../store/store.js';
-import { crashpoint } from './crashpoint.js';
+import { crashpoint, unsafeContinueTwoSteps } from './crashpoint.js';
 
 /*
  * Continue as new (docs/workflows.md "Continue as new"): ctx.continueAsNew(input) rejects with a
@@ -60,14 +61,16 @@ export async function continueAsNew(p: {
     budgetUsd = Math.max(0, run.budgetUsd - spent.ownUsd - spent.childrenUsd);
   }
   const labels = Object.fromEntries(Object.entries(run.labels).filter(([k]) => !k.startsWith('waymark.')));
+  const successor = {
+    namespace: run.namespace, workflowName: run.workflowName, workflowVersion: workflow.version, workflowDigest: workflow.digest,
+    input: request.input, labels, budgetUsd, dryRun: run.dryRun, timeoutMs: workflow.timeoutMs,
+  };
   crashpoint('continue-as-new', 'before-intent');
-  const handed = await store.runContinueAsNew({
-    lease,
-    successor: {
-      namespace: run.namespace, workflowName: run.workflowName, workflowVersion: workflow.version, workflowDigest: workflow.digest,
-      input: request.input, labels, budgetUsd, dryRun: run.dryRun, timeoutMs: workflow.timeoutMs,
-    },
-  });
+  if (unsafeContinueTwoSteps) {
+    await store.runCreate({ ...successor, labels: { ...labels, [CONTINUE_LABELS.from]: run.id } });
+    crashpoint('continue-as-new', 'after-intent');
+  }
+  const handed = await store.runContinueAsNew({ lease, successor });
   crashpoint('continue-as-new', 'after-terminal');
   return handed;
 }

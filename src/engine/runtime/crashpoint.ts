@@ -79,6 +79,16 @@ const keyWithEpoch = process.env.WAYMARK_UNSAFE_KEY_WITH_EPOCH === '1';
  */
 export const unsafeRemoteNoFence = process.env.WAYMARK_UNSAFE_REMOTE_NO_FENCE === '1';
 
+/**
+ * NEGATIVE CONTROL, test only: WAYMARK_UNSAFE_CONTINUE_TWO_STEPS=1 makes a continue-as-new hand
+ * over in two writes, the successor created (without its key) before the run's end is written,
+ * with the crash point `continue-as-new:after-intent` between them: the non-atomic hand-over the
+ * store's one-step runContinueAsNew exists to prevent. A crash there leaves a successor beside a
+ * run that will hand over again; the continue-as-new chaos test must notice
+ * (test/chaos/continue-as-new.test.ts). Never set it anywhere else.
+ */
+export const unsafeContinueTwoSteps = process.env.WAYMARK_UNSAFE_CONTINUE_TWO_STEPS === '1';
+
 export function unsafeTestKey(key: string, epoch: number | undefined): string {
   return keyWithEpoch && epoch !== undefined ? `${key}:epoch-${epoch}` : key;
 }
