@@ -93,6 +93,12 @@ describe('tracing a waymark server over OTLP/HTTP', () => {
       expect(a.attributes['waymark.workflow']).toBe('refund');
     }
     expect(attempts.map((a) => a.attributes['waymark.outcome'])).toContain('suspended');
+    // The StartRun call is in its caller's trace; its span names the run and links to the run's trace.
+    const start = receiver.spans.find((s) => s.name === 'waymark.v1.RunService/StartRun' && s.attributes['waymark.run_id'] === runId);
+    expect(start, JSON.stringify(receiver.spans.map((s) => s.name))).toBeDefined();
+    expect(start!.traceId).not.toBe(runId.replaceAll('-', ''));
+    expect(start!.links.map((l) => l.traceId)).toEqual([runId.replaceAll('-', '')]);
+    expect(attempts.map((a) => a.parentSpanId)).toContain(start!.links[0]!.spanId);
   });
 
   it('with no OTEL_* variable, exports nothing and logs no trace ids', async () => {

@@ -1,12 +1,15 @@
+import { createHash } from 'node:crypto';
 import { ConnectError, type Interceptor } from '@connectrpc/connect';
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, propagation, SpanKind, SpanStatusCode, trace, TraceFlags, type Span } from '@opentelemetry/api';
 import { grpcCodeName } from '../errors/framework-errors.js';
 
 /**
  * One span per RPC (docs/tracing.md), server streams included: a stream's span ends when its last
  * message is sent or it fails. It continues the caller's W3C `traceparent` when the request has
  * one. Attributes name the call (rpc.system/service/method, the gRPC status), never what it
- * carried. Installed only when tracing is on (cli/tracing.ts), first, so every other interceptor
+ * carried, but for the run a unary call answers about: its id as `waymark.run_id` and a link to the
+ * run's own trace (whose id is the run id), so a StartRun in the caller's trace leads to the run's.
+ * Installed only when tracing is on (cli/tracing.ts), first, so every other interceptor
  * and the handler run inside the span.
  */
 export function tracingInterceptor(): Interceptor {
@@ -23,6 +26,7 @@ export function tracingInterceptor(): Interceptor {
       try {
         const res = await next(req);
         if (!res.stream) {
+          linkRun(span, res.message);
           end(span, null);
           return res;
         }
@@ -45,6 +49,16 @@ async function* endWithStream<T>(span: Span, messages: AsyncIterable<T>): AsyncI
   } finally {
     end(span, failure);
   }
+}
+
+/** The run a response carries (`run.id`: StartRun, GetRun, ResumeRun, ForkRun…): attribute and link to its trace. */
+function linkRun(span: Span, message: unknown): void {
+  const run = (message as { run?: { id?: unknown } } | null)?.run;
+  if (typeof run?.id !== 'string' || !/^[0-9a-f-]{36}$/i.test(run.id)) return;
+  span.setAttribute('waymark.run_id', run.id);
+  // The run's trace and root span, as cli/execution-tracing.ts derives them (docs/tracing.md).
+  const spanId = createHash('sha256').update(run.id).digest('hex').slice(0, 16);
+  span.addLink({ context: { traceId: run.id.replaceAll('-', '').toLowerCase(), spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true } });
 }
 
 function end(span: Span, err: unknown): void {

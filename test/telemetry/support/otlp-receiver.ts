@@ -16,6 +16,8 @@ export interface ReceivedSpan {
   service: string;
   attributes: Record<string, string | number | boolean>;
   status: number;
+  /** The spans this one links to: trace and span ids. */
+  links: { traceId: string; spanId: string }[];
 }
 
 type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
@@ -66,6 +68,7 @@ function accept(spans: ReceivedSpan[], body: { resourceSpans?: Array<{ resource?
           name: String(s.name), kind: Number(s.kind), service,
           attributes: attributes(s.attributes as OtlpAttribute[]),
           status: Number((s.status as { code?: number } | undefined)?.code ?? 0),
+          links: ((s.links as { traceId: string; spanId: string }[] | undefined) ?? []).map((l) => ({ traceId: String(l.traceId), spanId: String(l.spanId) })),
         });
       }
     }
