@@ -140,8 +140,9 @@ describe('one run across two replicas, one SIGKILLed mid-run', () => {
     // Both replicas' execution attempts are in the run's trace.
     const attempts = spans.filter((s) => s.name === 'waymark.execution');
     expect(new Set(attempts.map((s) => s.service)), names).toEqual(new Set(['replica-a', 'replica-b']));
-    expect(attempts.find((s) => s.service === 'replica-a')!.attributes['waymark.holder']).toMatch(new RegExp(`:${a.child.pid}$`));
-    expect(attempts.find((s) => s.service === 'replica-b')!.attributes['waymark.outcome']).toBe('succeeded');
+    const attemptsOf = (service: string): ReceivedSpan[] => attempts.filter((s) => s.service === service);
+    for (const s of attemptsOf('replica-a')) expect(s.attributes['waymark.holder']).toMatch(new RegExp(`:${a.child.pid}$`));
+    expect(attemptsOf('replica-b').map((s) => s.attributes['waymark.outcome'])).toContain('succeeded');
 
     // One span per effect: the model call, the remote task and both http calls; none for B's replays.
     const effects = spans.filter((s) => s.attributes['waymark.effect.kind'] !== undefined);
@@ -186,17 +187,18 @@ describe('one run across two replicas, one SIGKILLed mid-run', () => {
 
     // B's attempt was the active span while it executed: its statements are spans under it (their
     // text, never their parameters) and its log lines carry run_id, trace_id and span_id.
-    const attemptB = attempts.find((x) => x.service === 'replica-b')!;
+    const attemptB = attemptsOf('replica-b').find((x) => x.attributes['waymark.outcome'] === 'succeeded')!;
     const statements = spans.filter((x) => x.parentSpanId === attemptB.spanId && (x.attributes['db.system'] === 'postgresql' || x.attributes['db.system.name'] === 'postgresql'));
     expect(statements.length, names).toBeGreaterThan(0);
     for (const x of statements) expect(JSON.stringify(x.attributes)).not.toContain(runId);
-    const ended = b.logs.find((l) => l.msg === 'execution ended' && l.run_id === runId);
-    expect(ended).toMatchObject({ run_id: runId, trace_id: traceId, span_id: attemptB.spanId });
+    const ended = b.logs.filter((l) => l.msg === 'execution ended' && l.run_id === runId);
+    expect(ended.map((l) => l.trace_id)).toEqual(ended.map(() => traceId));
+    expect(ended.map((l) => l.span_id)).toContain(attemptB.spanId);
 
     // Effect spans hang under the execution attempt that made them: the model call under A's first
     // (it parked on the remote call), the redispatched call under B's. A's second attempt, which made
     // the first http call, died with A unended, so it was never exported.
-    expect(model.parentSpanId).toBe(attempts.find((x) => x.service === 'replica-a')!.spanId);
-    expect(heldSpan.parentSpanId).toBe(attempts.find((x) => x.service === 'replica-b')!.spanId);
+    expect(attemptsOf('replica-a').map((x) => x.spanId)).toContain(model.parentSpanId);
+    expect(heldSpan.parentSpanId).toBe(attemptB.spanId);
   });
 });
