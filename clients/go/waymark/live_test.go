@@ -459,15 +459,19 @@ func checkStream(ctx context.Context, t *testing.T, client *Client, runID string
 // A follower of a parked run through two server restarts farther apart than its give-up window
 // (each restart well within it): only successful reconnects tell it the server came back, as a
 // parked run sends no events. It reconnects both times, then sees the run finish, every event once.
+// shutdownGrace is WAYMARK_SHUTDOWN_GRACE_MS's default: how long a SIGTERMed server may drain.
+const shutdownGrace = 10 * time.Second
+
 func TestLiveFollowerSurvivesRestartsFartherApartThanGiveUp(t *testing.T) {
 	if os.Getenv("WAYMARK_ADDRESS") == "" {
 		t.Skip("WAYMARK_ADDRESS is not set; npm test (test/clients/clients.test.ts) runs this against a real server")
 	}
 	// The window must be longer than a restart takes, which on a busy machine is anything from 2
-	// to 30 s: a first restart measures it.
+	// to 30 s: a first restart measures it. A SIGTERM restart also drains first, for up to the
+	// server's shutdown grace (10 s by default), before the new server can listen.
 	began := time.Now()
 	restartServer(t, "signal=SIGKILL")
-	giveUp := max(10*time.Second, 3*time.Since(began))
+	giveUp := max(10*time.Second, 3*time.Since(began)) + shutdownGrace
 	client := liveClient(t, WithReconnectBackoff(Backoff{Initial: 100 * time.Millisecond, Max: time.Second, GiveUpAfter: giveUp}))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*giveUp+2*time.Minute)
 	defer cancel()
