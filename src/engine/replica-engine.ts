@@ -172,12 +172,12 @@ export class ReplicaEngine {
   }
 
   /** StreamRunEvents: the entries after `afterSeq`, live, ending after the one that settles the run (read/run-events.ts). */
-  runEvents(params: { runId: string; namespace: string; afterSeq: number; followSuspended: boolean; signal: AbortSignal }): AsyncGenerator<JournalEntry, void, undefined> {
+  runEvents(params: { runId: string; namespace: string; afterSeq: number; followSuspended: boolean; signal: AbortSignal; largePayloads?: boolean }): AsyncGenerator<JournalEntry, void, undefined> {
     return runEvents({ store: this.engine.store, ...params, ...this.#poll() });
   }
 
   /** StreamRunEvents with `include_deltas`: entries and model call deltas (read/run-events.ts). */
-  runEventsWithDeltas(params: { runId: string; namespace: string; afterSeq: number; afterOffset: number; followSuspended: boolean; signal: AbortSignal }): AsyncGenerator<FollowItem, void, undefined> {
+  runEventsWithDeltas(params: { runId: string; namespace: string; afterSeq: number; afterOffset: number; followSuspended: boolean; signal: AbortSignal; largePayloads?: boolean }): AsyncGenerator<FollowItem, void, undefined> {
     return runEventsWithDeltas({ store: this.engine.store, ...params, ...this.#poll() });
   }
 

@@ -32,6 +32,8 @@ export interface JournalFollowParams {
   stopAfterTerminal?: boolean;
   /** Entries read per journalList call while catching up. */
   batchSize?: number;
+  /** Out-of-line payloads as references (the default) or inline (JournalListParams.payloads). */
+  payloads?: 'inline' | 'reference';
 }
 
 /**
@@ -60,7 +62,7 @@ export async function* journalFollow(params: JournalFollowParams): AsyncGenerato
       let failed = false;
       try {
         while (more && !signal.aborted) {
-          const entries = await store.journalList({ runId, afterSeq: cursor, limit: batchSize, namespace: params.namespace, payloads: 'reference' });
+          const entries = await store.journalList({ runId, afterSeq: cursor, limit: batchSize, namespace: params.namespace, payloads: params.payloads ?? 'reference' });
           let contiguous = true;
           for (const entry of entries) {
             if (entry.seq !== cursor + 1) {

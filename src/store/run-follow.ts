@@ -19,6 +19,8 @@ export interface RunFollowParams {
   pollMs?: number;
   retryMs?: number;
   batchSize?: number;
+  /** Out-of-line payloads as references (the default) or inline (JournalListParams.payloads). */
+  payloads?: 'inline' | 'reference';
 }
 
 /**
@@ -47,7 +49,7 @@ export async function* runFollow(params: RunFollowParams): AsyncGenerator<Follow
       let again = false;
       let failed = false;
       try {
-        const entries = await store.journalList({ runId, afterSeq: seq, limit, namespace: params.namespace, payloads: 'reference' });
+        const entries = await store.journalList({ runId, afterSeq: seq, limit, namespace: params.namespace, payloads: params.payloads ?? 'reference' });
         const deltas = await store.modelDeltaList({ runId, afterOffset: offset, limit });
         const full = deltas.length === limit;
         // With a full batch, only entries the read deltas need: a later one may have unread deltas before it.

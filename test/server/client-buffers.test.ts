@@ -80,7 +80,8 @@ describe('a client that never reads (WAYMARK_CLIENT_MAX_BUFFERED_BYTES)', () => 
     const reset = new Set<StalledReader>();
     const refusedStreams = new Map<StalledReader, string | undefined>();
     for (let i = 0; i < READERS; i++) {
-      const r = stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true });
+      // include_large_payloads: the events themselves (300 KB each) fill the stream, not their references.
+      const r = stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true, includeLargePayloads: true });
       r.responded.catch(() => undefined);
       let headers: http2.IncomingHttpHeaders = {};
       r.stream.on('response', (h) => (headers = { ...headers, ...h }));
@@ -123,7 +124,7 @@ describe('a client that never reads (WAYMARK_CLIENT_MAX_BUFFERED_BYTES)', () => 
     const other = await grpcCall(server, '/waymark.v1.RunService/GetRun', grpcFrame(GetRunRequestSchema, { runId }), '127.0.0.2');
     expect(statusOf(other)).toBeUndefined();
     expect(other.body.length).toBeGreaterThan(0);
-    const reader = stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }, 1 << 20, { localAddress: '127.0.0.2' });
+    const reader = stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true, includeLargePayloads: true }, 1 << 20, { localAddress: '127.0.0.2' });
     cleanups.push(() => reader.session.destroy());
     let received = 0;
     reader.stream.on('data', (chunk: Buffer) => (received += chunk.length));

@@ -86,6 +86,12 @@ describe.each(stores)('a run with ten 5 MiB results (%s)', (_name, open) => {
     for await (const { event } of b.runs.streamRunEvents({ runId })) if (event?.body.case === 'entry') streamed.push(event.body.value);
     expect(streamed.filter((e) => e.payloadRef).map((e) => e.name)).toEqual(big.map((e) => e.name));
     expect(streamed.filter((e) => e.payloadRef).every((e) => e.payload === undefined)).toBe(true);
+    // With include_large_payloads the stream carries each result itself, as recorded.
+    const inline: JournalEntry[] = [];
+    for await (const { event } of b.runs.streamRunEvents({ runId, includeLargePayloads: true })) if (event?.body.case === 'entry') inline.push(event.body.value);
+    expect(inline.map((e) => e.seq)).toEqual(streamed.map((e) => e.seq));
+    expect(inline.some((e) => e.payloadRef)).toBe(false);
+    expect(inline.filter((e) => e.name.startsWith('big-')).map((e) => plain(e.payload))).toEqual(expected);
 
     // Whole: every payload, pages cut near 4 MiB of them (one 5 MiB result a page at most, plus small entries).
     const whole: JournalEntry[] = [];

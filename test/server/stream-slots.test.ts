@@ -20,7 +20,7 @@ import { until } from '../support/until.js';
  * with raw node:http2 clients; the API over a MemoryStore, as the composition root wires it.
  */
 
-/** `ticks` rounds of: wait for a `tick` signal, emit a 100 KB event. */
+/** `ticks` rounds of: wait for a `tick` signal, emit a 100 KB event (read with include_large_payloads, so the event itself is sent, not its reference). */
 const bigEvents = defineWorkflow({ name: 'big-events', input: z.object({ ticks: z.number() }) }, async (ctx, { ticks }) => {
   for (let i = 0; i < ticks; i++) {
     await ctx.signal('tick');
@@ -52,7 +52,7 @@ async function tick(t: ApiHarness, runId: string, n: number): Promise<void> {
 async function blockedReaders(t: ApiHarness, server: GrpcServer, ticks = 3): Promise<{ runId: string; readers: StalledReader[] }> {
   const { run } = await t.runs.startRun({ workflow: 'big-events', input: json({ ticks: ticks + 2 }), wait: true });
   const runId = run!.id;
-  const readers = Array.from({ length: READERS }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }));
+  const readers = Array.from({ length: READERS }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true, includeLargePayloads: true }));
   await Promise.all(readers.map((r) => r.responded));
   for (let n = 0; n < ticks; n++) await tick(t, runId, n);
   expect(t.deps.streams.open).toBe(READERS);
@@ -96,7 +96,7 @@ describe('stream slots under flow control (issue 16, finding 1)', () => {
     const { runId, readers } = await blockedReaders(t, server);
     for (const r of readers) r.session.destroy();
     await vi.waitFor(() => expect(t.deps.streams.open).toBe(0), { timeout: 5_000 });
-    const fresh = Array.from({ length: READERS }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }, 1 << 20));
+    const fresh = Array.from({ length: READERS }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true, includeLargePayloads: true }, 1 << 20));
     await Promise.all(fresh.map((r) => r.responded));
     expect(t.deps.streams.open).toBe(READERS);
     for (const r of fresh) r.session.destroy();
@@ -150,7 +150,7 @@ describe('soak: slow and vanishing stream readers', () => {
     const baseline = heapUsed();
     let peak = 0;
     for (let b = 0; b < SOAK.batches; b++) {
-      const readers = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }));
+      const readers = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true, includeLargePayloads: true }));
       await Promise.all(readers.map((r) => r.responded));
       expect(t.deps.streams.open).toBe(SOAK.readers);
       readers.forEach((r, i) => ways[(b + i) % ways.length]!(r));
@@ -166,7 +166,7 @@ describe('soak: slow and vanishing stream readers', () => {
     }
     console.info(`soak: ${SOAK.batches * SOAK.readers} readers in ${SOAK.batches} batches; heap at most ${(peak / 1048576).toFixed(1)} MiB over its baseline after a batch`);
     // The full limit again, with readers that do read: each gets the whole history.
-    const fresh = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true }, 1 << 20));
+    const fresh = Array.from({ length: SOAK.readers }, () => stalledReader(server.url, RunService.method.streamRunEvents, { runId, followSuspended: true, includeLargePayloads: true }, 1 << 20));
     await Promise.all(fresh.map((r) => r.responded));
     expect(t.deps.streams.open).toBe(SOAK.readers);
     for (const r of fresh) r.session.destroy();

@@ -21,6 +21,9 @@ type EventsOptions struct {
 	// FollowSuspended keeps the stream open while the run is parked, until it ends. Without it
 	// the stream also ends after the event that parks the run.
 	FollowSuspended bool
+	// IncludeLargePayloads sends payloads stored out of line (over the server's 64 KiB
+	// threshold) in the events; without it such an entry carries PayloadRef instead.
+	IncludeLargePayloads bool
 	// OnReconnect, when set, is called before each reconnect.
 	OnReconnect func(Reconnect)
 }
@@ -150,7 +153,7 @@ type followed struct {
 
 // follow runs one stream.
 func (c *Client) follow(ctx context.Context, runID string, opts EventsOptions, last *cursor, yield func(*waymarkv1.RunEvent, error) bool) (res followed) {
-	req := &waymarkv1.StreamRunEventsRequest{Namespace: c.namespace, RunId: runID, FollowSuspended: opts.FollowSuspended, IncludeDeltas: last.deltas}
+	req := &waymarkv1.StreamRunEventsRequest{Namespace: c.namespace, RunId: runID, FollowSuspended: opts.FollowSuspended, IncludeLargePayloads: opts.IncludeLargePayloads, IncludeDeltas: last.deltas}
 	if last.seq >= 0 {
 		after := last.seq
 		req.AfterSeq = &after

@@ -21,6 +21,7 @@ type scriptedRuns struct {
 	waymarkv1.UnimplementedRunServiceServer
 	mu     sync.Mutex
 	calls  []*int64
+	large  []bool // include_large_payloads of each call
 	script []streamStep
 }
 
@@ -35,6 +36,7 @@ func (s *scriptedRuns) StreamRunEvents(req *waymarkv1.StreamRunEventsRequest, st
 	s.mu.Lock()
 	call := len(s.calls)
 	s.calls = append(s.calls, req.AfterSeq)
+	s.large = append(s.large, req.IncludeLargePayloads)
 	step := s.script[call]
 	s.mu.Unlock()
 	for i, seq := range step.events {
@@ -106,6 +108,39 @@ func TestEventsReconnectAndResumeFromLastSeq(t *testing.T) {
 	}
 	if runs.calls[0] != nil || *runs.calls[1] != 2 || *runs.calls[len(runs.calls)-1] != 3 {
 		t.Fatalf("after_seq sent %v", runs.calls)
+	}
+	if slices.Contains(runs.large, true) {
+		t.Fatalf("include_large_payloads sent %v without the option", runs.large)
+	}
+}
+
+// IncludeLargePayloads goes out on every connection of the stream, reconnects included.
+func TestEventsIncludeLargePayloadsOnEveryConnection(t *testing.T) {
+	runs := &scriptedRuns{script: []streamStep{
+		{events: []int64{0, 1}, end: status.Error(codes.Unavailable, "server shutting down")},
+		{events: []int64{2}, last: waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED},
+	}}
+	srv, addr := serve(t, "127.0.0.1:0", runs)
+	defer srv.Stop()
+	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: 30 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var seen []int64
+	for ev, err := range client.Events(ctx, "run-1", EventsOptions{IncludeLargePayloads: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, ev.GetSeq())
+	}
+	if want := []int64{0, 1, 2}; !slices.Equal(seen, want) {
+		t.Fatalf("seen %v, want %v", seen, want)
+	}
+	if want := []bool{true, true}; !slices.Equal(runs.large, want) {
+		t.Fatalf("include_large_payloads sent %v, want %v", runs.large, want)
 	}
 }
 

@@ -32,6 +32,7 @@ class Step:
 class ScriptedRuns(run_service_pb2_grpc.RunServiceServicer):
     script: list[Step]
     after_seqs: list[int | None] = field(default_factory=list)
+    large_payloads: list[bool] = field(default_factory=list)  # include_large_payloads of each call
     sent: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)  # a stream ended or was cancelled
 
@@ -40,6 +41,7 @@ class ScriptedRuns(run_service_pb2_grpc.RunServiceServicer):
     ) -> Iterator[run_service_pb2.StreamRunEventsResponse]:
         context.add_callback(self.ended.set)
         self.after_seqs.append(request.after_seq if request.HasField("after_seq") else None)
+        self.large_payloads.append(request.include_large_payloads)
         step = self.script[len(self.after_seqs) - 1]
         for i, seq in enumerate(step.seqs):
             event = run_pb2.RunEvent(run_id=request.run_id, seq=seq)
@@ -98,6 +100,17 @@ def test_sync_events_resume_from_last_seq() -> None:
     assert seen == [0, 1, 2, 3, 4]
     assert reconnects[0] == 2 and reconnects[-1] == 3
     assert runs.after_seqs[0] is None and runs.after_seqs[1] == 2 and runs.after_seqs[-1] == 3
+    assert not any(runs.large_payloads)
+
+
+def test_include_large_payloads_goes_out_on_every_connection() -> None:
+    runs = ScriptedRuns([Step([0, 1], end=grpc.StatusCode.UNAVAILABLE), Step([2], final=run_pb2.RUN_STATUS_SUCCEEDED)])
+    server = Server(runs)
+    with waymark.Client(server.address, backoff=FAST) as client:
+        seen = [event.seq for event in client.events("run-1", include_large_payloads=True)]
+    server.server.stop(None)
+    assert seen == [0, 1, 2]
+    assert runs.large_payloads == [True, True]
 
 
 @pytest.mark.asyncio

@@ -202,6 +202,7 @@ export class WaymarkClient {
     try {
       yield* followEvents({
         runs: this.runs, namespace: this.namespace, runId, afterSeq: options.afterSeq ?? -1n, followSuspended: options.followSuspended ?? false,
+        includeLargePayloads: options.includeLargePayloads ?? false,
         policy: options.giveUpAfterMs === undefined ? this.policy : { ...this.policy, streamGiveUpMs: options.giveUpAfterMs },
         onReconnect: options.onReconnect, signal,
       });

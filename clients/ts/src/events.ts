@@ -30,6 +30,8 @@ export interface FollowSettings {
   runId: string;
   afterSeq: bigint;
   followSuspended: boolean;
+  /** Payloads stored out of line sent in the events (include_large_payloads). */
+  includeLargePayloads?: boolean;
   /** Also model call deltas (docs/clients.md "Token streams"), resumed after `afterOffset`. */
   includeDeltas?: boolean;
   afterOffset?: bigint;
@@ -64,6 +66,7 @@ export async function* followEvents(s: FollowSettings): AsyncGenerator<RunEvent,
       }
       const request = {
         namespace: s.namespace, runId: s.runId, afterSeq: last >= 0n ? last : undefined, followSuspended: s.followSuspended,
+        includeLargePayloads: s.includeLargePayloads ?? false,
         ...(s.includeDeltas ? { includeDeltas: true, afterDeltaOffset: lastOffset >= 0n ? lastOffset : undefined } : {}),
       };
       for await (const { event } of s.runs.streamRunEvents(request, options)) {

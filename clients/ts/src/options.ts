@@ -147,6 +147,8 @@ export interface EventsOptions {
   timeoutMs?: number | undefined;
   /** This stream's give-up window (default the client's retry.streamGiveUpMs). */
   giveUpAfterMs?: number | undefined;
+  /** Events carry payloads stored out of line (over the server's 64 KiB threshold) instead of payloadRef (docs/journal.md "Large payloads"). */
+  includeLargePayloads?: boolean | undefined;
 }
 
 export interface TokensOptions extends EventsOptions {

@@ -17,6 +17,8 @@ interface Step {
 
 class ScriptedServer {
   readonly afterSeqs: Array<bigint | undefined> = [];
+  /** include_large_payloads of each call. */
+  readonly largePayloads: boolean[] = [];
   private server: http2.Http2Server | undefined;
   private readonly sessions = new Set<http2.ServerHttp2Session>();
   port = 0;
@@ -26,9 +28,11 @@ class ScriptedServer {
   private routes = (router: ConnectRouter): void => {
     const script = this.script;
     const afterSeqs = this.afterSeqs;
+    const largePayloads = this.largePayloads;
     router.service(RunService, {
       async *streamRunEvents(req: StreamRunEventsRequest, ctx: HandlerContext) {
         afterSeqs.push(req.afterSeq);
+        largePayloads.push(req.includeLargePayloads);
         const step = script[afterSeqs.length - 1]!;
         for (const [i, seq] of step.seqs.entries()) {
           const final = i === step.seqs.length - 1 && step.final !== undefined;
@@ -103,6 +107,20 @@ describe('events() reconnects', () => {
     expect(server.afterSeqs[0]).toBeUndefined();
     expect(server.afterSeqs[1]).toBe(2n);
     expect(server.afterSeqs.at(-1)).toBe(3n);
+    expect(server.largePayloads.every((v) => !v)).toBe(true);
+  });
+
+  it('sends includeLargePayloads on every connection of the stream, reconnects included', async () => {
+    const server = await scripted([{ seqs: [0n, 1n], end: Code.Unavailable }, { seqs: [2n], final: RunStatus.SUCCEEDED }]);
+    const client = createWaymarkClient({ address: `127.0.0.1:${server.port}`, retry: { initialMs: 10, maxMs: 50 } });
+    const seen: bigint[] = [];
+    try {
+      for await (const event of client.events('run-1', { includeLargePayloads: true })) seen.push(event.seq);
+    } finally {
+      client.close();
+    }
+    expect(seen).toEqual([0n, 1n, 2n]);
+    expect(server.largePayloads).toEqual([true, true]);
   });
 
   it('not after other errors, which end the loop typed', async () => {

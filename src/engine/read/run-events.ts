@@ -15,6 +15,9 @@ import type { JournalStore } from '../../store/store.js';
  * and resumed streams on. The caller's signal ends it early; the transport says why.
  */
 
+/** Entries a stream with include_large_payloads reads per batch (a stream by reference reads 500). */
+export const INLINE_PAYLOAD_BATCH = 16;
+
 /** The new status a `status` entry records, or null for any other entry. */
 export function statusOf(entry: JournalEntry): StatusPayload | null {
   if (entry.kind !== 'status' || entry.payload === null || typeof entry.payload !== 'object' || Array.isArray(entry.payload)) return null;
@@ -38,6 +41,8 @@ export interface RunEventsParams {
   signal: AbortSignal;
   /** Fallback poll when no wake-up arrives. */
   pollMs?: number;
+  /** Out-of-line payloads inline instead of as references (StreamRunEvents include_large_payloads). */
+  largePayloads?: boolean;
 }
 
 /** The run's entries after `afterSeq`, ending after the one that settles it (RunNotFoundError first for an unknown run). */
@@ -56,13 +61,19 @@ export function runEventsWithDeltas(params: RunEventsParams & { afterOffset: num
 /** What `follow` yields from `afterSeq` on, ending after the entry that settles the run. */
 async function* untilSettled<T>(
   params: RunEventsParams,
-  follow: (p: { store: JournalStore; runId: string; namespace: string; afterSeq: number; signal: AbortSignal; pollMs?: number }) => AsyncIterable<T>,
+  follow: (p: { store: JournalStore; runId: string; namespace: string; afterSeq: number; signal: AbortSignal; pollMs?: number; payloads: 'inline' | 'reference'; batchSize?: number }) => AsyncIterable<T>,
   entryOf: (item: T) => JournalEntry | undefined,
 ): AsyncGenerator<T, void, undefined> {
   const { store, runId, namespace, signal } = params;
   const run = await store.runGet({ runId, namespace });
   if (params.afterSeq >= run.nextSeq - 1 && settles(run.status, params.followSuspended)) return;
-  const it = follow({ store, runId, namespace, afterSeq: params.afterSeq, signal, ...(params.pollMs ? { pollMs: params.pollMs } : {}) })[Symbol.asyncIterator]();
+  // Inline large payloads are read a few entries at a time: a batch holds at most
+  // INLINE_PAYLOAD_BATCH payloads, each at most the payload limit, not 500 of them.
+  const inline = params.largePayloads === true;
+  const it = follow({
+    store, runId, namespace, afterSeq: params.afterSeq, signal, payloads: inline ? 'inline' : 'reference',
+    ...(inline ? { batchSize: INLINE_PAYLOAD_BATCH } : {}), ...(params.pollMs ? { pollMs: params.pollMs } : {}),
+  })[Symbol.asyncIterator]();
   try {
     for (;;) {
       const next = await it.next();

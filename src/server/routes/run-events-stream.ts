@@ -32,7 +32,7 @@ export async function* streamRunEvents(
     // Opened with a stream token: the stream ends with UNAUTHENTICATED (TOKEN_EXPIRED) when it expires.
     const caller = ctx.values.get(callerKey);
     const signal = streamSignal(ctx, caller.kind === 'stream-token' ? { at: caller.expiresAt, reason: tokenExpiredError } : undefined);
-    const params = { runId, namespace, afterSeq, followSuspended: req.followSuspended, signal };
+    const params = { runId, namespace, afterSeq, followSuspended: req.followSuspended, signal, largePayloads: req.includeLargePayloads };
     // With include_deltas, model call deltas come woven in (docs/agents.md "Token streams").
     const it: AsyncGenerator<FollowItem, void, undefined> = req.includeDeltas
       ? deps.api.runEventsWithDeltas({ ...params, afterOffset })

@@ -59,9 +59,17 @@ class Follow:
     answered (a GetRun of the run: a follow stream of a parked run sends nothing)."""
 
     def __init__(
-        self, backoff: Backoff, after_seq: int | None, timeout: float | None, *, deltas: bool = False, after_offset: int | None = None
+        self,
+        backoff: Backoff,
+        after_seq: int | None,
+        timeout: float | None,
+        *,
+        deltas: bool = False,
+        after_offset: int | None = None,
+        large_payloads: bool = False,
     ) -> None:
         self.backoff = backoff
+        self.large_payloads = large_payloads  # payloads stored out of line sent in the events
         self.last = after_seq if after_seq is not None else -1
         self.deltas = deltas  # a stream with model call deltas, resumed after last_offset too
         self.last_offset = after_offset if after_offset is not None else -1
@@ -138,9 +146,11 @@ def events(
     follow_suspended: bool = False,
     on_reconnect: Callable[[Reconnect], None] | None = None,
     timeout: float | None = None,
+    include_large_payloads: bool = False,
 ) -> Items[run_pb2.RunEvent]:
     """Yields a run's events: its history, then live events until it ends (or parks, unless
-    ``follow_suspended``).
+    ``follow_suspended``). With ``include_large_payloads`` an entry whose payload is stored out of
+    line (over the server's 64 KiB threshold) carries it instead of ``payload_ref``.
 
     When the connection drops or the server answers UNAVAILABLE (a restart, a rollout) it
     reconnects by itself with backoff, resuming after the last seq it yielded, so every event
@@ -150,7 +160,8 @@ def events(
     (:class:`waymark.Unavailable`). ``timeout`` bounds the whole stream (DEADLINE_EXCEEDED).
     Closing the generator cancels the stream.
     """
-    return (yield from follow_events(core, run_id, Follow(core.backoff, after_seq, timeout), follow_suspended, on_reconnect))
+    follow = Follow(core.backoff, after_seq, timeout, large_payloads=include_large_payloads)
+    return (yield from follow_events(core, run_id, follow, follow_suspended, on_reconnect))
 
 
 def follow_events(
@@ -161,7 +172,12 @@ def follow_events(
         error = (yield from _reconnected(core, run_id, follow)) if follow.reconnecting else None
         if error is None:
             request = _requests.stream_events(
-                core.namespace, run_id, follow.last, follow_suspended, after_offset=follow.last_offset if follow.deltas else None
+                core.namespace,
+                run_id,
+                follow.last,
+                follow_suspended,
+                after_offset=follow.last_offset if follow.deltas else None,
+                large_payloads=follow.large_payloads,
             )
             call = yield Stream(core.runs.StreamRunEvents, request, follow.stream_timeout())
             try:

@@ -105,10 +105,12 @@ def get_journal(
 
 
 def stream_events(
-    namespace: str, run_id: str, after_seq: int, follow_suspended: bool, *, after_offset: int | None = None
+    namespace: str, run_id: str, after_seq: int, follow_suspended: bool, *, after_offset: int | None = None, large_payloads: bool = False
 ) -> run_service_pb2.StreamRunEventsRequest:
     """``after_offset`` not None: with model call deltas, after that offset (-1: from the first)."""
-    request = run_service_pb2.StreamRunEventsRequest(namespace=namespace, run_id=run_id, follow_suspended=follow_suspended)
+    request = run_service_pb2.StreamRunEventsRequest(
+        namespace=namespace, run_id=run_id, follow_suspended=follow_suspended, include_large_payloads=large_payloads
+    )
     if after_seq >= 0:
         request.after_seq = after_seq
     if after_offset is not None:

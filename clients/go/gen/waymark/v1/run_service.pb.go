@@ -976,6 +976,10 @@ type StreamRunEventsRequest struct {
 	// Keep the stream open while the run is SUSPENDED, until its terminal event. Without it the
 	// stream also ends after the event that parks the run.
 	FollowSuspended bool `protobuf:"varint,4,opt,name=follow_suspended,json=followSuspended,proto3" json:"follow_suspended,omitempty"`
+	// Send payloads stored out of line (results and emitted events over the server's inline
+	// threshold, 64 KiB by default) in the events, as GetJournal's include_large_payloads does.
+	// Without it such an event's entry carries payload_ref instead of payload.
+	IncludeLargePayloads bool `protobuf:"varint,5,opt,name=include_large_payloads,json=includeLargePayloads,proto3" json:"include_large_payloads,omitempty"`
 	// Also send model call deltas (RunEvent.model_delta) as model calls produce them.
 	IncludeDeltas bool `protobuf:"varint,40,opt,name=include_deltas,json=includeDeltas,proto3" json:"include_deltas,omitempty"`
 	// With include_deltas: send deltas with offset greater than this (the last ModelDelta.offset the
@@ -1039,6 +1043,13 @@ func (x *StreamRunEventsRequest) GetAfterSeq() int64 {
 func (x *StreamRunEventsRequest) GetFollowSuspended() bool {
 	if x != nil {
 		return x.FollowSuspended
+	}
+	return false
+}
+
+func (x *StreamRunEventsRequest) GetIncludeLargePayloads() bool {
+	if x != nil {
+		return x.IncludeLargePayloads
 	}
 	return false
 }
@@ -3340,12 +3351,13 @@ const file_waymark_v1_run_service_proto_rawDesc = "" +
 	"_after_seq\"p\n" +
 	"\x12GetJournalResponse\x122\n" +
 	"\aentries\x18\x01 \x03(\v2\x18.waymark.v1.JournalEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x99\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xcf\x02\n" +
 	"\x16StreamRunEventsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12 \n" +
 	"\tafter_seq\x18\x03 \x01(\x03H\x00R\bafterSeq\x88\x01\x01\x12)\n" +
-	"\x10follow_suspended\x18\x04 \x01(\bR\x0ffollowSuspended\x12%\n" +
+	"\x10follow_suspended\x18\x04 \x01(\bR\x0ffollowSuspended\x124\n" +
+	"\x16include_large_payloads\x18\x05 \x01(\bR\x14includeLargePayloads\x12%\n" +
 	"\x0einclude_deltas\x18( \x01(\bR\rincludeDeltas\x121\n" +
 	"\x12after_delta_offset\x18) \x01(\x03H\x01R\x10afterDeltaOffset\x88\x01\x01B\f\n" +
 	"\n" +

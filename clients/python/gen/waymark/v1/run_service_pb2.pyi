@@ -572,6 +572,7 @@ class StreamRunEventsRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     AFTER_SEQ_FIELD_NUMBER: _builtins.int
     FOLLOW_SUSPENDED_FIELD_NUMBER: _builtins.int
+    INCLUDE_LARGE_PAYLOADS_FIELD_NUMBER: _builtins.int
     INCLUDE_DELTAS_FIELD_NUMBER: _builtins.int
     AFTER_DELTA_OFFSET_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
@@ -586,6 +587,11 @@ class StreamRunEventsRequest(_message.Message):
     """Keep the stream open while the run is SUSPENDED, until its terminal event. Without it the
     stream also ends after the event that parks the run.
     """
+    include_large_payloads: _builtins.bool
+    """Send payloads stored out of line (results and emitted events over the server's inline
+    threshold, 64 KiB by default) in the events, as GetJournal's include_large_payloads does.
+    Without it such an event's entry carries payload_ref instead of payload.
+    """
     include_deltas: _builtins.bool
     """Also send model call deltas (RunEvent.model_delta) as model calls produce them."""
     after_delta_offset: _builtins.int
@@ -599,12 +605,13 @@ class StreamRunEventsRequest(_message.Message):
         run_id: _builtins.str = ...,
         after_seq: _builtins.int | None = ...,
         follow_suspended: _builtins.bool = ...,
+        include_large_payloads: _builtins.bool = ...,
         include_deltas: _builtins.bool = ...,
         after_delta_offset: _builtins.int | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset", "_after_seq", b"_after_seq", "after_delta_offset", b"after_delta_offset", "after_seq", b"after_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset", "_after_seq", b"_after_seq", "after_delta_offset", b"after_delta_offset", "after_seq", b"after_seq", "follow_suspended", b"follow_suspended", "include_deltas", b"include_deltas", "namespace", b"namespace", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset", "_after_seq", b"_after_seq", "after_delta_offset", b"after_delta_offset", "after_seq", b"after_seq", "follow_suspended", b"follow_suspended", "include_deltas", b"include_deltas", "include_large_payloads", b"include_large_payloads", "namespace", b"namespace", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__after_delta_offset: _TypeAlias = _typing.Literal["after_delta_offset"]  # noqa: Y015
     _WhichOneofArgType__after_delta_offset: _TypeAlias = _typing.Literal["_after_delta_offset", b"_after_delta_offset"]  # noqa: Y015
