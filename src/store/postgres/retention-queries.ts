@@ -10,7 +10,8 @@ const TERMINAL = `('SUCCEEDED', 'FAILED', 'CANCELLED')`;
 const UNFINISHED = `('PENDING', 'RUNNING', 'SUSPENDED')`;
 
 /**
- * Root runs that ended at least `olderThanMs` ago (runs_finished_roots), with no unfinished child
+ * Root runs that ended at least `olderThanMs` ago (runs_finished_roots on ended_at, migration 0023:
+ * updated_at while finished), with no unfinished child
  * and no pending webhook delivery, oldest end first. `lock`: FOR UPDATE SKIP LOCKED, so a run a
  * resume or another purge holds is skipped rather than waited for.
  */
@@ -19,14 +20,14 @@ export function purgeRoots(p: {
 }): pg.QueryConfig {
   return {
     name: p.lock ? 'retention_roots_lock' : 'retention_roots',
-    text: `SELECT r.id, r.updated_at FROM runs r
+    text: `SELECT r.id, r.ended_at AS updated_at FROM runs r
       WHERE r.parent_run_id IS NULL AND r.status IN ${TERMINAL}
-        AND r.updated_at <= now() - $1::bigint * interval '1 millisecond'
+        AND r.ended_at <= now() - $1::bigint * interval '1 millisecond'
         AND ($2::text IS NULL OR r.namespace = $2) AND NOT (r.namespace = ANY($3::text[]))
         AND ($5::text[] IS NULL OR r.status = ANY($5::text[])) AND ($6::text IS NULL OR r.workflow_name = $6)
         AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_id = r.id AND c.status IN ${UNFINISHED})
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.run_id = r.id::text AND d.state = 'pending')
-      ORDER BY r.updated_at, r.id LIMIT $4${p.lock ? ' FOR UPDATE SKIP LOCKED' : ''}`,
+      ORDER BY r.ended_at, r.id LIMIT $4${p.lock ? ' FOR UPDATE SKIP LOCKED' : ''}`,
     values: [p.olderThanMs, p.namespace, p.except, p.limit, p.statuses, p.workflowName],
   };
 }
