@@ -67,11 +67,16 @@ export function toEntry(row: JournalRow): JournalEntry {
  * a conditional spread here cost ten times the rest of the encoding.
  */
 function entriesJson(entries: readonly NewJournalEntry[], deadlines: readonly (Date | null)[], runId?: string): string {
-  return JSON.stringify(entries.map((e, i) => ({
+  return JSON.stringify(entryRecords(entries, deadlines, runId));
+}
+
+/** entriesJson's elements, before encoding (payloads-queries.ts adds the out-of-line columns to them). */
+export function entryRecords(entries: readonly NewJournalEntry[], deadlines: readonly (Date | null)[], runId?: string) {
+  return entries.map((e, i) => ({
     rid: runId ?? null, i: i + 1, scope: e.scope, kind: e.kind, name: e.name, content_key: e.contentKey, occurrence: e.occurrence,
     status: e.status, payload: e.payload, error: e.error, ref_seq: e.refSeq, idempotency_key: e.idempotencyKey,
     dedupe_key: e.dedupeKey, usage: e.usage, cost_usd: e.costUsd, attempt: e.attempt, deadline_at: deadlines[i]?.toISOString() ?? null,
-  })));
+  }));
 }
 
 export const RECORD_COLUMNS: [string, string][] = [

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { NewJournalEntry } from '../../journal/journal-entry.js';
 import type { OutOfLinePayload } from '../payload-refs.js';
-import { fence, INSERT_COLUMNS, RECORD_COLUMNS, recordset } from './journal-queries.js';
+import { entryRecords, fence, INSERT_COLUMNS, RECORD_COLUMNS, recordset } from './journal-queries.js';
 
 /*
  * Named statements on `payloads` (migration 0022, docs/journal.md "Large payloads"): the fenced
@@ -21,14 +21,9 @@ export function journalAppendPayloads(p: {
   runId: string; epoch: number; entries: readonly NewJournalEntry[]; deadlines: readonly (Date | null)[]; maxEntries: number;
   payloads: readonly (OutOfLinePayload | null)[]; bytes: number; maxBytes: number;
 }): pg.QueryConfig {
-  const rows = JSON.stringify(p.entries.map((e, i) => {
+  const rows = JSON.stringify(entryRecords(p.entries, p.deadlines).map((record, i) => {
     const ref = p.payloads[i];
-    return {
-      i: i + 1, scope: e.scope, kind: e.kind, name: e.name, content_key: e.contentKey, occurrence: e.occurrence,
-      status: e.status, payload: ref ? null : e.payload, error: e.error, ref_seq: e.refSeq, idempotency_key: e.idempotencyKey,
-      dedupe_key: e.dedupeKey, usage: e.usage, cost_usd: e.costUsd, attempt: e.attempt, deadline_at: p.deadlines[i]?.toISOString() ?? null,
-      payload_sha256: ref?.sha256 ?? null, payload_bytes: ref?.sizeBytes ?? null,
-    };
+    return { ...record, payload: ref ? null : record.payload, payload_sha256: ref?.sha256 ?? null, payload_bytes: ref?.sizeBytes ?? null };
   }));
   const distinct = new Map<string, OutOfLinePayload>();
   for (const ref of p.payloads) if (ref && !distinct.has(ref.sha256)) distinct.set(ref.sha256, ref);
