@@ -111,16 +111,14 @@ export class SdkMcpConnector implements McpConnector {
     const { server, taskId, signal } = params;
     return this.using(server, signal, async (client) => {
       const listening = this.questions.listen(serverKey(server), taskId, params.round, params.answer);
-      // Its own signal: a question ends this await (the run parks on it) without failing it.
-      const request = new AbortController();
-      const forward = (): void => request.abort(signal.reason);
-      signal.addEventListener('abort', forward, { once: true });
+      // Its own signal too: a question ends this await (the run parks on it) without failing it.
+      const asked = new AbortController();
       try {
-        const result = client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { signal: request.signal, timeout: NO_SDK_TIMEOUT });
+        const result = client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema, { signal: AbortSignal.any([signal, asked.signal]), timeout: NO_SDK_TIMEOUT });
         const first = await Promise.race([result.then((r) => ({ r })), listening.question.then((q) => ({ q }))]);
         if ('q' in first) {
           result.catch(() => undefined);
-          request.abort(new Error('the task asked a question; the run waits for its answer'));
+          asked.abort(new Error('the task asked a question; the run waits for its answer'));
           return { inputRequired: first.q };
         }
         listening.finished();
@@ -134,7 +132,6 @@ export class SdkMcpConnector implements McpConnector {
         throw error;
       } finally {
         listening.close();
-        signal.removeEventListener('abort', forward);
       }
     });
   }
