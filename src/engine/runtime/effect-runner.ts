@@ -13,6 +13,7 @@ import type { Execution } from './execution.js';
 import type { EffectEnd, EffectSpan } from './effect-tracer.js';
 import { currentToolCallId } from './tool-call-id.js';
 import type { SuspensionPayload } from './suspension.js';
+import { never } from './never.js';
 
 /*
  * The two protocols every journaled call follows, over an Execution: a dispatched effect
@@ -21,7 +22,6 @@ import type { SuspensionPayload } from './suspension.js';
  * journal that disagrees with the code never reaches these (the call threw NonDeterminismError).
  */
 
-const NEVER = new Promise<never>(() => {});
 const noop = (): void => {};
 
 /** What one dispatched effect needs: how it is journaled, what it runs, and how often it may run. */
@@ -87,7 +87,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   const { decision } = call;
   if (exec.over) {
     afterIntent();
-    return NEVER;
+    return never();
   }
   if (decision.action === 'return') {
     exec.hit(call);
@@ -109,7 +109,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
       afterIntent();
       exec.hit(call, decision.invalidResolutions);
       exec.park(decision.suspension);
-      return NEVER;
+      return never();
     }
     attempt = decision.suspension.attempt ?? 2;
     // The timer fired: the next attempt is a rerun after an error (what a preview reports).
@@ -123,7 +123,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   }
   if (!exec.goLive(call)) {
     afterIntent();
-    return NEVER;
+    return never();
   }
   crashpoint(call.kind, 'before-intent');
   const redispatch = head !== null;
@@ -151,7 +151,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
   }
   if (exec.over) {
     span?.ended({ outcome: 'abandoned' });
-    return NEVER;
+    return never();
   }
   crashpoint(call.kind, 'after-execute');
   const refSeq = head ? head.seq : null;
@@ -189,7 +189,7 @@ async function performAttempt(exec: Execution, call: Call, options: PerformOptio
         ];
       });
       exec.park(written[1]!);
-      return NEVER;
+      return never();
     }
     if (failure.retryable) record = errorRecord(new RetriesExhaustedError(call.kind, call.name, attempt, record));
   }
@@ -267,7 +267,7 @@ export async function suspend(
   },
 ): Promise<JournalEntry> {
   const { decision } = call;
-  if (exec.over) return NEVER;
+  if (exec.over) return never();
   let suspension: JournalEntry;
   if (decision.action === 'resolved') {
     exec.hit(call, decision.invalidResolutions);
@@ -276,7 +276,7 @@ export async function suspend(
     exec.hit(call, decision.invalidResolutions);
     suspension = decision.suspension;
   } else if (decision.action === 'live' || decision.action === 'rerun') {
-    if (!exec.goLive(call)) return NEVER;
+    if (!exec.goLive(call)) return never();
     suspension = (await exec.append(async () => [
       callEntry(call, { status: 'suspended', payload: (await options.payload()) as unknown as Json }),
     ]))[0]!;
@@ -290,12 +290,12 @@ export async function suspend(
       settledNow = await exec.track(() => hook(suspension));
     } catch (error) {
       exec.stop(error instanceof LeaseLostError ? 'lease_lost' : 'store_error', error);
-      return NEVER;
+      return never();
     }
     if (settledNow) return settledNow;
   }
   exec.park(suspension);
-  return NEVER;
+  return never();
 }
 
 /** A verdict of the other protocol: replayDecide checks a call's shape (replay.ts callShape), so this is a bug here, not in the journal. */

@@ -18,6 +18,7 @@ import type { RemoteCalls } from './remote-calls.js';
 import type { McpConnector } from './mcp-connector.js';
 import type { EffectTracer } from './effect-tracer.js';
 import { resolutionIsValid } from './suspension.js';
+import { never } from './never.js';
 
 /*
  * One execution of a workflow body over a journal snapshot: it matches calls against the journal,
@@ -72,7 +73,6 @@ export interface CallObserver {
 }
 
 const scopes = new AsyncLocalStorage<{ execution: Execution; scope: string }>();
-const NEVER = new Promise<never>(() => {});
 const LIVE: ReplayDecision = { action: 'live' };
 
 /**
@@ -262,13 +262,13 @@ export class Execution {
    * nothing more is written by this worker.
    */
   append(produce: ProduceEntries): Promise<JournalEntry[]> {
-    if (this.end || !this.appends) return NEVER;
+    if (this.end || !this.appends) return never();
     this.pending++;
     return this.appends.push(produce).then(
       (entries) => {
         if (entries) this.written.push(...entries);
         this.release();
-        return entries ?? NEVER;
+        return entries ?? never();
       },
       (error: unknown) => {
         if (isRefusal(error)) {
@@ -277,7 +277,7 @@ export class Execution {
         }
         this.stop(error instanceof LeaseLostError ? 'lease_lost' : 'store_error', error);
         this.release();
-        return NEVER;
+        return never();
       },
     );
   }
@@ -317,12 +317,12 @@ export class Execution {
    */
   async read<T>(fn: (store: JournalStore) => Promise<T>): Promise<T> {
     const store = this.store;
-    if (this.end || !store) return NEVER;
+    if (this.end || !store) return never();
     try {
       return await this.track(() => fn(store));
     } catch (error) {
       this.stop(error instanceof LeaseLostError ? 'lease_lost' : 'store_error', error);
-      return NEVER;
+      return never();
     }
   }
 
