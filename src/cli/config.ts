@@ -16,6 +16,7 @@ import { API_KEY_DEFAULTS } from '../engine/index.js';
 import { MIN_SECRET_LENGTH } from '../engine/index.js';
 import { isLoopbackHost } from '../server/transport/grpc-server.js';
 import { RETENTION_DEFAULTS, type RetentionPolicy } from '../sweeper/retention-duty.js';
+import { SWEEPER_DEFAULTS } from '../sweeper/sweeper.js';
 
 /**
  * Settings come from the environment only (twelve-factor; Kubernetes ConfigMaps), validated once at
@@ -50,6 +51,7 @@ const schema = z.object({
   WAYMARK_METRICS_ADDR: hostPort('127.0.0.1:9464').default('127.0.0.1:9464'),
   WAYMARK_LEASE_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(30_000),
   WAYMARK_SWEEP_INTERVAL_MS: positiveInt('a whole number of milliseconds > 0').default(5_000),
+  WAYMARK_SESSION_CHECK_MS: nonNegativeInt('a whole number of milliseconds >= 0 (0 leaves dead sessions to each sweep)').default(SWEEPER_DEFAULTS.sessionCheckMs),
   WAYMARK_TIMER_HORIZON_MS: nonNegativeInt('a whole number of milliseconds >= 0 (0 leaves every timer to the sweeper)').default(DUE_TIMERS_DEFAULTS.horizonMs),
   WAYMARK_SHUTDOWN_GRACE_MS: positiveInt('a whole number of milliseconds > 0').default(10_000),
   WAYMARK_SHUTDOWN_SETTLE_MS: positiveInt('a whole number of milliseconds > 0').default(2_000),
@@ -130,6 +132,8 @@ export interface Config {
   metricsAddr: { host: string; port: number };
   leaseTtlMs: number;
   sweepIntervalMs: number;
+  /** How often the sweeper's leader looks for killed replicas' lease sessions between sweeps (0: only at each sweep). */
+  sessionCheckMs: number;
   /** Deadlines due within this long of a run parking are held in memory and fired on time (0: off, the sweeper fires them). */
   timerHorizonMs: number;
   shutdownGraceMs: number;
@@ -212,6 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsAddr: splitHostPort(e.WAYMARK_METRICS_ADDR),
     leaseTtlMs: e.WAYMARK_LEASE_TTL_MS,
     sweepIntervalMs: e.WAYMARK_SWEEP_INTERVAL_MS,
+    sessionCheckMs: e.WAYMARK_SESSION_CHECK_MS,
     timerHorizonMs: e.WAYMARK_TIMER_HORIZON_MS,
     shutdownGraceMs: e.WAYMARK_SHUTDOWN_GRACE_MS,
     shutdownSettleMs: e.WAYMARK_SHUTDOWN_SETTLE_MS,

@@ -12,13 +12,14 @@ import { waitForStopSignal } from './stop-signal.js';
 /**
  * The sweeper as the CLI builds it for any process: leader lease TTL and grace period follow
  * WAYMARK_LEASE_TTL_MS (a run's lease and the leader's expire on the same scale), the interval
- * WAYMARK_SWEEP_INTERVAL_MS. Shared by `waymark sweeper` and `waymark dev`.
+ * WAYMARK_SWEEP_INTERVAL_MS, the dead-session check WAYMARK_SESSION_CHECK_MS. Shared by `waymark sweeper` and `waymark dev`.
  */
 export function createSweeper(config: Config, store: JournalStore, logger: Logger, metrics: Metrics | null): Sweeper {
   const sweeper = new Sweeper({
     store,
     holder: `sweeper:${hostname()}:${process.pid}`,
     intervalMs: config.sweepIntervalMs,
+    sessionCheckMs: config.sessionCheckMs,
     leaderTtlMs: config.leaseTtlMs,
     graceMs: config.leaseTtlMs,
     unroutableAfterMs: config.unroutableAfterMs,

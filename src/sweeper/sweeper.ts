@@ -50,7 +50,7 @@ export interface SweeperOptions {
 }
 
 export const SWEEPER_DEFAULTS = {
-  intervalMs: 5_000, sessionCheckMs: 200, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000, deltaRetentionMs: 3_600_000,
+  intervalMs: 5_000, sessionCheckMs: 50, leaderTtlMs: 30_000, graceMs: 30_000, batchSize: 100, maxBatches: 50, maxRecoveries: 3, unroutableAfterMs: 60_000, deltaRetentionMs: 3_600_000,
 } as const;
 
 export const INTERRUPTED_RECOVERY: RunError = {
