@@ -11,6 +11,7 @@ import type { JournalStore } from '../../src/store/store.js';
 import { Sweeper } from '../../src/sweeper/sweeper.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { journal, NS, TTL } from './harness.js';
+import { until } from '../support/until.js';
 
 /*
  * The replica's in-memory timers (scheduling/due-timers.ts) racing a signal and the sweeper for one
@@ -116,6 +117,52 @@ describe.each([
     await near.stop();
     expect(near.size).toBe(0);
   });
+
+  it('a timer due while an earlier one is still being written fires without waiting for that write', async () => {
+    // Before, a firing held the next timer back until all its writes were done, so a slow write
+    // (a busy pool, a run-row lock) made every timer due meanwhile late by as much (issue 31 goal 1).
+    const inner = makeStore();
+    let gated = '';
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const store = new Proxy(inner, {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (typeof value !== 'function') return value;
+        if (key === 'journalResolve') {
+          return async (...args: unknown[]) => {
+            if ((args[0] as { runId: string }).runId === gated) await gate;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+    const engine = new RunEngine({ store, registry: new Registry().register(waitGo), holder: 'replica-d', leaseTtlMs: TTL });
+    const timers = new DueTimers({ driver: engine.driver, horizonMs: 60_000 });
+    timers.start();
+    const fired = new Map<string, boolean>();
+    timers.events.on('fired', ({ runId, applied }) => fired.set(runId, applied));
+    try {
+      const first = await engine.runStart({ namespace: NS, workflowName: 'wait-go', input: {}, execute: true });
+      gated = first.run.id;
+      const [due] = (await once(timers.events, 'due')) as [{ runId: string }];
+      expect(due.runId).toBe(first.run.id); // its write now waits on the gate
+      const second = await engine.runStart({ namespace: NS, workflowName: 'wait-go', input: {}, execute: true });
+      expect(second.execution?.outcome).toBe('suspended');
+      const secondFired = new Promise<void>((resolve) => timers.events.on('fired', ({ runId }) => runId === second.run.id && resolve()));
+      const stuck = new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 15_000).unref());
+      expect(await Promise.race([secondFired.then(() => 'fired' as const), stuck])).toBe('fired');
+      expect(fired.get(second.run.id)).toBe(true);
+      expect(fired.has(first.run.id)).toBe(false); // still held at the gate
+      open();
+      await until('the first timer fired', () => (fired.has(first.run.id) ? true : undefined));
+      expect(fired.get(first.run.id)).toBe(true);
+    } finally {
+      open();
+      await timers.stop();
+    }
+  }, 30_000);
 
   it('a timer whose write fails (the store restarting) is left to the sweeper, with nobody listening for the failure', async () => {
     // The replica process has no `failed` listener. Before, this event was named `error`, and an

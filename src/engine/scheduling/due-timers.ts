@@ -68,7 +68,10 @@ export class DueTimers {
   private skewMs = 0;
   private timer: NodeJS.Timeout | null = null;
   private armedFor = Number.POSITIVE_INFINITY;
+  /** The clock read and pop of the firing in progress: the next timer is armed once it is done, not after its writes. */
   private firing: Promise<void> | null = null;
+  /** Resolutions being written (stop waits for them). */
+  private readonly writing = new Set<Promise<void>>();
   private state: 'new' | 'running' | 'stopped' = 'new';
   private readonly onParked = (p: { runId: string; namespace: string; waits: JournalEntry[] }): void => this.hold(p);
   /** The run executes again here: whatever it still waits on, it parks on again (and is held again then). */
@@ -106,6 +109,7 @@ export class DueTimers {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.firing;
+    await Promise.all(this.writing);
     this.heap.clear();
     this.keys.clear();
   }
@@ -164,7 +168,8 @@ export class DueTimers {
     }
     this.skewMs = storeNow - Date.now();
     const due = this.heap.popDue(storeNow);
-    await Promise.all(due.map(async (t) => {
+    // The writes go on without holding the next timer back: one due while they run fires on time.
+    const writes = Promise.all(due.map(async (t) => {
       const { runId, namespace, suspension } = t;
       const seqs = this.keys.get(runId);
       if (!seqs?.delete(suspension.seq)) return; // dropped: the run executed here again since
@@ -186,7 +191,9 @@ export class DueTimers {
         this.logger.warn({ runId, seq: suspension.seq, err: error }, 'a due timer could not be resolved here; the sweeper resolves it');
         this.events.emit('failed', { runId, seq: suspension.seq, error });
       }
-    }));
+    })).then(() => undefined);
+    this.writing.add(writes);
+    void writes.finally(() => this.writing.delete(writes));
   }
 }
 
