@@ -1,0 +1,26 @@
+// Preloaded into each Node process bench/profile.ts starts (NODE_OPTIONS=--require …; Node 20 does
+// not take --cpu-prof there): samples the process's CPU from start to exit and writes
+// <WAYMARK_PROFILE_DIR>/<pid>.cpuprofile when it exits (a SIGKILLed process writes none). SIGUSR2
+// throws away what was sampled so far (the harness sends it after a warm-up).
+'use strict';
+const { Session } = require('node:inspector');
+const { writeFileSync } = require('node:fs');
+const path = require('node:path');
+
+const dir = process.env.WAYMARK_PROFILE_DIR;
+if (dir) {
+  const session = new Session();
+  session.connect();
+  session.post('Profiler.enable');
+  session.post('Profiler.setSamplingInterval', { interval: 500 });
+  session.post('Profiler.start');
+  process.on('SIGUSR2', () => {
+    session.post('Profiler.stop', () => session.post('Profiler.start'));
+  });
+  // A same-thread inspector session answers synchronously, so this works inside 'exit'.
+  process.once('exit', () => {
+    session.post('Profiler.stop', (error, result) => {
+      if (!error) writeFileSync(path.join(dir, `${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+    });
+  });
+}
