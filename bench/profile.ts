@@ -1,5 +1,5 @@
 // `npm run bench:profile -- SCENARIO…`: one bench row at a time under V8's CPU profiler, every process
-// of it profiled (servers, clients, workers, the resume's child, through bench/cpu-profile-preload.cjs;
+// of it profiled (servers, clients, workers, the resume's child, through bench/cpu-profile-preload.mjs;
 // in-process rows through the inspector), each role summarised by scripts/cpuprofile-summary.js. What docs/performance.md's
 // "what limits it" paragraphs are read from. Profiles cost time: read shares here, never rates.
 import { execFileSync } from 'node:child_process';
@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { measureEvents, measureGrpc, measureRemote, startServer, type GrpcServer } from './grpc.js';
 import { openBenchDatabase } from './postgres.js';
 import { longRun, measureReplay } from './replay.js';
@@ -44,7 +44,7 @@ async function childProfiles(dir: string, fn: () => Promise<void>): Promise<Map<
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const before = process.env.NODE_OPTIONS;
-  process.env.NODE_OPTIONS = `${before ?? ''} --require ${path.join(root, 'bench/cpu-profile-preload.cjs')}`.trim();
+  process.env.NODE_OPTIONS = `${before ?? ''} --import ${pathToFileURL(path.join(root, 'bench/cpu-profile-preload.mjs')).href}`.trim();
   process.env.WAYMARK_PROFILE_DIR = dir;
   try {
     await fn();
@@ -114,7 +114,7 @@ try {
     const files = await childProfiles(dir, async () => {
       servers.push(await startServer(url, {}, true));
       if (scenario === 'signal' || scenario === 'decision') servers.push(await startServer(url, {}, true));
-      // Start-up is not the row: each server's profile restarts after a warm-up (cpu-profile-preload.cjs).
+      // Start-up is not the row: each server's profile restarts after a warm-up (cpu-profile-preload.mjs).
       const restart = () => servers.forEach((s) => process.kill(s.pid, 'SIGUSR2'));
       try {
         if (scenario === 'grpc') {

@@ -3,6 +3,7 @@
 // Usage: node scripts/cpuprofile-summary.js [--top N] [--json] [--with-loading] FILE.cpuprofile...
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import process from 'node:process';
 
 /*
  * Each sample's time goes to the function on top of the stack (self time), and that function to an

@@ -1,11 +1,11 @@
-// Preloaded into each Node process bench/profile.ts starts (NODE_OPTIONS=--require …; Node 20 does
+// Preloaded into each Node process bench/profile.ts starts (NODE_OPTIONS=--import …; Node 20 does
 // not take --cpu-prof there): samples the process's CPU from start to exit and writes
 // <WAYMARK_PROFILE_DIR>/<pid>.cpuprofile when it exits (a SIGKILLed process writes none). SIGUSR2
 // throws away what was sampled so far (the harness sends it after a warm-up).
-'use strict';
-const { Session } = require('node:inspector');
-const { writeFileSync } = require('node:fs');
-const path = require('node:path');
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import path from 'node:path';
+import process from 'node:process';
 
 const dir = process.env.WAYMARK_PROFILE_DIR;
 if (dir) {
