@@ -1,5 +1,5 @@
 // runtime/: the promise a call returns once its execution is over: it never settles, and holds nothing.
-// Must stay a fresh promise per use: a shared one would keep every awaiting body alive.
+// Must not be one shared promise: that would keep every awaiting body alive; each call makes a fresh one.
 
 /**
  * A promise that never settles, new on every call. Whoever awaits it is kept alive only by it, so
