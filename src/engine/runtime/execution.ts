@@ -120,7 +120,7 @@ export class Execution {
   /** Live executions only (a store and a lease): the writes and the lease they are fenced with. */
   private readonly appends: AppendQueue | null = null;
   private readonly renewal: LeaseRenewal | null = null;
-  private readonly occurrences = new Map<string, number>();
+  private readonly occurrences = new Map<string, Map<string, number>>(); // content key -> scope -> calls so far (no string per call)
   private readonly sites = new Map<string, number>();
   private readonly parked = new Map<number, JournalEntry>();
   /** Entries this execution wrote or was handed back by the store (runtime/resume-cache.ts keeps them with the read ones). */
@@ -221,9 +221,9 @@ export class Execution {
       // Over: the call will never settle; leave the cursor and the figures as they were.
       return new ReservedCall({ scope, contentKey: key, occurrence: -1 }, kind, name, this.run.id, '');
     }
-    const slot = `${scope}\u0000${key}`;
-    const occurrence = this.occurrences.get(slot) ?? 0;
-    this.occurrences.set(slot, occurrence + 1);
+    const byScope = this.occurrences.get(key) ?? this.occurrences.set(key, new Map()).get(key)!;
+    const occurrence = byScope.get(scope) ?? 0;
+    byScope.set(scope, occurrence + 1);
     const identity = { scope, contentKey: key, occurrence };
     const record = this.cursor.take(identity);
     const call = new ReservedCall(identity, kind, name, this.run.id);

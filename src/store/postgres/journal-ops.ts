@@ -88,7 +88,10 @@ export async function journalList(db: PgAccess, params: JournalListParams): Prom
     refs: params.payloads === 'reference',
   }));
   if (rows.length === 0) await db.findRun(params.runId, params.namespace ?? null);
-  return rows.map(jq.toEntry);
+  // One run id string for the whole page (as PostgreSQL spells a uuid: lowercase), not one per row:
+  // a resume holds 100,000 entries (docs/performance.md, issue 31).
+  const runId = params.runId.toLowerCase();
+  return rows.map((row) => jq.toEntry(row, runId));
 }
 
 export async function journalCostTotals(db: PgAccess, params: JournalCostTotalsParams): Promise<JournalCostTotalsResult> {
@@ -108,7 +111,7 @@ export async function journalCostTotals(db: PgAccess, params: JournalCostTotalsP
 export async function journalWaits(db: PgAccess, params: JournalWaitsParams): Promise<JournalWait[]> {
   await db.findRun(params.runId, params.namespace); // throws RunNotFoundError
   const { rows } = await db.query<{ entry: jq.JournalRow; referrers: jq.JournalRow[] }>(jq.journalWaits({ runId: params.runId, seq: params.seq ?? null }));
-  return rows.map((row) => ({ entry: jq.toEntry(row.entry), referrers: row.referrers.map(jq.toEntry) }));
+  return rows.map((row) => ({ entry: jq.toEntry(row.entry), referrers: row.referrers.map((r) => jq.toEntry(r)) }));
 }
 
 export async function journalSpend(db: PgAccess, params: JournalSpendParams): Promise<JournalSpendResult> {

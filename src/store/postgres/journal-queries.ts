@@ -36,9 +36,9 @@ export interface JournalRow {
   payload_bytes?: number | null;
 }
 
-export function toEntry(row: JournalRow): JournalEntry {
+export function toEntry(row: JournalRow, runId: string = row.run_id): JournalEntry {
   return {
-    runId: row.run_id,
+    runId,
     seq: row.seq,
     scope: row.scope,
     kind: row.kind as EntryKind,
@@ -244,7 +244,7 @@ export function journalList(p: { runId: string; afterSeq: number; limit: number 
   if (p.refs) return { name: 'journal_list_refs', text: `SELECT ${JOURNAL_COLUMNS}, payload_sha256, payload_bytes FROM journal ${where}`, values };
   return {
     name: 'journal_list',
-    text: `SELECT run_id, seq, scope, kind, name, content_key, occurrence, status,
+    text: `SELECT seq, scope, kind, name, content_key, occurrence, status,
         CASE WHEN j.payload_sha256 IS NULL THEN j.payload
           ELSE (SELECT b.body FROM payloads b WHERE b.run_id = j.run_id AND b.sha256 = j.payload_sha256) END AS payload,
         error, ref_seq, idempotency_key, dedupe_key, usage, cost_usd, attempt, created_at
