@@ -54,7 +54,7 @@ export class SdkMcpConnector implements McpConnector {
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly logger: Logger;
   private readonly healthBook: McpHealth;
-  private readonly questions = new McpTaskQuestions();
+  private readonly questions = new McpTaskQuestions({ idleMs: MCP_TASK_TTL_MS });
   private closed = false;
 
   constructor(private readonly options: SdkMcpConnectorOptions) {
