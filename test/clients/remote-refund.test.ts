@@ -10,6 +10,7 @@ import { ToolPolicy, WorkerService } from '../../src/gen/waymark/v1/worker_servi
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { RestartableServer, startChargeSink } from '../support/restartable-server.js';
 import { until } from '../support/until.js';
+import { WaymarkProcess } from '../support/waymark-process.js';
 import { buildGoWorkerExample, goAvailable } from './go-worker-example.js';
 
 /*
@@ -21,7 +22,12 @@ import { buildGoWorkerExample, goAvailable } from './go-worker-example.js';
  * inside the tool when it is killed. A second worker then takes the task (same key) once the first one's claim lapses (the
  * examples declare a 1 s heartbeat timeout), and the run finishes: the provider applied the
  * refund once, saw one key, twice; the journal has one intent and one result of charge_back. The
- * same again with the Waymark server SIGKILLed too while the task is out.
+ * same again with the Waymark server SIGKILLed too while the task is out. A `waymark sweeper` runs
+ * beside the server, as in every deployment: the server can be killed while it still holds the
+ * run's lease (it dispatched the task, and the first worker charged, before the server wrote the
+ * park), and handing a dead holder's runs on is the sweeper's duty (docs/recovery.md "Dead
+ * sessions"). Without it that run stayed RUNNING under the dead lease and the test timed out, about
+ * one time in ten on a loaded machine.
  */
 
 const root = path.resolve('.');
@@ -34,11 +40,14 @@ let server: RestartableServer;
 let client: WaymarkClient;
 let scratch: string;
 let goBinary: string | undefined;
+let sweeper: WaymarkProcess;
 
 beforeAll(async () => {
   db = await createTestDatabase('waymark_remote_refund');
   server = new RestartableServer({ DATABASE_URL: db.url }, REMOTE_WORKFLOWS);
   await server.start();
+  sweeper = WaymarkProcess.start(['sweeper'], { env: { DATABASE_URL: db.url, WAYMARK_METRICS_ADDR: '127.0.0.1:0' } });
+  await sweeper.waitForLog((l) => l.msg === 'waymark sweeper started');
   client = createWaymarkClient({ address: server.address });
   scratch = mkdtempSync(path.join(tmpdir(), 'waymark-remote-refund-'));
   goBinary = buildGoWorkerExample(scratch);
@@ -46,6 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   client?.close();
+  await sweeper?.stop();
   await server?.stop();
   await db?.drop();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
