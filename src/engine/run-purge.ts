@@ -11,7 +11,8 @@ import type { JournalStore } from '../store/store.js';
  * root runs that deletes nothing.
  */
 
-export const PURGE_DEFAULTS = { limit: 1000, maxLimit: 10_000, batchSize: 50 };
+/** `maxOlderThanMs`: 100 years; a horizon past the calendar the store keeps cannot be computed (PurgeRuns refuses it). */
+export const PURGE_DEFAULTS = { limit: 1000, maxLimit: 10_000, batchSize: 50, maxOlderThanMs: 36_500 * 86_400_000 };
 
 export interface RunPurgeFilter {
   namespace: string;
@@ -37,6 +38,9 @@ export interface RunPurgeSummary {
 }
 
 export async function runPurge(store: JournalStore, filter: RunPurgeFilter): Promise<RunPurgeSummary> {
+  if (!(filter.olderThanMs >= 0 && filter.olderThanMs <= PURGE_DEFAULTS.maxOlderThanMs)) {
+    throw new RangeError(`olderThanMs must be 0 to ${PURGE_DEFAULTS.maxOlderThanMs}, got ${filter.olderThanMs}`);
+  }
   const limit = filter.limit ?? PURGE_DEFAULTS.limit;
   const scan = {
     namespace: filter.namespace, olderThanMs: filter.olderThanMs,

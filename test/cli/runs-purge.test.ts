@@ -124,6 +124,10 @@ describe('waymark runs purge', { timeout: 180_000 }, () => {
     try {
       await expect(client.purgeRuns({ olderThanMs: 0, statuses: ['RUNNING'] })).rejects.toThrow(InvalidArgument);
       await expect(client.purgeRuns({ olderThanMs: 0, limit: 10_001 })).rejects.toThrow(/limit/);
+      // A horizon past any calendar (the message fuzzer's counterexample): INVALID_ARGUMENT, not INTERNAL.
+      await expect(client.purgeRuns({ olderThanMs: 3.9e21 })).rejects.toThrow(InvalidArgument);
+      await expect(client.purgeRuns({ olderThanMs: 36_501 * 86_400_000 })).rejects.toThrow(/older_than.*at most 36500 days/);
+      expect((await client.purgeRuns({ olderThanMs: 36_500 * 86_400_000, dryRun: true })).runs).toBe(0n);
       expect((await client.purgeRuns({ olderThanMs: 0, dryRun: true })).dryRun).toBe(true);
     } finally {
       client.close();

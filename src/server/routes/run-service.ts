@@ -185,7 +185,9 @@ export function runServiceImpl(deps: RouteDeps): ServiceImpl<typeof RunService> 
       const namespace = c.namespace(req.namespace);
       if (!req.olderThan) c.fail('older_than', 'is required: how long ago a run must have ended to go ("0s" for every finished run)');
       const olderThanMs = req.olderThan ? durationMs(req.olderThan) : 0;
+      // Bounded: a horizon past the calendar the database keeps failed as INTERNAL (the message fuzzer found it).
       if (!(olderThanMs >= 0)) c.fail('older_than', 'must not be negative');
+      else if (!(olderThanMs <= PURGE_DEFAULTS.maxOlderThanMs)) c.fail('older_than', `must be at most ${PURGE_DEFAULTS.maxOlderThanMs / 86_400_000} days`);
       const { statuses, invalid } = runStatusesFromProto(req.statuses);
       if (invalid.length) c.fail('statuses', `unknown status values ${invalid.join(', ')}`);
       const live = statuses.filter((s) => !isTerminalStatus(s));
