@@ -77,11 +77,7 @@ func TestEventsReconnectAndResumeFromLastSeq(t *testing.T) {
 		{events: []int64{4}, last: waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED},
 	}}
 	srv, addr := serve(t, "127.0.0.1:0", runs)
-	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: 30 * time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := dialFast(t, addr, 30*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -122,11 +118,7 @@ func TestEventsIncludeLargePayloadsOnEveryConnection(t *testing.T) {
 	}}
 	srv, addr := serve(t, "127.0.0.1:0", runs)
 	defer srv.Stop()
-	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: 30 * time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := dialFast(t, addr, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var seen []int64
@@ -174,11 +166,7 @@ func TestEventsSurviveRestartsFartherApartThanGiveUp(t *testing.T) {
 		{events: []int64{2, 3}, last: waymarkv1.RunStatus_RUN_STATUS_SUCCEEDED},
 	}}
 	srv, addr := serve(t, "127.0.0.1:0", runs)
-	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: giveUp}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := dialFast(t, addr, giveUp)
 	calls := func() int {
 		runs.mu.Lock()
 		defer runs.mu.Unlock()

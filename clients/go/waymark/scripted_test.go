@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 )
@@ -47,4 +48,16 @@ func (s *errorScript) calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.requests)
+}
+
+// dialFast connects to a scripted server with a reconnect backoff of tens of milliseconds that
+// gives up after giveUp; the client is closed when the test ends.
+func dialFast(t *testing.T, addr string, giveUp time.Duration) *Client {
+	t.Helper()
+	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: giveUp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
 }

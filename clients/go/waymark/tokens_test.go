@@ -79,11 +79,7 @@ func TestTokensResumeAfterTheLastOffsetAndTellAttemptsApart(t *testing.T) {
 		},
 	}}
 	addr := serveGRPC(t, func(srv *grpc.Server) { waymarkv1.RegisterRunServiceServer(srv, runs) })
-	client, err := Dial(addr, WithReconnectBackoff(Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, GiveUpAfter: 30 * time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client := dialFast(t, addr, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var got []string
