@@ -11,7 +11,6 @@ import type { JournalStore } from '../../src/store/store.js';
 import { Sweeper } from '../../src/sweeper/sweeper.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { journal, NS, TTL } from './harness.js';
-import { until } from '../support/until.js';
 
 /*
  * The replica's in-memory timers (scheduling/due-timers.ts) racing a signal and the sweeper for one
@@ -142,21 +141,28 @@ describe.each([
     const timers = new DueTimers({ driver: engine.driver, horizonMs: 60_000 });
     timers.start();
     const fired = new Map<string, boolean>();
-    timers.events.on('fired', ({ runId, applied }) => fired.set(runId, applied));
+    const firedNext = new Map<string, () => void>();
+    timers.events.on('fired', ({ runId, applied }) => {
+      fired.set(runId, applied);
+      firedNext.get(runId)?.();
+    });
+    /** Resolves when the timer of `runId` fires (it has not yet when this is called). */
+    const whenFired = (runId: string) => new Promise<void>((resolve) => firedNext.set(runId, resolve));
     try {
       const first = await engine.runStart({ namespace: NS, workflowName: 'wait-go', input: {}, execute: true });
       gated = first.run.id;
       const [due] = (await once(timers.events, 'due')) as [{ runId: string }];
       expect(due.runId).toBe(first.run.id); // its write now waits on the gate
+      const firstFired = whenFired(first.run.id);
       const second = await engine.runStart({ namespace: NS, workflowName: 'wait-go', input: {}, execute: true });
       expect(second.execution?.outcome).toBe('suspended');
-      const secondFired = new Promise<void>((resolve) => timers.events.on('fired', ({ runId }) => runId === second.run.id && resolve()));
+      const secondFired = whenFired(second.run.id);
       const stuck = new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 15_000).unref());
       expect(await Promise.race([secondFired.then(() => 'fired' as const), stuck])).toBe('fired');
       expect(fired.get(second.run.id)).toBe(true);
       expect(fired.has(first.run.id)).toBe(false); // still held at the gate
       open();
-      await until('the first timer fired', () => (fired.has(first.run.id) ? true : undefined));
+      await firstFired;
       expect(fired.get(first.run.id)).toBe(true);
     } finally {
       open();

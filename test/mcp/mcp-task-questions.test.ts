@@ -26,8 +26,6 @@ describe('McpTaskQuestions', () => {
     expect((await first.question).message).toBe('confirm task-1?');
     first.close();
     expect(q.size).toBe(1);
-    let answer: unknown = null;
-    void held.then((a) => (answer = a));
 
     // The run is cancelled: nobody awaits task-1 again. Other tasks come and go meanwhile.
     now += DAY - 1;
@@ -35,8 +33,7 @@ describe('McpTaskQuestions', () => {
     expect(q.size).toBe(2); // not yet a day idle
     now += 2;
     const third = q.listen(SERVER, 'task-3', 0, null);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(answer).toEqual({ action: 'decline' });
+    expect(await held).toEqual({ action: 'decline' });
     expect(q.size).toBe(2); // task-1 gone; task-2 and task-3 are recent
     third.finished();
     expect(q.size).toBe(1);
