@@ -13,13 +13,13 @@ import { startServer } from './grpc.js';
 import { park } from './workflows.js';
 
 const SETTLE_MS = 5_000;
+const HOLD_MS = 5_000;
 /**
  * The server's V8 heap cap (MiB). Small on purpose: were anything held per parked run, parking
  * 100,000 would run the server out of heap and fail the row (before the fix of issue 31 it did at
  * about 40,000 with 192 MiB), so the row proves memory flat rather than reading it off RSS alone.
  */
-export const PARKED_HEAP_CAP_MIB = 128;
-const HOLD_MS = 5_000;
+const HEAP_CAP_MIB = 128;
 
 export interface ParkedFigure { parked: number; rssMiB: number; cores: number; parkPerSec: number }
 
@@ -33,7 +33,7 @@ function rssMiB(pid: number): number {
  * to each of `counts` in turn; at each, after the server settles, its RSS and its CPU over HOLD_MS.
  */
 export async function measureParked(url: string, counts: number[], progress: (m: string) => void = () => undefined): Promise<ParkedFigure[]> {
-  const server = await startServer(url, { NODE_OPTIONS: `--max-old-space-size=${PARKED_HEAP_CAP_MIB}` }, true);
+  const server = await startServer(url, { NODE_OPTIONS: `--max-old-space-size=${HEAP_CAP_MIB}` }, true);
   const store = await PostgresStore.connect({ url, poolSize: 8, applicationName: 'waymark-bench-parked' });
   const engine = new RunEngine({ store, registry: new Registry().register(park), holder: `bench-parked:${process.pid}`, leaseTtlMs: 30_000, logger: pino({ level: 'warn' }) });
   const figures: ParkedFigure[] = [];

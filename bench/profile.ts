@@ -39,10 +39,15 @@ const summarise = (title: string, files: string[]) => {
   process.stdout.write(`\n### ${title}\n\n${text}`);
 };
 
-/** Profiles every Node child started while `fn` runs; returns the files by pid. */
-async function childProfiles(dir: string, fn: () => Promise<void>): Promise<Map<number, string>> {
+/** An empty folder at `dir` (a previous pass's profiles removed). */
+function freshDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
+}
+
+/** Profiles every Node child started while `fn` runs; returns the files by pid. */
+async function childProfiles(dir: string, fn: () => Promise<void>): Promise<Map<number, string>> {
+  freshDir(dir);
   const before = process.env.NODE_OPTIONS;
   process.env.NODE_OPTIONS = `${before ?? ''} --import ${pathToFileURL(path.join(root, 'bench/cpu-profile-preload.mjs')).href}`.trim();
   process.env.WAYMARK_PROFILE_DIR = dir;
@@ -84,8 +89,7 @@ try {
     progress(`${scenario}: ${SCENARIOS[scenario]}`);
     const url = await db.create(`bench_profile_${scenario}`);
     if (scenario === 'step' || scenario === 'inprocess') {
-      rmSync(dir, { recursive: true, force: true });
-      mkdirSync(dir, { recursive: true });
+      freshDir(dir);
       const bench = await openEngine(url);
       await measureWaymark(bench, 20, 1); // warm
       const file = path.join(dir, 'in-process.cpuprofile');
@@ -126,9 +130,10 @@ try {
           restart();
           figure = { seq: await measureRemote(servers[0]!, 200, 1), c16: await measureRemote(servers[0]!, 200, 16) };
         } else {
-          await measureEvents(servers[0]!, servers[1]!, 10, scenario === 'decision' ? 'approval' : 'signal'); // warm
+          const mode = scenario === 'decision' ? 'approval' : 'signal';
+          await measureEvents(servers[0]!, servers[1]!, 10, mode); // warm
           restart();
-          figure = await measureEvents(servers[0]!, servers[1]!, 200, scenario === 'decision' ? 'approval' : 'signal');
+          figure = await measureEvents(servers[0]!, servers[1]!, 200, mode);
         }
       } finally {
         for (const s of servers) await s.stop();

@@ -16,7 +16,7 @@ import type { JournalStore } from '../../store/store.js';
  */
 
 /** Entries a stream with include_large_payloads reads per batch (a stream by reference reads 500). */
-export const INLINE_PAYLOAD_BATCH = 16;
+const INLINE_PAYLOAD_BATCH = 16;
 
 /** The new status a `status` entry records, or null for any other entry. */
 export function statusOf(entry: JournalEntry): StatusPayload | null {

@@ -71,7 +71,7 @@ export class DueTimers {
   /** The clock read and pop of the firing in progress: the next timer is armed once it is done, not after its writes. */
   private firing: Promise<void> | null = null;
   /** Resolutions being written (stop waits for them). */
-  private readonly writing = new Set<Promise<void>>();
+  private readonly writing = new Set<Promise<unknown>>();
   private state: 'new' | 'running' | 'stopped' = 'new';
   private readonly onParked = (p: { runId: string; namespace: string; waits: JournalEntry[] }): void => this.hold(p);
   /** The run executes again here: whatever it still waits on, it parks on again (and is held again then). */
@@ -191,7 +191,7 @@ export class DueTimers {
         this.logger.warn({ runId, seq: suspension.seq, err: error }, 'a due timer could not be resolved here; the sweeper resolves it');
         this.events.emit('failed', { runId, seq: suspension.seq, error });
       }
-    })).then(() => undefined);
+    }));
     this.writing.add(writes);
     void writes.finally(() => this.writing.delete(writes));
   }
