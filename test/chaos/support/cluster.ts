@@ -196,6 +196,19 @@ export class Driver {
     return this.store.clockNow();
   }
 
+  /**
+   * Of `ids`, the runs that ended with no journal entry after `since`: a process SIGKILLed at
+   * `since` can still end a run it held, because PostgreSQL finishes a statement it had already
+   * received (a commit waiting on its WAL flush) after the client is gone. Such a run needed no
+   * recovery; only its holder could have written its end.
+   */
+  async endedWithoutEntryAfter(ids: string[], since: Date): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT r.id FROM runs r WHERE r.id = ANY($1::uuid[]) AND r.status = ANY($3::text[])
+       AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.run_id = r.id AND j.created_at > $2)`, [ids, since, TERMINAL]);
+    return rows.map((r) => r.id);
+  }
+
   /** Runs whose lease `holder` held when it died (still RUNNING under it). */
   async heldBy(holderPid: number): Promise<string[]> {
     const { rows } = await this.pool.query<{ id: string }>(
