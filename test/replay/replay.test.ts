@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidateTargetError, JournalCorruptError } from '../../src/engine/errors.js';
 import {
-  callShape, childScope, JournalIndex, openSuspensions, replayDecide, ReplayCursor, scopeContinues, type ReplayDecision,
+  callShape, childScope, JournalIndex, openSuspensions, replayDecide, scopeContinues, type ReplayDecision,
 } from '../../src/engine/replay/replay.js';
+import { ReplayCursor } from '../../src/engine/replay/replay-cursor.js';
 import { invalidationEntries } from '../../src/engine/replay/invalidation.js';
 import { ENTRY_KINDS, type EntryKind, type JournalEntry } from '../../src/journal/journal-entry.js';
 import { identityOf, JournalBuilder, RUN } from './journal-builder.js';
@@ -270,6 +271,35 @@ describe('JournalIndex: a journal that does not fit together fails loudly', () =
     j.head('step', 'a', 'ok');
     const second = { ...j.entries[0]!, seq: 1, kind: 'tool' as const };
     expect(() => JournalIndex.build(RUN, [...j.entries, second])).toThrow(JournalCorruptError);
+  });
+});
+
+describe('JournalIndex: what it keeps per effect (a resume indexes up to 100,000)', () => {
+  it('a record is its first head entry, not a copy, and its latest attempt decides; earlier ones stay by seq', () => {
+    const j = new JournalBuilder();
+    const first = j.head('step', 'a', 'running');
+    j.ref(first, 'error', { error: boom });
+    const second = j.head('step', 'a', 'running');
+    j.ref(second, 'ok', { payload: 2 });
+    const index = JournalIndex.build(RUN, j.entries);
+    const record = index.record(identityOf('step', 'a'))!;
+    expect(record.identity).toBe(j.entries[first]);
+    expect(record.latest.head).toBe(j.entries[second]);
+    expect(record.latest.terminal?.payload).toBe(2);
+    expect(index.attemptAt(first)?.terminal?.error).toEqual(boom);
+    expect(index.attemptAt(first + 1)).toBeUndefined(); // a terminal starts no attempt
+  });
+
+  it('attempts without resolutions share one empty list; a resolution gives its attempt a list of its own', () => {
+    const j = new JournalBuilder();
+    const a = j.head('signal', 'go', 'suspended');
+    const b = j.head('signal', 'stop', 'suspended');
+    j.ref(b, 'resolved', { payload: 'now' });
+    j.head('step', 'c', 'ok');
+    const index = JournalIndex.build(RUN, j.entries);
+    expect(index.attemptAt(a)!.resolutions).toEqual([]);
+    expect(index.attemptAt(a)!.resolutions).toBe(index.attemptAt(b + 2)!.resolutions);
+    expect(index.attemptAt(b)!.resolutions.map((e) => e.payload)).toEqual(['now']);
   });
 });
 

@@ -88,7 +88,7 @@ function handledErrors(index: JournalIndex, prefix: readonly JournalEntry[]): nu
   const out: number[] = [];
   for (const e of prefix) {
     if (e.status !== 'error' || e.kind === 'status') continue;
-    const attempt = index.attemptsBySeq.get(e.refSeq ?? e.seq);
+    const attempt = index.attemptAt(e.refSeq ?? e.seq);
     if (!attempt) continue;
     const record = index.record({ scope: attempt.head.scope, contentKey: attempt.head.contentKey, occurrence: attempt.head.occurrence });
     if (record && latestAttempt(record) === attempt && index.continuedAfter(record, e.seq)) out.push(e.seq);

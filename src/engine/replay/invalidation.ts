@@ -18,7 +18,7 @@ export function invalidationEntries(index: JournalIndex, entries: readonly Journ
     if (!entry) throw new InvalidateTargetError(index.runId, seq, 'the journal has no entry at that seq');
     if (entry.kind === 'status') throw new InvalidateTargetError(index.runId, seq, 'it is a status change, not an effect');
     const headSeq = isEffectHead(entry) ? entry.seq : entry.refSeq;
-    const attempt = headSeq === null ? undefined : index.attemptsBySeq.get(headSeq);
+    const attempt = headSeq === null ? undefined : index.attemptAt(headSeq);
     if (!attempt) throw new InvalidateTargetError(index.runId, seq, 'it belongs to no effect');
     const { head } = attempt;
     const record = index.record({ scope: head.scope, contentKey: head.contentKey, occurrence: head.occurrence })!;

@@ -1,4 +1,4 @@
-// replay/: the pure replay core: JournalIndex, the scoped ReplayCursor, and replayDecide (every verdict a value).
+// replay/: the pure replay core: JournalIndex and replayDecide (every verdict a value); the scoped cursor is replay-cursor.ts.
 // Must not import runtime/, scheduling/ or the use cases, nor touch a store, the clock or any I/O.
 import type { EntryKind, JournalEntry } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
@@ -12,8 +12,8 @@ import { JournalCorruptError } from '../errors.js';
  *   `suspended`, or a one-write `ok`/`error`/`info`) and collects the entries whose refSeq points at
  *   that head (its outcome, resolutions, or a `cancelled` invalidation). A rerun appends a new
  *   attempt with the same identity; the latest attempt is the one replay looks at.
- * - ReplayCursor does the scoped forward matching: one cursor per scope, a call consumes the
- *   unconsumed effect with its identity, a miss consumes nothing and moves nothing.
+ * - ReplayCursor (replay-cursor.ts) does the scoped forward matching: one cursor per scope, a call
+ *   consumes the unconsumed effect with its identity, a miss consumes nothing and moves nothing.
  * - replayDecide is the table of DESIGN "What replay does with a matched entry", plus the verdict
  *   that the journal and the code disagree (non-determinism); every verdict is a value.
  * test/replay/replay.test.ts pins every row; test/replay/golden.test.ts pins recorded journals.
@@ -58,22 +58,28 @@ export interface Attempt {
   head: JournalEntry;
   /** The latest `ok`/`error`/`cancelled` pointing at the head, or null. */
   terminal: JournalEntry | null;
-  /** `resolved` and `noop` entries pointing at a suspension head, in seq order. */
-  resolutions: JournalEntry[];
+  /** `resolved` and `noop` entries pointing at a suspension head, in seq order (one shared empty list until the first). */
+  resolutions: readonly JournalEntry[];
 }
 
+/** The resolutions of every attempt that has none: one list, not one per effect (a resume may index 100,000). */
+const NO_RESOLUTIONS: readonly JournalEntry[] = Object.freeze([]);
+
 export interface EffectRecord {
+  /** The first head entry itself (its scope, content key and occurrence): no object of its own per effect. */
   identity: CallIdentity;
+  /** The record's place in JournalIndex.records (the replay cursor marks it consumed by this number). */
+  ordinal: number;
   kind: string;
   name: string;
-  /** Every dispatch of this effect, oldest first; the last one decides replay. */
-  attempts: Attempt[];
+  /** The effect's latest dispatch, which decides replay (earlier ones: JournalIndex.attemptAt their head's seq). */
+  latest: Attempt;
   /** Seq of the first head: the effect's position in its scope. */
   firstSeq: number;
 }
 
 export function latestAttempt(record: EffectRecord): Attempt {
-  return record.attempts[record.attempts.length - 1]!;
+  return record.latest;
 }
 
 /** The entry that says how the latest attempt ended: its terminal, the head itself for a one-write effect, or null. */
@@ -91,8 +97,8 @@ export class JournalIndex {
     private readonly byIdentity: EffectsByIdentity,
     /** scope -> its effects in journal order (by first head) */
     readonly scopes: ReadonlyMap<string, readonly EffectRecord[]>,
-    /** head seq -> attempt */
-    readonly attemptsBySeq: ReadonlyMap<number, Attempt>,
+    /** attempt by its head's seq (seqs are dense from 0: an array, not a map of 100,000 entries) */
+    private readonly attemptsBySeq: readonly (Attempt | undefined)[],
     /** every head in seq order */
     readonly heads: readonly JournalEntry[],
     /** Seq of the latest `status SUCCEEDED` entry (the body returned), or -1. */
@@ -105,7 +111,7 @@ export class JournalIndex {
     const records: EffectRecord[] = [];
     const byIdentity = new EffectsByIdentity();
     const scopes = new Map<string, EffectRecord[]>();
-    const attempts = new Map<number, Attempt>();
+    const attempts: (Attempt | undefined)[] = [];
     const heads: JournalEntry[] = [];
     let succeededAt = -1;
     const handled = new Set<number>();
@@ -117,25 +123,25 @@ export class JournalIndex {
         return;
       }
       if (isEffectHead(e)) {
-        const identity = { scope: e.scope, contentKey: e.contentKey, occurrence: e.occurrence };
-        let record = byIdentity.get(identity);
+        const attempt: Attempt = { head: e, terminal: null, resolutions: NO_RESOLUTIONS };
+        const record = byIdentity.get(e);
         if (!record) {
-          record = { identity, kind: e.kind, name: e.name, attempts: [], firstSeq: e.seq };
-          byIdentity.set(identity, record);
-          records.push(record);
+          const created: EffectRecord = { identity: e, ordinal: records.length, kind: e.kind, name: e.name, latest: attempt, firstSeq: e.seq };
+          byIdentity.set(e, created);
+          records.push(created);
           const list = scopes.get(e.scope) ?? [];
-          list.push(record);
+          list.push(created);
           scopes.set(e.scope, list);
         } else if (record.kind !== e.kind || record.name !== e.name) {
           throw new JournalCorruptError(runId, e.seq, `${e.kind} "${e.name}" reuses the identity of ${record.kind} "${record.name}"`);
+        } else {
+          record.latest = attempt;
         }
-        const attempt: Attempt = { head: e, terminal: null, resolutions: [] };
-        record.attempts.push(attempt);
-        attempts.set(e.seq, attempt);
+        attempts[e.seq] = attempt;
         heads.push(e);
         return;
       }
-      const target = e.refSeq === null ? undefined : attempts.get(e.refSeq);
+      const target = e.refSeq === null ? undefined : attempts[e.refSeq];
       if (!target) {
         throw new JournalCorruptError(runId, e.seq, `${e.status} entry refers to seq ${e.refSeq} which starts no effect`);
       }
@@ -143,7 +149,7 @@ export class JournalIndex {
         if (target.head.status !== 'suspended') {
           throw new JournalCorruptError(runId, e.seq, `resolution refers to seq ${e.refSeq} which is not a suspension`);
         }
-        target.resolutions.push(e);
+        target.resolutions = target.resolutions === NO_RESOLUTIONS ? [e] : [...target.resolutions, e];
       } else if (e.status === 'ok' || e.status === 'error' || e.status === 'cancelled') {
         target.terminal = e;
       }
@@ -154,6 +160,11 @@ export class JournalIndex {
 
   record(identity: CallIdentity): EffectRecord | undefined {
     return this.byIdentity.get(identity);
+  }
+
+  /** The attempt whose head entry is at `seq`, if one is. */
+  attemptAt(seq: number): Attempt | undefined {
+    return this.attemptsBySeq[seq];
   }
 
   /**
@@ -228,43 +239,6 @@ export function scopeContinues(failed: string, later: string): boolean {
 /** Joins a scope and a call site: `''` + `par:0:1` = `par:0:1`; `par:0:1` + `par:2:0` = `par:0:1/par:2:0`. */
 export function childScope(parent: string, segment: string): string {
   return parent === '' ? segment : `${parent}/${segment}`;
-}
-
-/**
- * Scoped forward matching. Each scope has a cursor at its first unconsumed effect; a call consumes
- * the unconsumed effect with its identity (necessarily at or after the cursor) and the cursor moves
- * over the consumed prefix. A miss consumes nothing and moves nothing, so a call inserted into the
- * code costs one live call and the effects around it still replay. Because the cursor only moves
- * over consumed effects, concurrent calls that finish in another order than they were journaled
- * never turn a recorded effect into a miss.
- */
-export class ReplayCursor {
-  /** Consumed effects by their record (object identity: no identity string is built per call). */
-  private readonly consumed = new Set<EffectRecord>();
-  private readonly cursors = new Map<string, number>();
-
-  constructor(readonly index: JournalIndex) {}
-
-  take(identity: CallIdentity): EffectRecord | undefined {
-    const record = this.index.record(identity);
-    if (!record || this.consumed.has(record)) return undefined;
-    this.consumed.add(record);
-    const list = this.index.scopes.get(identity.scope)!;
-    let at = this.cursors.get(identity.scope) ?? 0;
-    while (at < list.length && this.consumed.has(list[at]!)) at++;
-    this.cursors.set(identity.scope, at);
-    return record;
-  }
-
-  /** Index (within its scope) of the first effect no call has consumed yet. */
-  position(scope: string): number {
-    return this.cursors.get(scope) ?? 0;
-  }
-
-  /** Effects no call consumed, in journal order: orphans once the body has run to its end. */
-  unconsumed(): EffectRecord[] {
-    return this.index.records.filter((r) => !this.consumed.has(r)); // already in journal order
-  }
 }
 
 export type ReplayDecision =

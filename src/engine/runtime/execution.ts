@@ -8,7 +8,8 @@ import type { Json, Lease, Run } from '../../journal/run.js';
 import type { JournalStore } from '../../store/store.js';
 import { contentKey, idempotencyKey } from '../replay/content-key.js';
 import { NonDeterminismError } from '../errors.js';
-import { JournalIndex, replayDecide, ReplayCursor, type CallIdentity, type EffectRecord, type ReplayDecision } from '../replay/replay.js';
+import { ReplayCursor } from '../replay/replay-cursor.js';
+import { JournalIndex, replayDecide, type CallIdentity, type EffectRecord, type ReplayDecision } from '../replay/replay.js';
 import type { Call } from './call.js';
 import { AppendQueue, isRefusal, type ProduceEntries } from './append-queue.js';
 import { LeaseRenewal } from './lease-renewal.js';
@@ -24,8 +25,8 @@ import { never } from './never.js';
  * One execution of a workflow body over a journal snapshot: it matches calls against the journal,
  * runs what must run live, appends entries through one queue (so heads land in call order), and
  * notices when the body has returned, thrown, or is blocked on open suspensions. The RunDriver decides
- * what to write at the end. In `preview` mode it never writes and stops at the first live call.
- * Its parts: append-queue.ts (the writes), lease-renewal.ts (the lease), preview-tally.ts (figures).
+ * what to write at the end. In `preview` mode it never writes and stops at the first live call. Its
+ * parts: append-queue.ts (writes), lease-renewal.ts (the lease), preview-tally.ts (figures), replay/.
  */
 
 export type ExecutionMode = 'live' | 'preview';
@@ -81,17 +82,14 @@ const LIVE: ReplayDecision = { action: 'live' };
  */
 class ReservedCall implements Call {
   decision: ReplayDecision = LIVE;
-  private key: string | null;
 
   constructor(
     readonly identity: CallIdentity,
     readonly kind: EntryKind,
     readonly name: string,
     private readonly runId: string,
-    key: string | null = null,
-  ) {
-    this.key = key;
-  }
+    private key: string | null = null,
+  ) {}
 
   get idempotencyKey(): string {
     return (this.key ??= idempotencyKey({ runId: this.runId, ...this.identity }));

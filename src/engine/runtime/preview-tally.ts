@@ -49,7 +49,7 @@ export class PreviewTally {
     this.counts.items.push(at(seq, 'HIT', d.action === 'park' ? 'waits again' : d.action === 'resolved' ? `resolved at seq ${d.resolution.seq}` : ''));
     if (invalidResolutions > 0 && 'suspension' in d) {
       // replayDecide skipped these before it found the winner (or found none): list them.
-      const resolutions = this.index.attemptsBySeq.get(d.suspension.seq)?.resolutions ?? [];
+      const resolutions = this.index.attemptAt(d.suspension.seq)?.resolutions ?? [];
       for (const r of resolutions) {
         if (resolutionIsValid(d.suspension, r)) break;
         this.counts.items.push(at(r.seq, 'INVALID_RESOLUTION', 'fails the schema pinned in its suspension'));
