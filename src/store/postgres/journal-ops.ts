@@ -10,6 +10,7 @@ import { notASuspension } from '../store-errors.js';
 import { assertEntriesFit, suspensionDeadline } from '../write-checks.js';
 import type { AppendBatcher, AppendRequest } from './append-batcher.js';
 import { outOfLinePayloads, type OutOfLinePayload } from '../payload-refs.js';
+import { Interner } from './interner.js';
 import * as jq from './journal-queries.js';
 import * as pq from './payloads-queries.js';
 import type { PgAccess } from './pg-access.js';
@@ -88,10 +89,12 @@ export async function journalList(db: PgAccess, params: JournalListParams): Prom
     refs: params.payloads === 'reference',
   }));
   if (rows.length === 0) await db.findRun(params.runId, params.namespace ?? null);
-  // One run id string for the whole page (as PostgreSQL spells a uuid: lowercase), not one per row:
-  // a resume holds 100,000 entries (docs/performance.md, issue 31).
+  // One run id string for the whole page (as PostgreSQL spells a uuid: lowercase), not one per row,
+  // and one string per distinct kind, status, name, scope and content key: a resume holds 100,000
+  // entries (docs/performance.md, issue 31).
   const runId = params.runId.toLowerCase();
-  return rows.map((row) => jq.toEntry(row, runId));
+  const strings = new Interner();
+  return rows.map((row) => jq.toEntry(row, runId, strings));
 }
 
 export async function journalCostTotals(db: PgAccess, params: JournalCostTotalsParams): Promise<JournalCostTotalsResult> {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { EntryKind, EntryStatus, JournalEntry, NewJournalEntry, Usage } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
+import type { Interner } from './interner.js';
 
 /*
  * Named statements on `journal` (STYLE habit 8). The fenced append is one statement: a data-modifying
@@ -36,16 +37,16 @@ export interface JournalRow {
   payload_bytes?: number | null;
 }
 
-export function toEntry(row: JournalRow, runId: string = row.run_id): JournalEntry {
+export function toEntry(row: JournalRow, runId: string = row.run_id, strings?: Interner): JournalEntry {
   return {
     runId,
     seq: row.seq,
-    scope: row.scope,
-    kind: row.kind as EntryKind,
-    name: row.name,
-    contentKey: row.content_key,
+    scope: strings ? strings.of(row.scope) : row.scope,
+    kind: (strings ? strings.of(row.kind) : row.kind) as EntryKind,
+    name: strings ? strings.of(row.name) : row.name,
+    contentKey: strings ? strings.of(row.content_key) : row.content_key,
     occurrence: row.occurrence,
-    status: row.status as EntryStatus,
+    status: (strings ? strings.of(row.status) : row.status) as EntryStatus,
     payload: row.payload ?? null,
     error: row.error ?? null,
     refSeq: row.ref_seq,
@@ -55,7 +56,7 @@ export function toEntry(row: JournalRow, runId: string = row.run_id): JournalEnt
     costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
     attempt: row.attempt ?? null,
     // pg has built a Date already (to_jsonb rows carry a string): one Date per entry, not two.
-    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+    createdAt: row.created_at instanceof Date ? (strings ? strings.date(row.created_at) : row.created_at) : new Date(row.created_at),
     // Only a reference read leaves an out-of-line payload out (journalList with refs).
     ...(row.payload === null && row.payload_sha256 ? { payloadRef: { sha256: row.payload_sha256, sizeBytes: row.payload_bytes ?? 0 } } : {}),
   };
