@@ -58,6 +58,7 @@ const schema = z.object({
   WAYMARK_APPENDS_IN_FLIGHT: nonNegativeInt('a whole number >= 0 (0 turns group commit off)').default(STORE_DEFAULTS.appendsInFlight),
   WAYMARK_EXECUTOR_CONCURRENCY: positiveInt('a whole number > 0').default(EXECUTOR_DEFAULTS.concurrency),
   WAYMARK_RESUME_CACHE_ENTRIES: nonNegativeInt('a whole number >= 0 (0 turns hot resume off)').default(RESUME_CACHE_DEFAULTS.maxEntries),
+  WAYMARK_RESUME_CACHE_BYTES: nonNegativeInt('a whole number of bytes >= 0 (0 turns hot resume off)').default(RESUME_CACHE_DEFAULTS.maxBytes),
   WAYMARK_REPLICA_TTL_MS: positiveInt('a whole number of milliseconds > 0').default(REPLICA_DEFAULTS.ttlMs),
   WAYMARK_RETENTION_DAYS: z.coerce.number({ error: 'must be a number of days >= 0 (0 keeps finished runs forever)' })
     .min(0, 'must be a number of days >= 0 (0 keeps finished runs forever)').default(RETENTION_DEFAULTS.defaultMs / DAY_MS),
@@ -145,6 +146,8 @@ export interface Config {
   executorConcurrency: number;
   /** Journal entries of parked runs this replica keeps so that their resume here reads none of it (0: off; docs/recovery.md "Hot resume"). */
   resumeCacheEntries: number;
+  /** Estimated bytes of those journals (payloads plus a fixed cost per entry); 0 turns hot resume off. */
+  resumeCacheBytes: number;
   /** A replica's heartbeat row expires this long after its last beat (routing). */
   replicaTtlMs: number;
   /** The sweeper reports a run PENDING this long that no live replica can execute. */
@@ -223,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     appendsInFlight: e.WAYMARK_APPENDS_IN_FLIGHT,
     executorConcurrency: e.WAYMARK_EXECUTOR_CONCURRENCY,
     resumeCacheEntries: e.WAYMARK_RESUME_CACHE_ENTRIES,
+    resumeCacheBytes: e.WAYMARK_RESUME_CACHE_BYTES,
     replicaTtlMs: e.WAYMARK_REPLICA_TTL_MS,
     unroutableAfterMs: e.WAYMARK_UNROUTABLE_AFTER_MS,
     retention: {

@@ -88,7 +88,7 @@ export async function startReplicaServices(params: {
   const mcp = new SdkMcpConnector({ store, logger: logger.child({ component: 'mcp' }), replica: holder });
   const engine = new RunEngine({
     store: instrumentedStore(store, metrics.observeStoreCall), registry, holder, leaseTtlMs: config.leaseTtlMs, logger, mcp,
-    resumeCache: { maxEntries: config.resumeCacheEntries }, ...(params.tracer ? { tracer: params.tracer } : {}),
+    resumeCache: { maxEntries: config.resumeCacheEntries, maxBytes: config.resumeCacheBytes }, ...(params.tracer ? { tracer: params.tracer } : {}),
   });
   metrics.watchEngine(engine);
   metrics.watchRunCounts(store, Math.max(config.sweepIntervalMs, 1_000), logger);

@@ -162,7 +162,7 @@ export async function runServe(config: Config, logger: Logger, options: { dev: b
     // moment it reads that line must find the workflow (the executor starts right after).
     await services.announce();
     logger.info(
-      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, holder: services.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: services.engine.resumes.maxEntries, clientLimits: config.clients },
+      { address: server.address, tls: config.tls !== undefined, auth: config.auth.enabled ? 'on' : 'off', database: opened.source, store: opened.kind, holder: services.engine.holder, host: hostname(), appendsInFlight: config.appendsInFlight, resumeCacheEntries: services.engine.resumes.maxEntries, resumeCacheBytes: services.engine.resumes.maxBytes, clientLimits: config.clients },
       `waymark ${options.dev ? 'dev' : 'server'} listening on ${server.address}`,
     );
     if (config.console) logger.info({ url: `${server.url}/console/` }, `web console on ${server.url}/console/`);

@@ -27,6 +27,7 @@ describe('waymark command', () => {
     ['WAYMARK_EXECUTOR_CONCURRENCY', '0', 'whole number > 0'],
     ['WAYMARK_APPENDS_IN_FLIGHT', '-1', 'whole number >= 0'],
     ['WAYMARK_RESUME_CACHE_ENTRIES', '-1', 'whole number >= 0'],
+    ['WAYMARK_RESUME_CACHE_BYTES', '1.5', 'whole number of bytes >= 0'],
     ['DATABASE_URL', 'mysql://root:secret@db/x', 'postgres:// URL'],
     ['WAYMARK_TLS_KEY_FILE', '/nonexistent/tls.key', 'invalid setting WAYMARK_TLS_CERT_FILE="": must be set with WAYMARK_TLS_KEY_FILE'],
     ['WAYMARK_TLS_CLIENT_CA_FILE', '/nonexistent/ca.pem', 'needs WAYMARK_TLS_CERT_FILE'],
@@ -179,11 +180,13 @@ describe('waymark migrate and server against DATABASE_URL', () => {
     expect(p.logs.find((l) => String(l.msg).startsWith('waymark server listening on '))).toMatchObject({ appendsInFlight: 0 });
   });
 
-  it('reads WAYMARK_RESUME_CACHE_ENTRIES (0: hot resume off) into the engine and reports it with the listening line', async () => {
-    const p = WaymarkProcess.start(['server'], { env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_RESUME_CACHE_ENTRIES: '1234' } });
+  it('reads WAYMARK_RESUME_CACHE_ENTRIES and _BYTES (0: hot resume off) into the engine and reports them with the listening line', async () => {
+    const p = WaymarkProcess.start(['server'], {
+      env: { DATABASE_URL: db.url, WAYMARK_ADDR: '127.0.0.1:0', WAYMARK_RESUME_CACHE_ENTRIES: '1234', WAYMARK_RESUME_CACHE_BYTES: '5678' },
+    });
     await p.listening();
     expect((await p.stop('SIGTERM')).code).toBe(0);
-    expect(p.logs.find((l) => String(l.msg).startsWith('waymark server listening on '))).toMatchObject({ resumeCacheEntries: 1234 });
+    expect(p.logs.find((l) => String(l.msg).startsWith('waymark server listening on '))).toMatchObject({ resumeCacheEntries: 1234, resumeCacheBytes: 5678 });
   });
 
   it('reads WAYMARK_CLIENT_MAX_BUFFERED_BYTES and reports the per-client limits with the listening line', async () => {

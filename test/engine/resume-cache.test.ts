@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { RunEngine } from '../../src/engine/run-engine.js';
 import { ReplicaEngine } from '../../src/engine/replica-engine.js';
 import { Registry } from '../../src/engine/registry.js';
-import type { ResumeCacheOptions } from '../../src/engine/runtime/resume-cache.js';
+import { ENTRY_BYTES, type ResumeCacheOptions } from '../../src/engine/runtime/resume-cache.js';
 import { RunNotFoundError } from '../../src/journal/errors.js';
 import { MemoryStore } from '../../src/store/memory/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
@@ -42,6 +42,14 @@ const twoWaits = defineWorkflow({ name: 'two-waits', input: z.object({ steps: z.
   for (let i = 0; i < steps; i++) await ctx.step(`s-${i}`, () => i);
   await Promise.all([ctx.approve({ title: 'ok?' }), ctx.signal('go')]);
   return 'done';
+});
+
+/** One step whose result is `size` characters, then two waits: a run that parks twice holding that payload. */
+const heavy = defineWorkflow({ name: 'heavy', input: z.object({ size: z.number() }) }, async (ctx, { size }) => {
+  const text = await ctx.step('text', () => 'x'.repeat(size));
+  await ctx.signal('go');
+  await ctx.signal('go');
+  return text.length;
 });
 
 interface Reads {
@@ -98,7 +106,7 @@ function counted(store: JournalStore): { store: JournalStore; reads: Reads } {
 
 function engineOn(store: JournalStore, holder: string, resumeCache?: ResumeCacheOptions) {
   const { store: seen, reads } = counted(store);
-  const engine = new RunEngine({ store: seen, registry: new Registry().register(loop, twoWaits), holder, leaseTtlMs: TTL, ...(resumeCache ? { resumeCache } : {}) });
+  const engine = new RunEngine({ store: seen, registry: new Registry().register(loop, twoWaits, heavy), holder, leaseTtlMs: TTL, ...(resumeCache ? { resumeCache } : {}) });
   return { engine, reads };
 }
 
@@ -295,6 +303,44 @@ describe.each(stores)('hot resume on %s', (_name, make) => {
       const off = engineOn(store, 'replica-off', { maxEntries: 0 });
       await parkedTwice(off.engine, 2);
       expect(off.engine.resumes.stats).toMatchObject({ runs: 0, entries: 0 });
+    } finally {
+      await close();
+    }
+  });
+
+  it('is bounded by bytes too: payloads journaled plus a cost per entry; a run over the bound is never kept', async () => {
+    const { open, close } = make();
+    try {
+      const store = await open();
+      const a = engineOn(store, 'replica-bytes', { maxBytes: 30_000 });
+      /** A `heavy` run started here, resumed once (a run created here kept nothing) and parked again. */
+      const parkedHeavy = async (size: number) => {
+        const { run } = await a.engine.runStart({ namespace: NS, workflowName: 'heavy', input: { size }, execute: true });
+        await a.engine.signalSend({ runId: run.id, namespace: NS, name: 'go', payload: null, signalId: `${run.id}-1` });
+        expect((await a.engine.runExecute({ runId: run.id, namespace: NS }))?.outcome).toBe('suspended');
+        return run.id;
+      };
+      const first = await parkedHeavy(10_000);
+      const one = a.engine.resumes.stats;
+      expect(one).toMatchObject({ runs: 1, evictions: 0 });
+      // The step's result (10,002 bytes of JSON) and 400 bytes for each entry kept.
+      expect(one.bytes).toBe((await store.runGet({ runId: first, namespace: NS })).journalBytes + one.entries * ENTRY_BYTES);
+      expect(one.bytes).toBeGreaterThan(10_002);
+      await parkedHeavy(10_000);
+      expect(a.engine.resumes.stats).toMatchObject({ runs: 2, bytes: 2 * one.bytes, evictions: 0 });
+      await parkedHeavy(10_000); // past 30,000: the least recently parked goes
+      expect(a.engine.resumes.stats).toMatchObject({ runs: 2, bytes: 2 * one.bytes, evictions: 1 });
+      const big = await parkedHeavy(40_000); // over the bound by itself: never kept, nothing evicted for it
+      expect(a.engine.resumes.stats).toMatchObject({ runs: 2, evictions: 1 });
+      for (const runId of [first, big]) {
+        await a.engine.signalSend({ runId, namespace: NS, name: 'go', payload: null, signalId: `${runId}-2` });
+        a.reads.reset();
+        expect((await a.engine.runExecute({ runId, namespace: NS }))?.outcome).toBe('succeeded');
+        expect(a.reads.calls.map((c) => c.afterSeq)).toEqual([-1]); // neither was kept: the whole journal is read
+      }
+      const off = engineOn(store, 'replica-bytes-off', { maxBytes: 0 });
+      await parkedTwice(off.engine, 2);
+      expect(off.engine.resumes.stats).toMatchObject({ runs: 0, entries: 0, bytes: 0 });
     } finally {
       await close();
     }

@@ -19,21 +19,30 @@ import type { JournalEntry } from '../../journal/journal-entry.js';
  *   sent to this replica reads no journal row; any other gap is read from the store (afterSeq),
  *   a few rows.
  * Anything else (another epoch, another definition digest, a kept journal longer than the run's)
- * is a miss, and the execution reads the whole journal as before. Bounded by the number of kept
- * entries across runs, least recently parked evicted first; a run's journal over the bound is
- * never kept.
+ * is a miss, and the execution reads the whole journal as before. Bounded twice across runs, by
+ * kept entries and by their estimated bytes (the payload bytes the run's executions journaled, the
+ * run row's journalBytes, plus ENTRY_BYTES per entry), least recently parked evicted first; a run's
+ * journal over either bound is never kept. The entry bound alone let 50,000 entries of 64 KiB
+ * results (an agent's model calls) hold 3 GiB.
  */
 
 export interface ResumeCacheOptions {
   /** Journal entries kept across all parked runs; 0 turns hot resume off. */
   maxEntries?: number;
+  /** Estimated bytes kept across all parked runs (payloads plus ENTRY_BYTES per entry); 0 turns hot resume off. */
+  maxBytes?: number;
 }
 
-export const RESUME_CACHE_DEFAULTS = { maxEntries: 50_000 } as const;
+export const RESUME_CACHE_DEFAULTS = { maxEntries: 50_000, maxBytes: 64 * 2 ** 20 } as const;
+
+/** What a kept entry costs besides its payload: the entry and its strings, measured at about 270 bytes (docs/performance.md). */
+export const ENTRY_BYTES = 400;
 
 interface Parked {
   /** Entries 0..n-1 of the run's journal (dense, in seq order). */
   entries: JournalEntry[];
+  /** What the entries are estimated to take (at the park; noted resolutions add ENTRY_BYTES each). */
+  bytes: number;
   /** The epoch of the lease the run parked under. */
   epoch: number;
   /** The definition digest it executed against. */
@@ -55,40 +64,49 @@ export interface ResumeCacheStats {
   evictions: number;
   /** Entries kept now. */
   entries: number;
+  /** Their estimated bytes. */
+  bytes: number;
   runs: number;
 }
 
 export class ResumeCache {
   readonly maxEntries: number;
+  readonly maxBytes: number;
   private readonly runs = new Map<string, Parked>(); // insertion order: least recently parked first
   private kept = 0;
+  private keptBytes = 0;
   private readonly counts = { hits: 0, misses: 0, evictions: 0 };
 
   constructor(options: ResumeCacheOptions = {}) {
     const maxEntries = options.maxEntries ?? RESUME_CACHE_DEFAULTS.maxEntries;
     if (!Number.isInteger(maxEntries) || maxEntries < 0) throw new RangeError(`maxEntries must be a whole number >= 0, got ${maxEntries}`);
+    const maxBytes = options.maxBytes ?? RESUME_CACHE_DEFAULTS.maxBytes;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a whole number >= 0, got ${maxBytes}`);
     this.maxEntries = maxEntries;
+    this.maxBytes = maxBytes;
   }
 
   get stats(): ResumeCacheStats {
-    return { ...this.counts, entries: this.kept, runs: this.runs.size };
+    return { ...this.counts, entries: this.kept, bytes: this.keptBytes, runs: this.runs.size };
   }
 
   /**
    * Keeps the journal of a run that just parked under `epoch`. `known` is every entry the execution
-   * read or wrote, in any order; only the dense prefix from seq 0 is kept.
+   * read or wrote, in any order; only the dense prefix from seq 0 is kept. `payloadBytes`: the
+   * payload bytes the run's executions journaled (Run.journalBytes).
    */
-  park(runId: string, params: { known: readonly JournalEntry[]; epoch: number; digest: string; waits?: readonly JournalEntry[] }): void {
+  park(runId: string, params: { known: readonly JournalEntry[]; epoch: number; digest: string; payloadBytes: number; waits?: readonly JournalEntry[] }): void {
     this.drop(runId);
-    if (this.maxEntries === 0) return;
+    if (this.maxEntries === 0 || this.maxBytes === 0) return;
     const entries = densePrefix(params.known);
-    if (entries.length === 0 || entries.length > this.maxEntries) return;
-    this.runs.set(runId, { entries, epoch: params.epoch, digest: params.digest, noted: new Map(), waits: params.waits ?? [] });
+    const bytes = params.payloadBytes + entries.length * ENTRY_BYTES;
+    if (entries.length === 0 || entries.length > this.maxEntries || bytes > this.maxBytes) return;
+    this.runs.set(runId, { entries, bytes, epoch: params.epoch, digest: params.digest, noted: new Map(), waits: params.waits ?? [] });
     this.kept += entries.length;
-    for (const [id, parked] of this.runs) {
-      if (this.kept <= this.maxEntries) break;
-      this.runs.delete(id);
-      this.kept -= parked.entries.length + parked.noted.size;
+    this.keptBytes += bytes;
+    for (const id of this.runs.keys()) {
+      if (this.kept <= this.maxEntries && this.keptBytes <= this.maxBytes) break;
+      this.drop(id);
       this.counts.evictions++;
     }
   }
@@ -99,7 +117,9 @@ export class ResumeCache {
     const parked = this.runs.get(entry.runId);
     if (!parked || entry.seq < parked.entries.length || parked.noted.has(entry.seq)) return;
     parked.noted.set(entry.seq, entry);
+    parked.bytes += ENTRY_BYTES;
     this.kept++;
+    this.keptBytes += ENTRY_BYTES;
   }
 
   /**
@@ -143,6 +163,7 @@ export class ResumeCache {
     if (!parked) return;
     this.runs.delete(runId);
     this.kept -= parked.entries.length + parked.noted.size;
+    this.keptBytes -= parked.bytes;
   }
 
   private miss(reason: 'absent' | 'epoch' | 'digest' | 'longer'): ResumeLookup {

@@ -308,8 +308,8 @@ export class RunDriver {
         return executionStopped(run.id, end.error, this.logger);
       case 'blocked': {
         // What it parks with stays here for its next execution (hot resume), read or written alike.
-        const result = await this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf), (entry) => {
-          this.resumes.park(run.id, { known: [...execution.known(), entry], epoch: lease.epoch, digest: workflow.digest, waits: end.parked });
+        const result = await this.end(lease, run, { status: 'SUSPENDED' }, log, end.parked.map(waitingOf), (entry, after) => {
+          this.resumes.park(run.id, { known: [...execution.known(), entry], epoch: lease.epoch, digest: workflow.digest, payloadBytes: after.journalBytes, waits: end.parked });
         });
         // The replica's due timers (scheduling/due-timers.ts) hold the deadlines among these waits.
         if (result.outcome === 'suspended') this.events.emit('parked', { runId: run.id, namespace: run.namespace, waits: end.parked });
@@ -360,13 +360,13 @@ export class RunDriver {
   /** Writes the run's new status; a terminal one also closes the parent's wait on it. */
   private async end(
     lease: Lease, run: Run, status: { status: RunStatus; output?: Json; error?: RunError }, log: Logger, waitingOn: Waiting[] = [],
-    parked?: (entry: JournalEntry) => void,
+    parked?: (entry: JournalEntry, after: Run) => void,
   ): Promise<ExecuteResult> {
     let after: Run;
     try {
       let entry: JournalEntry;
       ({ run: after, entry } = await this.store.runStatusSet({ lease, ...status }));
-      if (parked && (after.status === 'SUSPENDED' || after.status === 'PENDING')) parked(entry);
+      if (parked && (after.status === 'SUSPENDED' || after.status === 'PENDING')) parked(entry, after);
     } catch (error) {
       if (!(error instanceof PayloadTooLargeError || error instanceof UnstorableValueError) || status.status === 'FAILED') return executionStopped(run.id, error, this.logger);
       // An output over the payload limit (or holding a NUL) fails the run (nothing was written) instead of looping through recoveries.
