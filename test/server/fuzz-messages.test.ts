@@ -28,7 +28,15 @@ const CASES = FULL ? { binary: 4_000, json: 4_000, frames: 2_000 } : { binary: 8
 const BATCH = FULL ? 500 : 40;
 const TIMEOUT = FULL ? 1_800_000 : 180_000;
 /** Methods that may write: after one is accepted, background executions settle before the next case. */
-const WRITERS = new Set(['StartRun', 'SendSignal', 'DecideApproval', 'ResumeRun', 'CancelRun']);
+const WRITERS = new Set(['StartRun', 'SendSignal', 'DecideApproval', 'ResumeRun', 'CancelRun', 'ForkRun', 'PurgeRuns']);
+/**
+ * Methods that only read. Every fuzzed method is one or the other (the first case checks it): an
+ * accepted PurgeRuns that was in neither made the next refused call look as if it had deleted rows.
+ */
+const READERS = new Set([
+  'GetRun', 'ListRuns', 'GetJournal', 'StreamRunEvents', 'ListWorkflows', 'GetRunProvenance', 'CreateStreamToken', 'CompareRuns',
+  'ListApprovals', 'GetApproval',
+]);
 const INTERNAL = 13;
 const UNKNOWN = 2;
 
@@ -133,6 +141,11 @@ const anyMethod = (services: DescService[] = [RunService, SignalService], stream
 const headers = { 'grpc-timeout': '5S' };
 
 describe('fuzz: requests built from the generated message types', () => {
+  it('knows whether each fuzzed method writes', () => {
+    const methods = [RunService, SignalService].flatMap((s) => s.methods.map((m) => m.name));
+    expect(methods.filter((name) => WRITERS.has(name) === READERS.has(name))).toEqual([]);
+  });
+
   it(`protobuf binary in gRPC frames (${CASES.binary} cases)`, { timeout: TIMEOUT }, async () => {
     const arbitrary = anyMethod().chain((method) => messageArbitrary(method.input, hints).map((message) => ({ method, message })));
     await inBatches(CASES.binary, fc.asyncProperty(arbitrary, async ({ method, message }) => {
