@@ -5,7 +5,15 @@
  * one Date per distinct time (about 100 bytes each): the entries of one append share their
  * commit's. Entries' Dates are values: nothing sets them.
  */
-export class Interner {
+export interface Strings {
+  of(value: string): string;
+  date(value: Date): Date;
+}
+
+/** Values as they were read: for a single row, where nothing repeats. */
+export const AS_READ: Strings = { of: (value) => value, date: (value) => value };
+
+export class Interner implements Strings {
   private readonly strings = new Map<string, string>();
   private readonly dates = new Map<number, Date>();
 

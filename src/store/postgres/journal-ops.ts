@@ -10,7 +10,6 @@ import { notASuspension } from '../store-errors.js';
 import { assertEntriesFit, suspensionDeadline } from '../write-checks.js';
 import type { AppendBatcher, AppendRequest } from './append-batcher.js';
 import { outOfLinePayloads, type OutOfLinePayload } from '../payload-refs.js';
-import { Interner } from './interner.js';
 import * as jq from './journal-queries.js';
 import * as pq from './payloads-queries.js';
 import type { PgAccess } from './pg-access.js';
@@ -89,12 +88,7 @@ export async function journalList(db: PgAccess, params: JournalListParams): Prom
     refs: params.payloads === 'reference',
   }));
   if (rows.length === 0) await db.findRun(params.runId, params.namespace ?? null);
-  // One run id string for the whole page (as PostgreSQL spells a uuid: lowercase), not one per row,
-  // and one string per distinct kind, status, name, scope and content key: a resume holds 100,000
-  // entries (docs/performance.md, issue 31).
-  const runId = params.runId.toLowerCase();
-  const strings = new Interner();
-  return rows.map((row) => jq.toEntry(row, runId, strings));
+  return jq.pageEntries(rows, params.runId);
 }
 
 export async function journalCostTotals(db: PgAccess, params: JournalCostTotalsParams): Promise<JournalCostTotalsResult> {
@@ -114,7 +108,7 @@ export async function journalCostTotals(db: PgAccess, params: JournalCostTotalsP
 export async function journalWaits(db: PgAccess, params: JournalWaitsParams): Promise<JournalWait[]> {
   await db.findRun(params.runId, params.namespace); // throws RunNotFoundError
   const { rows } = await db.query<{ entry: jq.JournalRow; referrers: jq.JournalRow[] }>(jq.journalWaits({ runId: params.runId, seq: params.seq ?? null }));
-  return rows.map((row) => ({ entry: jq.toEntry(row.entry), referrers: row.referrers.map((r) => jq.toEntry(r)) }));
+  return rows.map((row) => ({ entry: jq.toEntry(row.entry), referrers: row.referrers.map(jq.toEntry) }));
 }
 
 export async function journalSpend(db: PgAccess, params: JournalSpendParams): Promise<JournalSpendResult> {

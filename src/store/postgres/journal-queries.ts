@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { EntryKind, EntryStatus, JournalEntry, NewJournalEntry, Usage } from '../../journal/journal-entry.js';
 import type { Json, RunError } from '../../journal/run.js';
-import type { Interner } from './interner.js';
+import { AS_READ, Interner, type Strings } from './interner.js';
 
 /*
  * Named statements on `journal` (STYLE habit 8). The fenced append is one statement: a data-modifying
@@ -37,16 +37,32 @@ export interface JournalRow {
   payload_bytes?: number | null;
 }
 
-export function toEntry(row: JournalRow, runId: string = row.run_id, strings?: Interner): JournalEntry {
+/** One row as an entry, its strings and Date as node-postgres built them. */
+export function toEntry(row: JournalRow): JournalEntry {
+  return entryOf(row, row.run_id, AS_READ);
+}
+
+/**
+ * A page of one run's rows as entries: one run id string for the page (as PostgreSQL spells a
+ * uuid: lowercase; `journal_list` does not select it), and one string and Date per distinct
+ * repeated value (interner.ts). A resume holds up to 100,000 entries (docs/performance.md, issue 31).
+ */
+export function pageEntries(rows: readonly JournalRow[], runId: string): JournalEntry[] {
+  const strings = new Interner();
+  const id = runId.toLowerCase();
+  return rows.map((row) => entryOf(row, id, strings));
+}
+
+function entryOf(row: JournalRow, runId: string, strings: Strings): JournalEntry {
   return {
     runId,
     seq: row.seq,
-    scope: strings ? strings.of(row.scope) : row.scope,
-    kind: (strings ? strings.of(row.kind) : row.kind) as EntryKind,
-    name: strings ? strings.of(row.name) : row.name,
-    contentKey: strings ? strings.of(row.content_key) : row.content_key,
+    scope: strings.of(row.scope),
+    kind: strings.of(row.kind) as EntryKind,
+    name: strings.of(row.name),
+    contentKey: strings.of(row.content_key),
     occurrence: row.occurrence,
-    status: (strings ? strings.of(row.status) : row.status) as EntryStatus,
+    status: strings.of(row.status) as EntryStatus,
     payload: row.payload ?? null,
     error: row.error ?? null,
     refSeq: row.ref_seq,
@@ -56,7 +72,7 @@ export function toEntry(row: JournalRow, runId: string = row.run_id, strings?: I
     costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
     attempt: row.attempt ?? null,
     // pg has built a Date already (to_jsonb rows carry a string): one Date per entry, not two.
-    createdAt: row.created_at instanceof Date ? (strings ? strings.date(row.created_at) : row.created_at) : new Date(row.created_at),
+    createdAt: row.created_at instanceof Date ? strings.date(row.created_at) : new Date(row.created_at),
     // Only a reference read leaves an out-of-line payload out (journalList with refs).
     ...(row.payload === null && row.payload_sha256 ? { payloadRef: { sha256: row.payload_sha256, sizeBytes: row.payload_bytes ?? 0 } } : {}),
   };

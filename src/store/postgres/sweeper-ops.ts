@@ -48,7 +48,7 @@ async function recoverRuns(
 export async function suspensionListDue(db: PgAccess, params: SuspensionListDueParams): Promise<JournalEntry[]> {
   if (params.limit <= 0) return [];
   const { rows } = await db.query<jq.JournalRow>(dueStatement({ limit: params.limit, kinds: params.kinds?.length ? params.kinds : null }));
-  return rows.map((row) => jq.toEntry(row));
+  return rows.map(jq.toEntry);
 }
 
 export async function deadlineNext(db: PgAccess): Promise<DeadlineNext> {
