@@ -149,7 +149,10 @@ export class JournalIndex {
         if (target.head.status !== 'suspended') {
           throw new JournalCorruptError(runId, e.seq, `resolution refers to seq ${e.refSeq} which is not a suspension`);
         }
-        target.resolutions = target.resolutions === NO_RESOLUTIONS ? [e] : [...target.resolutions, e];
+        // The shared empty list is replaced by the attempt's own, which is appended to from then on
+        // (a copy per resolution was quadratic in the no-ops a wait collects).
+        if (target.resolutions === NO_RESOLUTIONS) target.resolutions = [e];
+        else (target.resolutions as JournalEntry[]).push(e);
       } else if (e.status === 'ok' || e.status === 'error' || e.status === 'cancelled') {
         target.terminal = e;
       }
