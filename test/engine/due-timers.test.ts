@@ -11,6 +11,7 @@ import type { JournalStore } from '../../src/store/store.js';
 import { Sweeper } from '../../src/sweeper/sweeper.js';
 import { createMigratedDatabase, type MigratedDatabase } from '../support/database.js';
 import { journal, NS, TTL } from './harness.js';
+import { deferred } from './suite/support.js';
 
 /*
  * The replica's in-memory timers (scheduling/due-timers.ts) racing a signal and the sweeper for one
@@ -22,6 +23,20 @@ import { journal, NS, TTL } from './harness.js';
 const waitGo = defineWorkflow({ name: 'wait-go', input: z.object({}) }, async (ctx) => ctx.signal('go', { deadline: '1s', default: 'timeout' }));
 
 const RUNS = 8;
+
+type Method = (...args: unknown[]) => Promise<unknown>;
+
+/** `inner` with the store methods named in `keys` replaced by `wrap(the method, its arguments)`. */
+function intercepted(inner: JournalStore, keys: readonly string[], wrap: (method: Method, args: unknown[]) => Promise<unknown>): JournalStore {
+  return new Proxy(inner, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      const method = (value as Method).bind(target);
+      return keys.includes(String(key)) ? (...args: unknown[]) => wrap(method, args) : method;
+    },
+  });
+}
 
 let db: MigratedDatabase;
 let pgStore: PostgresStore;
@@ -120,22 +135,11 @@ describe.each([
   it('a timer due while an earlier one is still being written fires without waiting for that write', async () => {
     // Before, a firing held the next timer back until all its writes were done, so a slow write
     // (a busy pool, a run-row lock) made every timer due meanwhile late by as much (issue 31 goal 1).
-    const inner = makeStore();
     let gated = '';
-    let open: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const store = new Proxy(inner, {
-      get(target, key) {
-        const value: unknown = Reflect.get(target, key, target);
-        if (typeof value !== 'function') return value;
-        if (key === 'journalResolve') {
-          return async (...args: unknown[]) => {
-            if ((args[0] as { runId: string }).runId === gated) await gate;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        return (value as (...a: unknown[]) => unknown).bind(target);
-      },
+    const gate = deferred();
+    const store = intercepted(makeStore(), ['journalResolve'], async (method, args) => {
+      if ((args[0] as { runId: string }).runId === gated) await gate.promise;
+      return method(...args);
     });
     const engine = new RunEngine({ store, registry: new Registry().register(waitGo), holder: 'replica-d', leaseTtlMs: TTL });
     const timers = new DueTimers({ driver: engine.driver, horizonMs: 60_000 });
@@ -161,11 +165,11 @@ describe.each([
       expect(await Promise.race([secondFired.then(() => 'fired' as const), stuck])).toBe('fired');
       expect(fired.get(second.run.id)).toBe(true);
       expect(fired.has(first.run.id)).toBe(false); // still held at the gate
-      open();
+      gate.resolve();
       await firstFired;
       expect(fired.get(first.run.id)).toBe(true);
     } finally {
-      open();
+      gate.resolve();
       await timers.stop();
     }
   }, 30_000);
@@ -174,18 +178,9 @@ describe.each([
     // The replica process has no `failed` listener. Before, this event was named `error`, and an
     // EventEmitter throws an unheard `error`: the firing rejected unhandled and the replica exited
     // (both replicas of test/chaos/postgres-restart.test.ts, once in ~10 runs).
-    const inner = makeStore();
     let down = false;
-    const store = new Proxy(inner, {
-      get(target, key) {
-        const value: unknown = Reflect.get(target, key, target);
-        if (typeof value !== 'function') return value;
-        if (key === 'journalResolve' || key === 'journalWaits') {
-          return (...args: unknown[]) => (down ? Promise.reject(new Error('the database system is shutting down')) : (value as (...a: unknown[]) => unknown).apply(target, args));
-        }
-        return (value as (...a: unknown[]) => unknown).bind(target);
-      },
-    });
+    const store = intercepted(makeStore(), ['journalResolve', 'journalWaits'], (method, args) =>
+      (down ? Promise.reject(new Error('the database system is shutting down')) : method(...args)));
     const engine = new RunEngine({ store, registry: new Registry().register(waitGo), holder: 'replica-c', leaseTtlMs: TTL });
     const timers = new DueTimers({ driver: engine.driver, horizonMs: 60_000 });
     timers.start();
