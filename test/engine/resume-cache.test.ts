@@ -143,8 +143,13 @@ afterAll(async () => {
 
 describe.each(stores)('hot resume on %s', (_name, make) => {
   /** A `loop` run started here that parked, resumed once (the first resume reads: a run created here kept nothing) and parked again. */
-  async function parkedTwice(engine: RunEngine, rounds: number) {
-    const { run, execution } = await engine.runStart({ namespace: NS, workflowName: 'loop', input: { rounds }, execute: true });
+  function parkedTwice(engine: RunEngine, rounds: number) {
+    return parkedTwiceAs(engine, 'loop', { rounds });
+  }
+
+  /** The same for any workflow that waits for `go` twice. */
+  async function parkedTwiceAs(engine: RunEngine, workflowName: string, input: Record<string, number>) {
+    const { run, execution } = await engine.runStart({ namespace: NS, workflowName, input, execute: true });
     expect(execution?.outcome).toBe('suspended');
     await engine.signalSend({ runId: run.id, namespace: NS, name: 'go', payload: { n: 1 }, signalId: `${run.id}-1` });
     expect((await engine.runExecute({ runId: run.id, namespace: NS }))?.outcome).toBe('suspended');
@@ -313,13 +318,7 @@ describe.each(stores)('hot resume on %s', (_name, make) => {
     try {
       const store = await open();
       const a = engineOn(store, 'replica-bytes', { maxBytes: 30_000 });
-      /** A `heavy` run started here, resumed once (a run created here kept nothing) and parked again. */
-      const parkedHeavy = async (size: number) => {
-        const { run } = await a.engine.runStart({ namespace: NS, workflowName: 'heavy', input: { size }, execute: true });
-        await a.engine.signalSend({ runId: run.id, namespace: NS, name: 'go', payload: null, signalId: `${run.id}-1` });
-        expect((await a.engine.runExecute({ runId: run.id, namespace: NS }))?.outcome).toBe('suspended');
-        return run.id;
-      };
+      const parkedHeavy = (size: number) => parkedTwiceAs(a.engine, 'heavy', { size });
       const first = await parkedHeavy(10_000);
       const one = a.engine.resumes.stats;
       expect(one).toMatchObject({ runs: 1, evictions: 0 });
